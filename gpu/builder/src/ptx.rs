@@ -1,0 +1,154 @@
+//! Text edits on llc's PTX for what rustc cannot say about a kernel.
+
+/// Device code declares a kernel's launch bounds by exporting a symbol named
+/// `{LAUNCH_BOUNDS_PREFIX}{kernel}__{max_threads}__{min_blocks}` (the kernels crate's `launch_bounds!`).
+/// Rust has no attribute for `.maxntid`/`.minnctapersm`, and `setmaxnreg` is ignored without them.
+pub const LAUNCH_BOUNDS_PREFIX: &str = "__oxtile_launch_bounds__";
+
+/// Name of the dynamic shared memory array. PTX only accepts `.extern .shared` at module scope, which inline
+/// asm cannot reach, so kernels name it in asm (`mov.u32 %r, dyn_smem;`) and the builder declares it.
+pub const DYNAMIC_SMEM_SYMBOL: &str = "dyn_smem";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchBounds {
+    pub kernel: String,
+    pub max_threads: u32,
+    pub min_blocks: u32,
+}
+
+impl LaunchBounds {
+    /// Reads a launch-bounds marker symbol; `None` for any other symbol.
+    pub fn from_symbol(symbol: &str) -> Option<Result<LaunchBounds, String>> {
+        let rest = symbol.strip_prefix(LAUNCH_BOUNDS_PREFIX)?;
+        let mut parts = rest.rsplitn(3, "__");
+        let (min_blocks, max_threads, kernel) = (parts.next(), parts.next(), parts.next());
+        let parsed = match (
+            kernel,
+            max_threads.map(str::parse),
+            min_blocks.map(str::parse),
+        ) {
+            (Some(kernel), Some(Ok(max_threads)), Some(Ok(min_blocks))) if !kernel.is_empty() => {
+                Ok(LaunchBounds {
+                    kernel: kernel.to_string(),
+                    max_threads,
+                    min_blocks,
+                })
+            }
+            _ => Err(format!(
+                "malformed launch-bounds symbol `{symbol}`: expected {LAUNCH_BOUNDS_PREFIX}KERNEL__THREADS__BLOCKS"
+            )),
+        };
+        Some(parsed)
+    }
+}
+
+/// Adds `.maxntid`/`.minnctapersm` to the bounded kernels and declares the dynamic shared memory array
+/// when a kernel refers to it. Fails when a bound names a kernel the module does not define.
+pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> {
+    let mut out = String::with_capacity(ptx.len() + 256);
+    let mut pending: Option<&LaunchBounds> = None;
+    let mut applied = 0;
+    let uses_dyn_smem = ptx.contains(DYNAMIC_SMEM_SYMBOL);
+    for line in ptx.lines() {
+        if let Some(name) = entry_name(line) {
+            pending = bounds.iter().find(|b| b.kernel == name);
+        }
+        if line.trim() == "{" {
+            if let Some(b) = pending.take() {
+                out.push_str(&format!(
+                    ".maxntid {}, 1, 1\n.minnctapersm {}\n",
+                    b.max_threads, b.min_blocks
+                ));
+                applied += 1;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+        if uses_dyn_smem && line.starts_with(".address_size") {
+            out.push_str(&format!(
+                "\n.extern .shared .align 1024 .b8 {DYNAMIC_SMEM_SYMBOL}[];\n"
+            ));
+        }
+    }
+    if applied != bounds.len() {
+        let missing: Vec<_> = bounds
+            .iter()
+            .filter(|b| entry_named(ptx, &b.kernel).is_none())
+            .map(|b| &b.kernel)
+            .collect();
+        return Err(format!(
+            "launch bounds given for kernels the module does not define: {missing:?}"
+        ));
+    }
+    Ok(out)
+}
+
+/// The kernel a `.entry` line opens, if it opens one.
+fn entry_name(line: &str) -> Option<&str> {
+    let rest = line
+        .trim_start()
+        .trim_start_matches(".visible ")
+        .trim_start_matches(".weak ");
+    let rest = rest.strip_prefix(".entry ")?;
+    Some(rest.split('(').next().unwrap_or(rest).trim())
+}
+
+fn entry_named<'a>(ptx: &'a str, kernel: &str) -> Option<&'a str> {
+    ptx.lines().find(|line| entry_name(line) == Some(kernel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = ".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tmov.u32 %r1, dyn_smem;\n\tret;\n}\n";
+
+    #[test]
+    fn parses_bounds_symbol() {
+        let b = LaunchBounds::from_symbol("__oxtile_launch_bounds__gemm__tn__384__1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            b,
+            LaunchBounds {
+                kernel: "gemm__tn".into(),
+                max_threads: 384,
+                min_blocks: 1
+            }
+        );
+        assert!(LaunchBounds::from_symbol("exp2_f32").is_none());
+        assert!(
+            LaunchBounds::from_symbol("__oxtile_launch_bounds__k__x__1")
+                .unwrap()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn inserts_bounds_and_dynamic_smem() {
+        let bounds = [LaunchBounds {
+            kernel: "k".into(),
+            max_threads: 384,
+            min_blocks: 1,
+        }];
+        let out = finish_ptx(PTX, &bounds).unwrap();
+        assert!(
+            out.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(".address_size 64\n\n.extern .shared .align 1024 .b8 dyn_smem[];\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn rejects_bounds_for_unknown_kernel() {
+        let bounds = [LaunchBounds {
+            kernel: "nope".into(),
+            max_threads: 128,
+            min_blocks: 1,
+        }];
+        assert!(finish_ptx(PTX, &bounds).unwrap_err().contains("nope"));
+    }
+}

@@ -1,0 +1,333 @@
+//! Flat-mode cores of the algebra, written once as `const fn` over slices so that the runtime
+//! [`Layout`](crate::Layout) and the const [`StaticLayout`](crate::StaticLayout) share one
+//! implementation. Each follows pycute's definition step for step, including its use of Python's
+//! floor division, because results are compared against pycute's.
+
+use crate::LayoutError;
+
+/// Python's `a // b`.
+pub(crate) const fn floor_div(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
+}
+
+/// `-(-a // b)`: ceiling division with Python's rounding.
+pub(crate) const fn ceil_div(a: i64, b: i64) -> i64 {
+    -floor_div(-a, b)
+}
+
+/// CuTe's `shape_div` for integers: exact quotient, or ±1 when `b` is a multiple of `a`.
+pub(crate) const fn shape_div(a: i64, b: i64) -> Result<i64, LayoutError> {
+    if b != 0 && a % b == 0 {
+        Ok(a / b)
+    } else if a != 0 && b % a == 0 {
+        Ok(a.signum() * b.signum())
+    } else {
+        Err(LayoutError::StrideDivisibility { shape: a, stride: b })
+    }
+}
+
+pub(crate) const fn checked_mul(a: i64, b: i64) -> Result<i64, LayoutError> {
+    match a.checked_mul(b) {
+        Some(v) => Ok(v),
+        None => Err(LayoutError::Overflow),
+    }
+}
+
+/// Product of the first `n` shapes.
+pub(crate) const fn product(s: &[i64], n: usize) -> i64 {
+    let mut p = 1i64;
+    let mut i = 0;
+    while i < n {
+        p = p.wrapping_mul(s[i]);
+        i += 1;
+    }
+    p
+}
+
+/// The layout's value at 1-D index `idx` (colexicographic; the last mode takes the remainder,
+/// as pycute's `crd2idx` does for an integer coordinate).
+pub(crate) const fn eval(s: &[i64], d: &[i64], n: usize, mut idx: i64) -> i64 {
+    if n == 0 {
+        return 0;
+    }
+    let mut r = 0i64;
+    let mut i = 0;
+    while i + 1 < n {
+        r = r.wrapping_add((idx % s[i]).wrapping_mul(d[i]));
+        idx /= s[i];
+        i += 1;
+    }
+    r.wrapping_add(idx.wrapping_mul(d[n - 1]))
+}
+
+/// pycute `coalesce` of `n` flat modes, in place. Needs room for one mode; returns the new count (>= 1).
+pub(crate) const fn coalesce_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> usize {
+    let (mut last_s, mut last_d) = (1i64, 0i64);
+    let mut k = 0;
+    let mut i = 0;
+    while i < n {
+        let (cs, cd) = (s[i], d[i]);
+        i += 1;
+        if cs == 1 {
+            continue;
+        }
+        if last_s == 1 {
+            last_s = cs;
+            last_d = cd;
+        } else if last_s.wrapping_mul(last_d) == cd {
+            last_s = last_s.wrapping_mul(cs);
+        } else {
+            // k < i - 1: the slot was already read.
+            s[k] = last_s;
+            d[k] = last_d;
+            k += 1;
+            last_s = cs;
+            last_d = cd;
+        }
+    }
+    s[k] = last_s;
+    d[k] = last_d;
+    k + 1
+}
+
+/// pycute `filter`: drop size-1 and stride-0 modes, then coalesce. In place; returns the count.
+pub(crate) const fn filter_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> usize {
+    let mut k = 0;
+    let mut i = 0;
+    while i < n {
+        if s[i] != 1 && d[i] != 0 {
+            s[k] = s[i];
+            d[k] = d[i];
+            k += 1;
+        }
+        i += 1;
+    }
+    if k == 0 {
+        s[0] = 1;
+        d[0] = 0;
+        return 1;
+    }
+    coalesce_in_place(s, d, k)
+}
+
+/// Composition of a coalesced flat `A` with one integer-shaped mode `b_s:b_d` of `B`.
+pub(crate) const fn compose_mode(
+    a_s: &[i64],
+    a_d: &[i64],
+    a_n: usize,
+    b_s: i64,
+    b_d: i64,
+    out_s: &mut [i64],
+    out_d: &mut [i64],
+) -> Result<usize, LayoutError> {
+    let cap = if out_s.len() < out_d.len() { out_s.len() } else { out_d.len() };
+    if cap == 0 {
+        return Err(LayoutError::Capacity { capacity: 0, needed: 1 });
+    }
+    if b_d == 0 {
+        out_s[0] = b_s;
+        out_d[0] = 0;
+        return Ok(1);
+    }
+    if b_s <= 0 {
+        return Err(LayoutError::NonPositiveShape(b_s));
+    }
+    let mut rest_shape = b_s;
+    let mut rest_stride = b_d;
+    let mut k = 0;
+    let mut i = 0;
+    while i + 1 < a_n {
+        let (cs, cd) = (a_s[i], a_d[i]);
+        if cs <= 0 {
+            return Err(LayoutError::NonPositiveShape(cs));
+        }
+        if rest_stride == 0 || !(cs % rest_stride == 0 || rest_stride % cs == 0) {
+            return Err(LayoutError::StrideDivisibility { shape: cs, stride: rest_stride });
+        }
+        let q = floor_div(cs, rest_stride);
+        let mut new_shape = if q > 1 { q } else { 1 };
+        if new_shape > rest_shape {
+            new_shape = rest_shape;
+        }
+        if new_shape != 1 {
+            if k >= cap {
+                return Err(LayoutError::Capacity { capacity: cap, needed: k + 1 });
+            }
+            out_s[k] = new_shape;
+            out_d[k] = match checked_mul(rest_stride, cd) {
+                Ok(v) => v,
+                Err(e) => return Err(e),
+            };
+            k += 1;
+        }
+        // pycute floors here; a remainder means B's mode straddles A's modes and the result
+        // would silently lose elements (C++ CuTe rejects it), so it is undefined.
+        if rest_shape % new_shape != 0 {
+            return Err(LayoutError::ShapeDivisibility { shape: rest_shape, divisor: new_shape });
+        }
+        rest_shape /= new_shape;
+        rest_stride = ceil_div(rest_stride, cs);
+        i += 1;
+    }
+    if rest_shape != 1 || k == 0 {
+        if k >= cap {
+            return Err(LayoutError::Capacity { capacity: cap, needed: k + 1 });
+        }
+        out_s[k] = rest_shape;
+        out_d[k] = match checked_mul(rest_stride, a_d[a_n - 1]) {
+            Ok(v) => v,
+            Err(e) => return Err(e),
+        };
+        k += 1;
+    }
+    Ok(k)
+}
+
+const fn less2(a0: i64, a1: i64, b0: i64, b1: i64) -> bool {
+    a0 < b0 || (a0 == b0 && a1 < b1)
+}
+
+/// pycute `complement(A, cotarget)` of `n` flat modes, in place (needs room for `n + 1`).
+pub(crate) const fn complement_in_place(
+    s: &mut [i64],
+    d: &mut [i64],
+    n: usize,
+    cotarget: i64,
+) -> Result<usize, LayoutError> {
+    let cap = if s.len() < d.len() { s.len() } else { d.len() };
+    if cap < n + 1 {
+        return Err(LayoutError::Capacity { capacity: cap, needed: n + 1 });
+    }
+    // Insertion sort by (stride, shape), like Python's sort of (stride, shape) tuples.
+    let mut i = 1;
+    while i < n {
+        let mut j = i;
+        while j > 0 && less2(d[j], s[j], d[j - 1], s[j - 1]) {
+            let (ts, td) = (s[j], d[j]);
+            s[j] = s[j - 1];
+            d[j] = d[j - 1];
+            s[j - 1] = ts;
+            d[j - 1] = td;
+            j -= 1;
+        }
+        i += 1;
+    }
+    let mut current = 1i64;
+    let mut k = 0;
+    let mut i = 0;
+    while i < n {
+        let (cs, cd) = (s[i], d[i]);
+        i += 1;
+        if cd == 0 || cs == 1 {
+            continue;
+        }
+        let span = match checked_mul(cs, cd) {
+            Ok(v) => v,
+            Err(e) => return Err(e),
+        };
+        if current > span {
+            return Err(LayoutError::NotInjective);
+        }
+        s[k] = floor_div(cd, current);
+        d[k] = current;
+        k += 1;
+        current = span;
+    }
+    let padded = match cotarget.checked_add(current - 1) {
+        Some(v) => v,
+        None => return Err(LayoutError::Overflow),
+    };
+    s[k] = floor_div(padded, current);
+    d[k] = current;
+    Ok(coalesce_in_place(s, d, k + 1))
+}
+
+const fn less3(a: (i64, i64, i64), b: (i64, i64, i64)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && (a.1 < b.1 || (a.1 == b.1 && a.2 < b.2)))
+}
+
+/// pycute `right_inverse` of `n` flat modes, in place; `scratch` holds at least `n` values and
+/// `s`/`d` at least one. Returns the count.
+pub(crate) const fn right_inverse_in_place(
+    s: &mut [i64],
+    d: &mut [i64],
+    scratch: &mut [i64],
+    n: usize,
+) -> usize {
+    let mut acc = 1i64;
+    let mut i = 0;
+    while i < n {
+        scratch[i] = acc;
+        acc = acc.wrapping_mul(s[i]);
+        i += 1;
+    }
+    let mut i = 1;
+    while i < n {
+        let mut j = i;
+        while j > 0 && less3((d[j], s[j], scratch[j]), (d[j - 1], s[j - 1], scratch[j - 1])) {
+            let (ts, td, tr) = (s[j], d[j], scratch[j]);
+            s[j] = s[j - 1];
+            d[j] = d[j - 1];
+            scratch[j] = scratch[j - 1];
+            s[j - 1] = ts;
+            d[j - 1] = td;
+            scratch[j - 1] = tr;
+            j -= 1;
+        }
+        i += 1;
+    }
+    let mut current = 1i64;
+    let mut k = 0;
+    let mut i = 0;
+    while i < n {
+        let (cs, cd, cr) = (s[i], d[i], scratch[i]);
+        i += 1;
+        if cs == 1 {
+            continue;
+        }
+        if current != cd {
+            break;
+        }
+        s[k] = cs;
+        d[k] = cr;
+        k += 1;
+        current = cs.wrapping_mul(cd);
+    }
+    coalesce_in_place(s, d, k)
+}
+
+/// Largest layout size for which left inverses are verified element by element.
+pub(crate) const LEFT_INVERSE_CHECK_LIMIT: i64 = 1 << 22;
+
+/// Whether `R(L(i)) == i` for every `i < size(L)`.
+pub(crate) const fn is_left_inverse(
+    l_s: &[i64],
+    l_d: &[i64],
+    l_n: usize,
+    r_s: &[i64],
+    r_d: &[i64],
+    r_n: usize,
+) -> bool {
+    let mut i = 0;
+    while i < l_n {
+        if l_s[i] > 1 && l_d[i] == 0 {
+            return false;
+        }
+        i += 1;
+    }
+    let size_l = product(l_s, l_n);
+    if size_l > LEFT_INVERSE_CHECK_LIMIT {
+        return true;
+    }
+    let size_r = product(r_s, r_n);
+    let mut i = 0;
+    while i < size_l {
+        let v = eval(l_s, l_d, l_n, i);
+        if v < 0 || v >= size_r || eval(r_s, r_d, r_n, v) != i {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}

@@ -1,0 +1,50 @@
+//! Compiles the device crate gpu/kernels to PTX for every target and leaves it in OUT_DIR for `include_str!`.
+
+use std::path::{Path, PathBuf};
+
+use oxtile_builder::{DeviceCrate, Target};
+
+/// Targets with kernels today. Blackwell-only kernels add `Target::Sm100a` here.
+const TARGETS: &[Target] = &[Target::Sm90a];
+
+fn main() {
+    // rustc calls this same executable as the nvptx linker during the device build below.
+    oxtile_builder::link_if_invoked_as_linker();
+
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let gpu = manifest_dir.join("../gpu");
+    for watched in [
+        "kernels/src",
+        "kernels/Cargo.toml",
+        "layout/src",
+        "layout/Cargo.toml",
+    ] {
+        println!("cargo:rerun-if-changed={}", gpu.join(watched).display());
+    }
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+    let linker = std::env::current_exe().expect("build script path");
+    let device_crate = DeviceCrate {
+        manifest_dir: &gpu.join("kernels"),
+        target_dir: &shared_ptx_target_dir(&out_dir),
+        linker: &linker,
+    };
+    for &target in TARGETS {
+        match oxtile_builder::build_ptx(&device_crate, target) {
+            Ok(ptx) => {
+                std::fs::copy(&ptx, out_dir.join(format!("kernels_{}.ptx", target.cpu())))
+                    .expect("copy PTX into OUT_DIR");
+            }
+            Err(message) => panic!("building the device kernels failed: {message}"),
+        }
+    }
+}
+
+/// `target/ptx`: shared by every profile of the host build, so the device crate builds incrementally.
+fn shared_ptx_target_dir(out_dir: &Path) -> PathBuf {
+    // OUT_DIR is target/<profile>/build/oxtile-<hash>/out
+    out_dir
+        .ancestors()
+        .nth(4)
+        .map(|target| target.join("ptx"))
+        .unwrap_or_else(|| out_dir.join("ptx"))
+}

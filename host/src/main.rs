@@ -1,0 +1,3 @@
+fn main() {
+    print!("{}", oxtile::PTX_SM90A);
+}
