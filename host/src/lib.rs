@@ -1,1 +1,16 @@
-pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx"));
+//! oxtile: GPU kernels written in pure Rust for NVIDIA Hopper, with a safe host API.
+//!
+//! - [`Gpu`] opens a device, owns a stream and loads the embedded PTX once.
+//! - [`ops`] holds the typed launch wrappers; every argument is checked before launch.
+//! - [`reference`] holds float64 CPU references the GPU results are compared with.
+//! - [`kernels`] lists the kernels and their PTX; [`inspect`] assembles that PTX with ptxas for static checks.
+
+pub mod error;
+pub mod kernels;
+pub mod ops;
+pub mod reference;
+pub mod runtime;
+pub mod verify;
+
+pub use error::{Error, Result};
+pub use runtime::Gpu;

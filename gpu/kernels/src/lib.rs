@@ -1,19 +1,35 @@
+//! oxtile's device kernels, compiled to PTX by `oxtile-builder` (never for the host).
+//!
+//! `arch` holds thin wrappers over PTX instructions, one module per instruction family; the kernel modules
+//! compose those with the layout algebra. Every `extern "ptx-kernel"` function exported here is a kernel the
+//! host crate launches by name.
+
 #![no_std]
 #![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)]
+
+pub mod arch;
+pub mod elementwise;
+
+/// Declares a kernel's launch bounds (`.maxntid threads, 1, 1` and `.minnctapersm blocks`).
+///
+/// Rust has no attribute for them, so this exports a marker symbol whose name carries the numbers; the
+/// builder reads it at link time, drops it, and writes the directives into the kernel's PTX. Kernels that use
+/// `setmaxnreg` need these: ptxas ignores `setmaxnreg` without a register cap at entry.
+#[macro_export]
+macro_rules! launch_bounds {
+    ($kernel:ident, max_threads = $threads:literal, min_blocks = $blocks:literal) => {
+        const _: () = {
+            #[unsafe(export_name = concat!(
+                "__oxtile_launch_bounds__", stringify!($kernel), "__", stringify!($threads), "__", stringify!($blocks)
+            ))]
+            pub static LAUNCH_BOUNDS: u8 = 0;
+            // Refers to the kernel so a typo in its name fails to compile.
+            let _ = $kernel;
+        };
+    };
+}
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { core::arch::nvptx::trap() }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn exp2_f32(x: *const f32, y: *mut f32, n: u32) {
-    use core::arch::nvptx::*;
-    let i = unsafe { _block_idx_x() * _block_dim_x() + _thread_idx_x() } as u32;
-    if i < n {
-        let v = unsafe { *x.add(i as usize) };
-        let r: f32;
-        unsafe { core::arch::asm!("ex2.approx.ftz.f32 {r}, {v};", r = out(reg32) r, v = in(reg32) v) };
-        unsafe { *y.add(i as usize) = r };
-    }
 }

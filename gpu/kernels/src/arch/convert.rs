@@ -1,0 +1,19 @@
+//! Conversions between f32 and the 16-bit float formats (PTX ISA §9.7.9.21, `cvt`).
+
+/// bf16 bits to f32: exact, bf16 is the top half of an f32.
+#[inline(always)]
+pub fn bf16_to_f32(bits: u16) -> f32 {
+    f32::from_bits((bits as u32) << 16)
+}
+
+/// Two f32 to two bf16 with round-to-nearest-even, packed with `lo` in the low half
+/// (`cvt.rn.bf16x2.f32`, sm_80+; its first source goes to the upper half).
+#[inline(always)]
+pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
+    let packed: u32;
+    unsafe {
+        core::arch::asm!("cvt.rn.bf16x2.f32 {d}, {hi}, {lo};", d = out(reg32) packed, hi = in(reg32) hi,
+            lo = in(reg32) lo, options(pure, nomem, nostack));
+    }
+    packed
+}

@@ -1,0 +1,13 @@
+//! The multi-function unit's transcendentals (PTX ISA §9.7.4, "Floating Point Instructions").
+
+/// 2^x by `ex2.approx.ftz.f32` (PTX ISA §9.7.4.13): one MUFU.EX2, max relative error 2^-22 over the normal
+/// range; subnormal inputs and results flush to zero.
+#[inline(always)]
+pub fn ex2_approx(x: f32) -> f32 {
+    let y: f32;
+    unsafe {
+        core::arch::asm!("ex2.approx.ftz.f32 {y}, {x};", y = out(reg32) y, x = in(reg32) x,
+            options(pure, nomem, nostack));
+    }
+    y
+}

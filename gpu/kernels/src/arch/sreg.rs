@@ -1,0 +1,41 @@
+//! Special registers: thread, block and grid coordinates (PTX ISA §10, "Special Registers").
+
+use core::arch::nvptx;
+
+/// `%tid.x`
+#[inline(always)]
+pub fn thread_idx_x() -> u32 {
+    unsafe { nvptx::_thread_idx_x() as u32 }
+}
+
+/// `%ntid.x`
+#[inline(always)]
+pub fn block_dim_x() -> u32 {
+    unsafe { nvptx::_block_dim_x() as u32 }
+}
+
+/// `%ctaid.x`
+#[inline(always)]
+pub fn block_idx_x() -> u32 {
+    unsafe { nvptx::_block_idx_x() as u32 }
+}
+
+/// `%nctaid.x`
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    unsafe { nvptx::_grid_dim_x() as u32 }
+}
+
+/// This thread's index in a 1-D grid.
+#[inline(always)]
+pub fn global_thread_idx_x() -> usize {
+    block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize
+}
+
+/// Indices `0..n` this thread visits in a grid-stride loop over a 1-D grid.
+#[inline(always)]
+pub fn grid_stride(n: usize) -> core::iter::StepBy<core::ops::Range<usize>> {
+    let first = global_thread_idx_x();
+    let stride = grid_dim_x() as usize * block_dim_x() as usize;
+    (first..n.max(first)).step_by(stride)
+}

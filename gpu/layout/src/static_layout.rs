@@ -1,0 +1,609 @@
+//! Layouts that live in `const` context: fixed-capacity flat leaf modes grouped into top-level
+//! modes. Everything here is `const fn`, so a kernel that indexes through a `const` layout is
+//! left with plain integer arithmetic. Results follow the same cores as the runtime
+//! [`Layout`](crate::Layout); the only hierarchy kept is the top-level grouping, which is what
+//! decides the per-mode functions (deeper nesting only renames the same colexicographic order).
+
+use crate::flat;
+use crate::{LayoutError, Swizzle};
+
+/// Room for intermediate results (e.g. the `n + 1` modes of a complement) of const operations.
+pub const SCRATCH: usize = 64;
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return Err(e),
+        }
+    };
+}
+
+/// A layout of at most `N` leaf modes, grouped into top-level modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaticLayout<const N: usize> {
+    shape: [i64; N],
+    stride: [i64; N],
+    leaves: usize,
+    /// `ends[k]` is one past the last leaf of top-level mode `k`.
+    ends: [usize; N],
+    rank: usize,
+}
+
+impl<const N: usize> StaticLayout<N> {
+    const EMPTY: Self = Self { shape: [0; N], stride: [0; N], leaves: 0, ends: [0; N], rank: 0 };
+
+    /// A flat layout, one top-level mode per entry. Panics (a compile error in `const`) on
+    /// mismatched lengths, more than `N` modes, or a shape entry below 1.
+    pub const fn new(shape: &[i64], stride: &[i64]) -> Self {
+        Self::expect(Self::try_new(shape, stride))
+    }
+
+    /// Fallible [`StaticLayout::new`].
+    pub const fn try_new(shape: &[i64], stride: &[i64]) -> Result<Self, LayoutError> {
+        if shape.len() != stride.len() || shape.is_empty() {
+            return Err(LayoutError::NotCongruent);
+        }
+        let mut out = Self::EMPTY;
+        let mut i = 0;
+        while i < shape.len() {
+            if shape[i] < 1 {
+                return Err(LayoutError::NonPositiveShape(shape[i]));
+            }
+            tri!(out.push_leaf(shape[i], stride[i]));
+            out.end_mode();
+            i += 1;
+        }
+        Ok(out)
+    }
+
+    /// A nested layout: `groups[k]` consecutive leaves form top-level mode `k`, e.g.
+    /// `grouped(&[2,4,8], &[4,1,8], &[2,1])` is `((2,4),8):((4,1),8)`.
+    pub const fn grouped(shape: &[i64], stride: &[i64], groups: &[usize]) -> Self {
+        Self::expect(Self::try_grouped(shape, stride, groups))
+    }
+
+    /// Fallible [`StaticLayout::grouped`].
+    pub const fn try_grouped(
+        shape: &[i64],
+        stride: &[i64],
+        groups: &[usize],
+    ) -> Result<Self, LayoutError> {
+        let flat = tri!(Self::try_new(shape, stride));
+        let mut out = Self::EMPTY;
+        let mut leaf = 0;
+        let mut g = 0;
+        while g < groups.len() {
+            if groups[g] == 0 {
+                return Err(LayoutError::NotCongruent);
+            }
+            let mut j = 0;
+            while j < groups[g] {
+                if leaf >= flat.leaves {
+                    return Err(LayoutError::NotCongruent);
+                }
+                tri!(out.push_leaf(flat.shape[leaf], flat.stride[leaf]));
+                leaf += 1;
+                j += 1;
+            }
+            out.end_mode();
+            g += 1;
+        }
+        if leaf != flat.leaves {
+            return Err(LayoutError::NotCongruent);
+        }
+        Ok(out)
+    }
+
+    /// Column-major (left-most mode fastest) compact layout of `shape`.
+    pub const fn col_major(shape: &[i64]) -> Self {
+        let mut stride = [0i64; N];
+        let mut acc = 1;
+        let mut i = 0;
+        while i < shape.len() && i < N {
+            stride[i] = acc;
+            acc *= shape[i];
+            i += 1;
+        }
+        Self::new(shape, stride.split_at(shape.len()).0)
+    }
+
+    /// Row-major (right-most mode fastest) compact layout of `shape`.
+    pub const fn row_major(shape: &[i64]) -> Self {
+        let mut stride = [0i64; N];
+        let mut acc = 1;
+        let mut i = shape.len();
+        while i > 0 {
+            i -= 1;
+            if i < N {
+                stride[i] = acc;
+            }
+            acc *= shape[i];
+        }
+        Self::new(shape, stride.split_at(shape.len()).0)
+    }
+
+    /// Unwraps a const operation's result; panics with the error kind (a compile error in `const`).
+    pub const fn expect(result: Result<Self, LayoutError>) -> Self {
+        match result {
+            Ok(l) => l,
+            Err(LayoutError::Capacity { .. }) => panic!("const layout capacity exceeded"),
+            Err(LayoutError::StrideDivisibility { .. }) => {
+                panic!("composition undefined: stride divisibility fails")
+            }
+            Err(LayoutError::ShapeDivisibility { .. }) => {
+                panic!("composition undefined: shape divisibility fails")
+            }
+            Err(LayoutError::NotInjective) => panic!("complement undefined: layout not injective"),
+            Err(LayoutError::NoLeftInverse) => panic!("left inverse undefined"),
+            Err(LayoutError::NonPositiveShape(_)) => panic!("shape entries must be positive"),
+            Err(LayoutError::NotCongruent) => panic!("shape, stride and grouping must agree"),
+            Err(_) => panic!("layout operation undefined"),
+        }
+    }
+
+    const fn push_leaf(&mut self, s: i64, d: i64) -> Result<(), LayoutError> {
+        if self.leaves >= N {
+            return Err(LayoutError::Capacity { capacity: N, needed: self.leaves + 1 });
+        }
+        self.shape[self.leaves] = s;
+        self.stride[self.leaves] = d;
+        self.leaves += 1;
+        Ok(())
+    }
+
+    /// Closes the current top-level mode (a no-op when no leaf was pushed since the last one).
+    const fn end_mode(&mut self) {
+        let start = if self.rank == 0 { 0 } else { self.ends[self.rank - 1] };
+        if self.leaves > start {
+            self.ends[self.rank] = self.leaves;
+            self.rank += 1;
+        }
+    }
+
+    /// Appends `n` flat modes, each as its own top-level mode.
+    const fn push_flat_modes(&mut self, s: &[i64], d: &[i64], n: usize) -> Result<(), LayoutError> {
+        let mut i = 0;
+        while i < n {
+            tri!(self.push_leaf(s[i], d[i]));
+            self.end_mode();
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Appends `n` flat modes into the current (still open) top-level mode.
+    const fn push_leaves(&mut self, s: &[i64], d: &[i64], n: usize) -> Result<(), LayoutError> {
+        let mut i = 0;
+        while i < n {
+            tri!(self.push_leaf(s[i], d[i]));
+            i += 1;
+        }
+        Ok(())
+    }
+
+    const fn from_flat(s: &[i64], d: &[i64], n: usize) -> Result<Self, LayoutError> {
+        let mut out = Self::EMPTY;
+        tri!(out.push_flat_modes(s, d, n));
+        Ok(out)
+    }
+
+    /// Number of top-level modes.
+    pub const fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of leaf (integer) modes.
+    pub const fn leaf_count(&self) -> usize {
+        self.leaves
+    }
+
+    /// The used leaf shapes.
+    pub const fn leaf_shapes(&self) -> &[i64] {
+        self.shape.split_at(self.leaves).0
+    }
+
+    /// The used leaf strides.
+    pub const fn leaf_strides(&self) -> &[i64] {
+        self.stride.split_at(self.leaves).0
+    }
+
+    /// The leaf range `[start, end)` of top-level mode `k`.
+    pub const fn mode_leaves(&self, k: usize) -> (usize, usize) {
+        assert!(k < self.rank, "mode index out of range");
+        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        (start, self.ends[k])
+    }
+
+    /// Top-level mode `k` as a layout whose modes are its leaves.
+    pub const fn mode(&self, k: usize) -> Self {
+        let (start, end) = self.mode_leaves(k);
+        let mut out = Self::EMPTY;
+        let mut i = start;
+        while i < end {
+            out.shape[out.leaves] = self.shape[i];
+            out.stride[out.leaves] = self.stride[i];
+            out.leaves += 1;
+            out.end_mode();
+            i += 1;
+        }
+        out
+    }
+
+    /// The same leaves, each its own top-level mode.
+    pub const fn flatten(&self) -> Self {
+        let mut out = *self;
+        out.rank = 0;
+        let mut i = 0;
+        while i < self.leaves {
+            out.ends[i] = i + 1;
+            i += 1;
+        }
+        out.rank = self.leaves;
+        out
+    }
+
+    /// All leaves as one top-level mode.
+    pub const fn group_all(&self) -> Self {
+        let mut out = *self;
+        out.ends = [0; N];
+        out.ends[0] = self.leaves;
+        out.rank = 1;
+        out
+    }
+
+    /// Size of the domain.
+    pub const fn size(&self) -> i64 {
+        flat::product(&self.shape, self.leaves)
+    }
+
+    /// Size of top-level mode `k`.
+    pub const fn mode_size(&self, k: usize) -> i64 {
+        let (start, end) = self.mode_leaves(k);
+        let mut p = 1;
+        let mut i = start;
+        while i < end {
+            p *= self.shape[i];
+            i += 1;
+        }
+        p
+    }
+
+    /// Size of the codomain: `L(size - 1) + 1`.
+    pub const fn cosize(&self) -> i64 {
+        self.call(self.size() - 1) + 1
+    }
+
+    /// The offset of 1-D (colexicographic) index `idx`.
+    pub const fn call(&self, idx: i64) -> i64 {
+        flat::eval(&self.shape, &self.stride, self.leaves, idx)
+    }
+
+    /// [`StaticLayout::call`] in 32-bit arithmetic, for device index math.
+    pub const fn index_u32(&self, mut idx: u32) -> u32 {
+        let mut r = 0u32;
+        let mut i = 0;
+        while i + 1 < self.leaves {
+            let s = self.shape[i] as u32;
+            r = r.wrapping_add((idx % s).wrapping_mul(self.stride[i] as u32));
+            idx /= s;
+            i += 1;
+        }
+        r.wrapping_add(idx.wrapping_mul(self.stride[self.leaves - 1] as u32))
+    }
+
+    /// The offset of a coordinate given as one 1-D index per top-level mode.
+    pub const fn crd2idx(&self, crd: &[i64]) -> i64 {
+        assert!(crd.len() == self.rank, "coordinate rank must equal layout rank");
+        let mut r = 0;
+        let mut k = 0;
+        while k < self.rank {
+            let (start, end) = self.mode_leaves(k);
+            let s = self.shape.split_at(end).0.split_at(start).1;
+            let d = self.stride.split_at(end).0.split_at(start).1;
+            r += flat::eval(s, d, end - start, crd[k]);
+            k += 1;
+        }
+        r
+    }
+
+    /// The per-top-level-mode coordinate of 1-D index `idx` (entries past `rank` are 0).
+    pub const fn idx2crd(&self, idx: i64) -> [i64; N] {
+        let mut out = [0; N];
+        let mut below = 1;
+        let mut k = 0;
+        while k < self.rank {
+            let size = self.mode_size(k);
+            out[k] = (idx / below) % size;
+            below *= size;
+            k += 1;
+        }
+        out
+    }
+
+    /// The per-leaf coordinate of 1-D index `idx` (entries past the leaf count are 0).
+    pub const fn idx2leaf_crd(&self, idx: i64) -> [i64; N] {
+        let mut out = [0; N];
+        let mut below = 1;
+        let mut i = 0;
+        while i < self.leaves {
+            out[i] = (idx / below) % self.shape[i];
+            below *= self.shape[i];
+            i += 1;
+        }
+        out
+    }
+
+    /// `make_layout(self, other)`: a rank-2 layout, each argument's leaves forming one mode.
+    pub const fn pair(&self, other: &Self) -> Result<Self, LayoutError> {
+        let mut out = Self::EMPTY;
+        tri!(out.push_leaves(&self.shape, &self.stride, self.leaves));
+        out.end_mode();
+        tri!(out.push_leaves(&other.shape, &other.stride, other.leaves));
+        out.end_mode();
+        Ok(out)
+    }
+
+    /// The top-level modes of `self` followed by those of `other`.
+    pub const fn concat(&self, other: &Self) -> Result<Self, LayoutError> {
+        let mut out = *self;
+        let mut k = 0;
+        while k < other.rank {
+            let (start, end) = other.mode_leaves(k);
+            let mut i = start;
+            while i < end {
+                tri!(out.push_leaf(other.shape[i], other.stride[i]));
+                i += 1;
+            }
+            out.end_mode();
+            k += 1;
+        }
+        Ok(out)
+    }
+
+    /// Merges leaves while keeping the function; the result is flat.
+    pub const fn coalesce(&self) -> Self {
+        let (mut s, mut d) = (self.shape, self.stride);
+        let n = flat::coalesce_in_place(&mut s, &mut d, self.leaves);
+        Self::expect(Self::from_flat(&s, &d, n))
+    }
+
+    /// Drops stride-0 and size-1 leaves, then coalesces.
+    pub const fn filter(&self) -> Self {
+        let (mut s, mut d) = (self.shape, self.stride);
+        let n = flat::filter_in_place(&mut s, &mut d, self.leaves);
+        Self::expect(Self::from_flat(&s, &d, n))
+    }
+
+    /// Appends the leaves of `A ∘ (b_s:b_d)` to the open mode of `out`; `a` is coalesced.
+    const fn push_composed(
+        out: &mut Self,
+        a_s: &[i64],
+        a_d: &[i64],
+        a_n: usize,
+        b_s: i64,
+        b_d: i64,
+    ) -> Result<usize, LayoutError> {
+        let (mut rs, mut rd) = ([0i64; SCRATCH], [0i64; SCRATCH]);
+        let n = tri!(flat::compose_mode(a_s, a_d, a_n, b_s, b_d, &mut rs, &mut rd));
+        tri!(out.push_leaves(&rs, &rd, n));
+        Ok(n)
+    }
+
+    /// `self ∘ b`, by top-level mode of `b`. A `b` of one leaf gives pycute's rank-1 result with
+    /// each resulting leaf as a top-level mode.
+    pub const fn composition<const M: usize>(
+        &self,
+        b: &StaticLayout<M>,
+    ) -> Result<Self, LayoutError> {
+        let (mut a_s, mut a_d) = (self.shape, self.stride);
+        let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
+        let mut out = Self::EMPTY;
+        if b.leaves == 1 {
+            let (mut rs, mut rd) = ([0i64; SCRATCH], [0i64; SCRATCH]);
+            let n = tri!(flat::compose_mode(
+                &a_s, &a_d, a_n, b.shape[0], b.stride[0], &mut rs, &mut rd
+            ));
+            tri!(out.push_flat_modes(&rs, &rd, n));
+            return Ok(out);
+        }
+        let mut k = 0;
+        while k < b.rank {
+            let (start, end) = b.mode_leaves(k);
+            let mut i = start;
+            while i < end {
+                tri!(Self::push_composed(&mut out, &a_s, &a_d, a_n, b.shape[i], b.stride[i]));
+                i += 1;
+            }
+            out.end_mode();
+            k += 1;
+        }
+        Ok(out)
+    }
+
+    /// `complement(self, cotarget)`: the ordered layout filling the gaps of `self` up to `cotarget`.
+    pub const fn complement(&self, cotarget: i64) -> Result<Self, LayoutError> {
+        let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
+        let mut i = 0;
+        while i < self.leaves {
+            s[i] = self.shape[i];
+            d[i] = self.stride[i];
+            i += 1;
+        }
+        let n = tri!(flat::complement_in_place(&mut s, &mut d, self.leaves, cotarget));
+        Self::from_flat(&s, &d, n)
+    }
+
+    /// pycute's right inverse: `self(R(i)) == i` for `i < size(R)`.
+    pub const fn right_inverse(&self) -> Self {
+        let (mut s, mut d, mut r) = (self.shape, self.stride, [0i64; N]);
+        let n = flat::right_inverse_in_place(&mut s, &mut d, &mut r, self.leaves);
+        Self::expect(Self::from_flat(&s, &d, n))
+    }
+
+    /// pycute's left inverse `right_inverse((self, complement(self)))`: `R(self(i)) == i`.
+    pub const fn left_inverse(&self) -> Result<Self, LayoutError> {
+        let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
+        let mut i = 0;
+        while i < self.leaves {
+            s[i] = self.shape[i];
+            d[i] = self.stride[i];
+            i += 1;
+        }
+        let c = match self.complement(1) {
+            Ok(c) => c,
+            Err(LayoutError::NotInjective) => return Err(LayoutError::NoLeftInverse),
+            Err(e) => return Err(e),
+        };
+        let mut n = self.leaves;
+        let mut j = 0;
+        while j < c.leaves {
+            if n >= SCRATCH {
+                return Err(LayoutError::Capacity { capacity: SCRATCH, needed: n + 1 });
+            }
+            s[n] = c.shape[j];
+            d[n] = c.stride[j];
+            n += 1;
+            j += 1;
+        }
+        let mut scratch = [0i64; SCRATCH];
+        let m = flat::right_inverse_in_place(&mut s, &mut d, &mut scratch, n);
+        if !flat::is_left_inverse(&self.shape, &self.stride, self.leaves, &s, &d, m) {
+            return Err(LayoutError::NoLeftInverse);
+        }
+        Self::from_flat(&s, &d, m)
+    }
+
+    /// `logical_divide(self, b)` = `self ∘ (b, complement(b, size(self)))`: mode 0 indexes within
+    /// a tile, mode 1 over tiles.
+    pub const fn logical_divide<const M: usize>(
+        &self,
+        b: &StaticLayout<M>,
+    ) -> Result<Self, LayoutError> {
+        let (mut a_s, mut a_d) = (self.shape, self.stride);
+        let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
+        let mut out = Self::EMPTY;
+        tri!(Self::push_divided(&mut out, &a_s, &a_d, a_n, self.size(), b));
+        Ok(out)
+    }
+
+    /// Pushes `A ∘ b` as one mode, then `A ∘ complement(b, size_a)` as another.
+    const fn push_divided<const M: usize>(
+        out: &mut Self,
+        a_s: &[i64],
+        a_d: &[i64],
+        a_n: usize,
+        size_a: i64,
+        b: &StaticLayout<M>,
+    ) -> Result<(), LayoutError> {
+        let mut i = 0;
+        while i < b.leaves {
+            tri!(Self::push_composed(out, a_s, a_d, a_n, b.shape[i], b.stride[i]));
+            i += 1;
+        }
+        out.end_mode();
+        let c = tri!(b.complement(size_a));
+        let mut j = 0;
+        while j < c.leaves {
+            tri!(Self::push_composed(out, a_s, a_d, a_n, c.shape[j], c.stride[j]));
+            j += 1;
+        }
+        out.end_mode();
+        Ok(())
+    }
+
+    /// `zipped_divide(self, (tiles[0], tiles[1], ...))`: mode 0 gathers the tiles of the first
+    /// `tiles.len()` modes, mode 1 the rests and the untouched modes.
+    pub const fn zipped_divide<const M: usize>(
+        &self,
+        tiles: &[StaticLayout<M>],
+    ) -> Result<Self, LayoutError> {
+        if tiles.len() > self.rank {
+            return Err(LayoutError::RankMismatch { layout_rank: self.rank, tiler_rank: tiles.len() });
+        }
+        let mut tile_part = Self::EMPTY;
+        let mut rest_part = Self::EMPTY;
+        let mut k = 0;
+        while k < tiles.len() {
+            let divided = tri!(self.mode(k).logical_divide(&tiles[k]));
+            let (t0, t1) = divided.mode_leaves(0);
+            let (r0, r1) = divided.mode_leaves(1);
+            let ds = divided.shape.split_at(t1).0.split_at(t0).1;
+            let dd = divided.stride.split_at(t1).0.split_at(t0).1;
+            tri!(tile_part.push_leaves(ds, dd, t1 - t0));
+            let rs = divided.shape.split_at(r1).0.split_at(r0).1;
+            let rd = divided.stride.split_at(r1).0.split_at(r0).1;
+            tri!(rest_part.push_leaves(rs, rd, r1 - r0));
+            k += 1;
+        }
+        while k < self.rank {
+            let (start, end) = self.mode_leaves(k);
+            let s = self.shape.split_at(end).0.split_at(start).1;
+            let d = self.stride.split_at(end).0.split_at(start).1;
+            tri!(rest_part.push_leaves(s, d, end - start));
+            k += 1;
+        }
+        tile_part.pair(&rest_part)
+    }
+
+    /// `logical_product(self, b)` = `(self, complement(self, size(self)*cosize(b)) ∘ b)`.
+    pub const fn logical_product<const M: usize>(
+        &self,
+        b: &StaticLayout<M>,
+    ) -> Result<Self, LayoutError> {
+        let cotarget = tri!(flat::checked_mul(self.size(), b.cosize()));
+        let c = tri!(self.complement(cotarget));
+        let mut out = Self::EMPTY;
+        tri!(out.push_leaves(&self.shape, &self.stride, self.leaves));
+        out.end_mode();
+        let mut i = 0;
+        while i < b.leaves {
+            tri!(Self::push_composed(&mut out, &c.shape, &c.stride, c.leaves, b.shape[i], b.stride[i]));
+            i += 1;
+        }
+        out.end_mode();
+        Ok(out)
+    }
+
+    /// `swizzle ∘ offset ∘ self`, as CuTe's `ComposedLayout` for swizzled shared memory.
+    pub const fn swizzled(self, swizzle: Swizzle, offset: i64) -> StaticComposedLayout<N> {
+        StaticComposedLayout { swizzle, offset, layout: self }
+    }
+}
+
+/// `swizzle ∘ offset ∘ layout` in const form: `index(c) = swizzle(offset + layout(c))`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaticComposedLayout<const N: usize> {
+    pub swizzle: Swizzle,
+    pub offset: i64,
+    pub layout: StaticLayout<N>,
+}
+
+impl<const N: usize> StaticComposedLayout<N> {
+    /// The swizzled offset of 1-D index `idx`.
+    pub const fn call(&self, idx: i64) -> i64 {
+        self.swizzle.apply(self.offset + self.layout.call(idx))
+    }
+
+    /// The swizzled offset of a per-top-level-mode coordinate.
+    pub const fn crd2idx(&self, crd: &[i64]) -> i64 {
+        self.swizzle.apply(self.offset + self.layout.crd2idx(crd))
+    }
+
+    /// [`StaticComposedLayout::call`] in 32-bit arithmetic.
+    pub const fn index_u32(&self, idx: u32) -> u32 {
+        self.swizzle.apply_u32((self.offset as u32).wrapping_add(self.layout.index_u32(idx)))
+    }
+}
+
+impl StaticLayout<6> {
+    /// The `wgmma.m64nNk16` f32 accumulator fragment as a TV layout
+    /// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))` from (thread, value) to the column-major
+    /// index of the 64xN tile (128 threads, `N/2` values each).
+    pub const fn wgmma_accumulator_tv(n: i64) -> Result<Self, LayoutError> {
+        if n < 8 || n > 256 || n % 8 != 0 {
+            return Err(LayoutError::InvalidArgument("wgmma N is a multiple of 8 in 8..=256"));
+        }
+        Self::try_grouped(&[4, 8, 4, 2, 2, n / 8], &[128, 1, 16, 64, 8, 512], &[3, 3])
+    }
+}

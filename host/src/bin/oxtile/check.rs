@@ -1,0 +1,32 @@
+//! `oxtile check`: every kernel against its reference on fresh random inputs, as a table.
+
+use std::process::ExitCode;
+
+use oxtile::Gpu;
+use oxtile::verify::{self, CheckReport};
+
+#[derive(clap::Args, Default)]
+pub struct Args {
+    /// Seed for the random inputs (default: fresh from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
+            eprintln!("{error}");
+            eprintln!("No GPU here, so nothing can be run: `oxtile kernels` shows what the kernels compile to.");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => return Err(error),
+    };
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
+    println!("{} (compute capability {}.{}, {} SMs), seed {seed}", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1, gpu.sm_count());
+    let reports = verify::all(&gpu, seed)?;
+    println!("{}", CheckReport::table(&reports));
+    let failed = reports.iter().filter(|r| !r.passed()).count();
+    println!("{} passed, {failed} failed", reports.len() - failed);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,33 @@
+//! The one error type of the host API: every failure says what went wrong before or at launch.
+
+use cudarc::driver::DriverError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no CUDA driver: {0} (is this a machine with an NVIDIA GPU and its driver installed?)")]
+    NoDriver(String),
+    #[error("no CUDA GPU found{}", .0.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    NoGpu(Option<String>),
+    #[error("kernel `{kernel}` is built for {target} and needs compute capability {needed}, but {device} has {found}")]
+    ComputeCapability { kernel: &'static str, target: &'static str, needed: String, device: String, found: String },
+    #[error("bad argument to `{op}`: {message}")]
+    BadArgument { op: &'static str, message: String },
+    #[error("launch of `{kernel}` failed: {source}")]
+    Launch { kernel: &'static str, source: DriverError },
+    #[error("CUDA driver call failed: {0}")]
+    Driver(#[from] DriverError),
+    #[error("cuBLAS call failed: {0}")]
+    Cublas(String),
+    #[error("CUDA toolkit tool: {0}")]
+    Toolkit(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    pub(crate) fn bad_argument(op: &'static str, message: impl Into<String>) -> Error {
+        Error::BadArgument { op, message: message.into() }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,61 @@
+//! The kernels the device crate exports, with the PTX modules that embed them.
+
+pub use oxtile_builder::Target;
+
+/// PTX of gpu/kernels for each target, built by build.rs.
+pub const MODULES: &[(Target, &str)] = &[(Target::Sm90a, include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")))];
+
+/// A kernel as the host knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernel {
+    /// Its symbol in the PTX (`#[unsafe(no_mangle)]` in gpu/kernels).
+    pub name: &'static str,
+    pub target: Target,
+    /// On a hot path: must keep every value in registers (no spills, no local memory), checked in CI.
+    pub hot: bool,
+}
+
+impl Kernel {
+    const fn hopper(name: &'static str) -> Kernel {
+        Kernel { name, target: Target::Sm90a, hot: true }
+    }
+
+    /// The PTX module this kernel lives in.
+    pub fn ptx(&self) -> &'static str {
+        module_ptx(self.target).expect("every registered kernel's target has a module")
+    }
+}
+
+pub fn module_ptx(target: Target) -> Option<&'static str> {
+    MODULES.iter().find(|(t, _)| *t == target).map(|(_, ptx)| *ptx)
+}
+
+pub const AXPY_F32: Kernel = Kernel::hopper("axpy_f32");
+pub const AXPY_BF16: Kernel = Kernel::hopper("axpy_bf16");
+pub const EXP2_F32: Kernel = Kernel::hopper("exp2_f32");
+
+/// Every kernel, for the static checks and `oxtile kernels`.
+pub const ALL: &[Kernel] = &[AXPY_F32, AXPY_BF16, EXP2_F32];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_kernel_is_in_its_module() {
+        for kernel in ALL {
+            let entry = format!(".entry {}(", kernel.name);
+            assert!(kernel.ptx().contains(&entry), "{} missing from the {} PTX", kernel.name, kernel.target.cpu());
+        }
+    }
+
+    #[test]
+    fn every_module_entry_is_registered() {
+        for (target, ptx) in MODULES {
+            for line in ptx.lines().filter(|l| l.contains(".entry ")) {
+                let name = line.split(".entry ").nth(1).unwrap().split('(').next().unwrap();
+                assert!(ALL.iter().any(|k| k.name == name && k.target == *target), "kernel {name} is not registered");
+            }
+        }
+    }
+}

@@ -1,3 +1,0 @@
-fn main() {
-    print!("{}", oxtile::PTX_SM90A);
-}

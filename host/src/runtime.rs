@@ -1,0 +1,102 @@
+//! The GPU handle: context, stream and the PTX modules, loaded once each.
+
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{Error, Result};
+use crate::kernels::{Kernel, MODULES};
+
+/// One GPU with a stream of its own. Cheap to share by reference; launches go to [`Gpu::stream`].
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    compute_capability: (u32, u32),
+    sm_count: u32,
+    modules: [OnceLock<Arc<CudaModule>>; MODULES.len()],
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal`. Fails with [`Error::NoDriver`] or [`Error::NoGpu`] instead of panicking when the
+    /// machine has no driver or no device.
+    pub fn new(ordinal: usize) -> Result<Gpu> {
+        // cudarc loads libcuda on first use and panics when it is absent: ask first.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoDriver("libcuda.so could not be loaded".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoGpu(Some(e.to_string())))?;
+        if count <= 0 {
+            return Err(Error::NoGpu(None));
+        }
+        if ordinal >= count as usize {
+            return Err(Error::NoGpu(Some(format!("asked for GPU {ordinal}, the machine has {count}"))));
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        let stream = ctx.new_stream()?;
+        let (major, minor) = ctx.compute_capability()?;
+        let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        Ok(Gpu {
+            name: ctx.name()?,
+            ctx,
+            stream,
+            compute_capability: (major as u32, minor as u32),
+            sm_count,
+            modules: Default::default(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.compute_capability
+    }
+
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The device function of `kernel`, after checking this GPU can run its target.
+    pub fn function(&self, kernel: Kernel) -> Result<CudaFunction> {
+        let needed = kernel.target.compute_capability();
+        // Architecture-specific targets (sm_90a, sm_100a) run only on exactly that major version.
+        if self.compute_capability.0 != needed.0 || self.compute_capability < needed {
+            return Err(Error::ComputeCapability {
+                kernel: kernel.name,
+                target: kernel.target.cpu(),
+                needed: format!("{}.{}", needed.0, needed.1),
+                device: self.name.clone(),
+                found: format!("{}.{}", self.compute_capability.0, self.compute_capability.1),
+            });
+        }
+        let index = MODULES.iter().position(|(t, _)| *t == kernel.target).expect("registered target");
+        let module = match self.modules[index].get() {
+            Some(module) => module.clone(),
+            None => {
+                let loaded = self.ctx.load_module(Ptx::from_src(MODULES[index].1))?;
+                self.modules[index].get_or_init(|| loaded).clone()
+            }
+        };
+        Ok(module.load_function(kernel.name)?)
+    }
+
+    /// A 1-D launch of `threads_per_block`-thread blocks covering `work_items`, capped at a few waves
+    /// (the kernels loop grid-stride over the rest).
+    pub fn grid_1d(&self, work_items: usize, threads_per_block: u32) -> LaunchConfig {
+        let wanted = work_items.div_ceil(threads_per_block as usize).max(1);
+        let cap = self.sm_count as usize * 16;
+        LaunchConfig { grid_dim: (wanted.min(cap) as u32, 1, 1), block_dim: (threads_per_block, 1, 1), shared_mem_bytes: 0 }
+    }
+}
