@@ -5,7 +5,9 @@
 //! - [`reference`] holds float64 CPU references the GPU results are compared with.
 //! - [`kernels`] lists the kernels and their PTX; [`inspect`] assembles that PTX with ptxas for static checks.
 
+pub mod bench;
 pub mod error;
+pub mod inspect;
 pub mod kernels;
 pub mod ops;
 pub mod reference;

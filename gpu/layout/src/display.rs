@@ -63,3 +63,15 @@ impl fmt::Display for ComposedLayout {
         write!(f, "{} o {} o {}", self.swizzle, self.offset, self.layout)
     }
 }
+
+impl fmt::Debug for IntTuple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Debug for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

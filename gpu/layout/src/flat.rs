@@ -7,6 +7,10 @@ use crate::LayoutError;
 
 /// Python's `a // b`.
 pub(crate) const fn floor_div(a: i64, b: i64) -> i64 {
+    // Shapes are positive; a zero divisor only arises from malformed input and must not panic.
+    if b == 0 {
+        return 0;
+    }
     let q = a / b;
     if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
 }
@@ -54,8 +58,10 @@ pub(crate) const fn eval(s: &[i64], d: &[i64], n: usize, mut idx: i64) -> i64 {
     let mut r = 0i64;
     let mut i = 0;
     while i + 1 < n {
-        r = r.wrapping_add((idx % s[i]).wrapping_mul(d[i]));
-        idx /= s[i];
+        if s[i] != 0 {
+            r = r.wrapping_add((idx % s[i]).wrapping_mul(d[i]));
+            idx /= s[i];
+        }
         i += 1;
     }
     r.wrapping_add(idx.wrapping_mul(d[n - 1]))
@@ -226,7 +232,9 @@ pub(crate) const fn complement_in_place(
             Ok(v) => v,
             Err(e) => return Err(e),
         };
-        if current > span {
+        // pycute asserts the first; the second would leave a size-0 mode (a stride inside the
+        // span of smaller modes without overlapping them), which no complement can fill.
+        if current > span || cd < current {
             return Err(LayoutError::NotInjective);
         }
         s[k] = floor_div(cd, current);

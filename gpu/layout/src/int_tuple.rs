@@ -5,8 +5,8 @@ use core::slice;
 
 use crate::flat;
 
-/// An integer or a tuple of `IntTuple`s, e.g. `(2,(3,4))`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// An integer or a tuple of `IntTuple`s, e.g. `(2,(3,4))`. `Debug` prints CuTe notation too.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum IntTuple {
     Int(i64),
     Tuple(Vec<IntTuple>),

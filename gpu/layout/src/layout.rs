@@ -6,21 +6,24 @@ use crate::flat;
 use crate::int_tuple::{py_mod, Coord, IntTuple};
 use crate::{LayoutError, StaticLayout, Swizzle};
 
-/// `shape:stride`, a function from coordinates (or 1-D indices) to offsets.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// `shape:stride`, a function from coordinates (or 1-D indices) to offsets. `Debug` prints
+/// CuTe notation too.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: IntTuple,
     stride: IntTuple,
 }
 
 impl Layout {
-    /// `shape:stride`; they must be congruent.
+    /// `shape:stride`; they must be congruent and every shape entry positive.
     pub fn new(shape: IntTuple, stride: IntTuple) -> Result<Self, LayoutError> {
-        if shape.congruent(&stride) {
-            Ok(Self { shape, stride })
-        } else {
-            Err(LayoutError::NotCongruent)
+        if !shape.congruent(&stride) {
+            return Err(LayoutError::NotCongruent);
         }
+        if let Some(bad) = shape.flatten().into_iter().find(|&s| s < 1) {
+            return Err(LayoutError::NonPositiveShape(bad));
+        }
+        Ok(Self { shape, stride })
     }
 
     /// The integer-shaped layout `shape:stride`.

@@ -365,7 +365,7 @@ pub fn downcast(l: &Layout, n: i64) -> Result<Layout, LayoutError> {
         return Err(LayoutError::InvalidArgument("downcast factor must be positive"));
     }
     let narrow = map_leaf_pairs(l, |s, d| {
-        if d == 1 || d == -1 {
+        if s > 1 && (d == 1 || d == -1) {
             Ok((flat::checked_mul(s, n)?, d))
         } else {
             Ok((s, flat::checked_mul(d, n)?))

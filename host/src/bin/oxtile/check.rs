@@ -17,7 +17,11 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         Ok(gpu) => gpu,
         Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
             eprintln!("{error}");
-            eprintln!("No GPU here, so nothing can be run: `oxtile kernels` shows what the kernels compile to.");
+            eprintln!("No GPU here, so nothing can be run. What the kernels compile to (`oxtile kernels`):");
+            match oxtile::inspect::inspect_all() {
+                Ok(stats) => print!("{}", oxtile::inspect::table(&stats)),
+                Err(error) => eprintln!("static inspection failed too: {error}"),
+            }
             return Ok(ExitCode::FAILURE);
         }
         Err(error) => return Err(error),

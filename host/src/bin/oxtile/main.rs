@@ -1,6 +1,7 @@
 //! `oxtile`: run the kernels against their references, inspect their machine code, explore layouts, benchmark.
 
 mod check;
+mod kernels;
 
 use std::process::ExitCode;
 
@@ -17,12 +18,15 @@ struct Cli {
 enum Command {
     /// Run every kernel on the GPU against its float64 CPU reference (the default).
     Check(check::Args),
+    /// What each kernel compiles to, from ptxas and cuobjdump (no GPU needed).
+    Kernels(kernels::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Command::Check(check::Args::default())) {
         Command::Check(args) => check::run(&args),
+        Command::Kernels(args) => kernels::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,711 @@
+//! The GEMM benchmark: problems, the [`GemmContender`] interface every implementation (ours and the peers)
+//! plugs into, input sets rotated past the L2, the output cross-check, and the rows it all produces.
+//!
+//! # Layouts
+//!
+//! Matrices are stored row-major and C (M×N) = A·B is always row-major, as in torch. The layout names the
+//! storage of A, then B: `n` stores the operand as it appears in the product (A as M×K, B as K×N), `t` stores its
+//! transpose (A as K×M, B as N×K). `nn` is torch_reference.py's `a @ b`; `nt` (B given as N×K, both operands
+//! K-major, like `x @ W.T`) is what cuBLAS, being column-major, calls "TN". cuBLAS names are the reverse of ours in
+//! upper case: see [`Layout::blas_name`].
+//!
+//! # Output check
+//!
+//! Every contender's output on input set 0 is compared with that of the first contender that ran correctly
+//! (cuBLASLt, unless it failed): the largest |out − ref| over all elements divided by the largest |ref| (an
+//! element-wise relative error would blow up where the sum cancels to near zero, which randn inputs make
+//! common), and ‖out − ref‖₂ / ‖ref‖₂. Two correct results differ by the rounding of each to the output type
+//! (half an ulp of the element each) plus fp32 accumulation-order noise, so the bound is 2⁻⁶ for bf16 and 2⁻⁹ for
+//! fp16, each a few ulps. The output is poisoned (all bits set: NaN) before that run, so an element left
+//! unwritten shows up as not finite.
+
+use cudarc::driver::{CudaSlice, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
+
+use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
+use super::report::Row;
+use super::suite::GemmShape;
+use super::timing::{Stats, TimingConfig, time_gpu};
+use crate::error::{Error, Result};
+use crate::reference;
+use crate::runtime::Gpu;
+
+/// The peer every ratio is taken against.
+pub const BASELINE: &str = super::peers::cublas::CUBLASLT;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+pub enum Dtype {
+    #[value(name = "bf16")]
+    #[serde(rename = "bf16")]
+    Bf16,
+    #[value(name = "fp16", alias = "f16")]
+    #[serde(rename = "fp16")]
+    F16,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::Bf16 => "bf16",
+            Dtype::F16 => "fp16",
+        }
+    }
+
+    /// Largest accepted max-relative difference from the reference output; see the module documentation.
+    pub fn check_bound(self) -> f64 {
+        match self {
+            Dtype::Bf16 => 2f64.powi(-6),
+            Dtype::F16 => 2f64.powi(-9),
+        }
+    }
+}
+
+/// Storage of A and B; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    Nn,
+    Nt,
+    Tn,
+    Tt,
+}
+
+impl Layout {
+    pub const ALL: [Layout; 4] = [Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt];
+
+    /// A is stored as K×M.
+    pub fn a_transposed(self) -> bool {
+        matches!(self, Layout::Tn | Layout::Tt)
+    }
+
+    /// B is stored as N×K.
+    pub fn b_transposed(self) -> bool {
+        matches!(self, Layout::Nt | Layout::Tt)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Nn => "nn",
+            Layout::Nt => "nt",
+            Layout::Tn => "tn",
+            Layout::Tt => "tt",
+        }
+    }
+
+    /// The same storage in column-major BLAS terms.
+    pub fn blas_name(self) -> &'static str {
+        match self {
+            Layout::Nn => "NN",
+            Layout::Nt => "TN",
+            Layout::Tn => "NT",
+            Layout::Tt => "TT",
+        }
+    }
+}
+
+/// One GEMM to benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmProblem {
+    pub shape: GemmShape,
+    pub dtype: Dtype,
+    pub layout: Layout,
+}
+
+impl GemmProblem {
+    /// Rows and columns of A as stored (row-major).
+    pub fn a_dims(&self) -> (usize, usize) {
+        let GemmShape { m, k, .. } = self.shape;
+        if self.layout.a_transposed() { (k, m) } else { (m, k) }
+    }
+
+    /// Rows and columns of B as stored (row-major).
+    pub fn b_dims(&self) -> (usize, usize) {
+        let GemmShape { n, k, .. } = self.shape;
+        if self.layout.b_transposed() { (n, k) } else { (k, n) }
+    }
+
+    pub fn a_len(&self) -> usize {
+        self.shape.m * self.shape.k
+    }
+
+    pub fn b_len(&self) -> usize {
+        self.shape.k * self.shape.n
+    }
+
+    pub fn c_len(&self) -> usize {
+        self.shape.m * self.shape.n
+    }
+
+    /// Index in A's storage of the element at row `i`, column `p` of the M×K operand.
+    pub fn a_index(&self, i: usize, p: usize) -> usize {
+        if self.layout.a_transposed() { p * self.shape.m + i } else { i * self.shape.k + p }
+    }
+
+    /// Index in B's storage of the element at row `p`, column `j` of the K×N operand.
+    pub fn b_index(&self, p: usize, j: usize) -> usize {
+        if self.layout.b_transposed() { j * self.shape.k + p } else { p * self.shape.n + j }
+    }
+
+    /// Bytes of A, B and C together: what one launch touches at least once.
+    pub fn bytes_per_set(&self) -> usize {
+        (self.a_len() + self.b_len() + self.c_len()) * 2
+    }
+
+    pub fn flops(&self) -> f64 {
+        self.shape.flops()
+    }
+}
+
+impl std::fmt::Display for GemmProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.shape, self.dtype.name(), self.layout.name())
+    }
+}
+
+/// C = A·B in float64 on the CPU, row-major M×N, reading A and B in `problem`'s layout. O(MNK): small shapes only.
+pub fn reference_f64(problem: &GemmProblem, a: &[f64], b: &[f64]) -> Vec<f64> {
+    let GemmShape { m, n, k } = problem.shape;
+    assert_eq!((a.len(), b.len()), (problem.a_len(), problem.b_len()), "operand lengths");
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let a_ip = a[problem.a_index(i, p)];
+            for j in 0..n {
+                c[i * n + j] += a_ip * b[problem.b_index(p, j)];
+            }
+        }
+    }
+    c
+}
+
+/// The arguments of a column-major BLAS GEMM (cublasGemmEx, cublasLtMatmul) that computes `problem`'s row-major
+/// C = A·B. Row-major C is column-major Cᵀ = Bᵀ·Aᵀ, so BLAS's first operand is our B buffer and its second our
+/// A buffer; `m`, `n`, `k` and the leading dimensions are in BLAS's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlasCall {
+    /// op(first) = firstᵀ: our B is stored N×K.
+    pub transa: bool,
+    /// op(second) = secondᵀ: our A is stored K×M.
+    pub transb: bool,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub lda: usize,
+    pub ldb: usize,
+    pub ldc: usize,
+}
+
+impl BlasCall {
+    pub fn of(problem: &GemmProblem) -> BlasCall {
+        let GemmShape { m, n, k } = problem.shape;
+        let transa = problem.layout.b_transposed();
+        let transb = problem.layout.a_transposed();
+        BlasCall {
+            transa,
+            transb,
+            m: n,
+            n: m,
+            k,
+            lda: if transa { k } else { n },
+            ldb: if transb { m } else { k },
+            ldc: n,
+        }
+    }
+
+    /// Rows and columns of the first operand as stored, column-major (what a cuBLASLt matrix layout describes).
+    pub fn first_dims(&self) -> (usize, usize) {
+        if self.transa { (self.k, self.m) } else { (self.m, self.k) }
+    }
+
+    /// Rows and columns of the second operand as stored, column-major.
+    pub fn second_dims(&self) -> (usize, usize) {
+        if self.transb { (self.n, self.k) } else { (self.k, self.n) }
+    }
+}
+
+/// The device buffers of one launch, typed by the problem's dtype: A, B as the layout stores them, C row-major
+/// M×N, each exactly `a_len()`, `b_len()`, `c_len()` elements.
+pub enum Operands<'a> {
+    Bf16 { a: &'a CudaSlice<bf16>, b: &'a CudaSlice<bf16>, c: &'a mut CudaSlice<bf16> },
+    F16 { a: &'a CudaSlice<f16>, b: &'a CudaSlice<f16>, c: &'a mut CudaSlice<f16> },
+}
+
+/// An element type the GEMM benchmark runs.
+pub trait GemmElement: DeviceRepr + ValidAsZeroBits + Copy + Unpin + Send + Sync + 'static {
+    const DTYPE: Dtype;
+    fn from_f32(value: f32) -> Self;
+    fn to_f32(self) -> f32;
+    fn operands<'a>(a: &'a CudaSlice<Self>, b: &'a CudaSlice<Self>, c: &'a mut CudaSlice<Self>) -> Operands<'a>;
+}
+
+impl GemmElement for bf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    fn from_f32(value: f32) -> bf16 {
+        bf16::from_f32(value)
+    }
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    fn operands<'a>(a: &'a CudaSlice<bf16>, b: &'a CudaSlice<bf16>, c: &'a mut CudaSlice<bf16>) -> Operands<'a> {
+        Operands::Bf16 { a, b, c }
+    }
+}
+
+impl GemmElement for f16 {
+    const DTYPE: Dtype = Dtype::F16;
+    fn from_f32(value: f32) -> f16 {
+        f16::from_f32(value)
+    }
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn operands<'a>(a: &'a CudaSlice<f16>, b: &'a CudaSlice<f16>, c: &'a mut CudaSlice<f16>) -> Operands<'a> {
+        Operands::F16 { a, b, c }
+    }
+}
+
+/// One GEMM implementation in the benchmark: ours or a peer's. The harness calls, for each problem,
+/// [`supports`](Self::supports), then [`prepare`](Self::prepare) once (untimed), then
+/// [`launch`](Self::launch) once for the output check and many times under the CUDA-event timer.
+pub trait GemmContender {
+    /// Name printed in the table's `impl` column, e.g. "oxtile", "cublasLt".
+    fn name(&self) -> &str;
+
+    /// A peer (cuBLAS) rather than one of our kernels.
+    fn is_peer(&self) -> bool;
+
+    /// `Err(reason)` for a problem this contender cannot run (a dtype or layout it lacks, a shape it does not
+    /// tile); the table then shows the reason instead of a time.
+    fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
+        let _ = problem;
+        Ok(())
+    }
+
+    /// Per-problem set-up kept out of the timing: descriptors, algorithm choice, tensor maps, tuning.
+    fn prepare(&mut self, gpu: &Gpu, problem: &GemmProblem) -> Result<()> {
+        let _ = (gpu, problem);
+        Ok(())
+    }
+
+    /// Enqueues C = A·B on `gpu.stream()`. Must not synchronize: the timer brackets each call with CUDA events
+    /// and enqueues many calls ahead. Errors of the enqueue (bad argument, failed launch) are returned.
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()>;
+}
+
+/// Our GEMM kernels, benchmarked beside the peers. Empty until the GEMM lands: its author implements
+/// [`GemmContender`] for it and returns it here, and every `oxtile bench gemm` run then times it, checks its output
+/// against cuBLASLt's and prints its row.
+pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
+    let _ = gpu;
+    Ok(Vec::new())
+}
+
+/// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), then
+/// cublasGemmEx.
+pub fn peer_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
+    use super::peers::cublas::{CublasGemmEx, CublasLt};
+    Ok(vec![Box::new(CublasLt::new(gpu)?), Box::new(CublasGemmEx::new(gpu)?)])
+}
+
+/// How far one output is from the reference output; see the module documentation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OutputDiff {
+    /// max |out − ref| / max |ref|, over the finite elements of `out`.
+    pub max_rel: f64,
+    /// ‖out − ref‖₂ / ‖ref‖₂ over the same elements.
+    pub norm_rel: f64,
+    /// Elements of `out` that are NaN or infinite (the poison included).
+    pub not_finite: usize,
+    /// Elements of the reference that are NaN or infinite: the comparison means nothing when this is not 0.
+    pub reference_not_finite: usize,
+}
+
+impl OutputDiff {
+    pub fn passes(&self, bound: f64) -> bool {
+        self.not_finite == 0 && self.reference_not_finite == 0 && self.max_rel <= bound
+    }
+}
+
+pub fn compare_outputs(out: &[f32], reference: &[f32]) -> OutputDiff {
+    assert_eq!(out.len(), reference.len(), "output lengths");
+    let mut diff = OutputDiff::default();
+    let (mut max_ref, mut max_err, mut sq_ref, mut sq_err) = (0f64, 0f64, 0f64, 0f64);
+    for (&o, &r) in out.iter().zip(reference) {
+        let (o, r) = (o as f64, r as f64);
+        if !r.is_finite() {
+            diff.reference_not_finite += 1;
+            continue;
+        }
+        max_ref = max_ref.max(r.abs());
+        sq_ref += r * r;
+        if !o.is_finite() {
+            diff.not_finite += 1;
+            continue;
+        }
+        max_err = max_err.max((o - r).abs());
+        sq_err += (o - r) * (o - r);
+    }
+    diff.max_rel = max_err / max_ref.max(f64::MIN_POSITIVE);
+    diff.norm_rel = (sq_err / sq_ref.max(f64::MIN_POSITIVE)).sqrt();
+    diff
+}
+
+/// Normal random values to fill input sets from. Drawing every element of a 16384² operand one at a time would
+/// take seconds per set, so each operand is a window of this pool starting at its own offset, wrapping around.
+/// The pool's length is odd, so the rows of an operand (whose length is a power of two or a multiple of one in
+/// every suite shape) start at different points of the pool and are not copies of each other.
+pub struct InputPool {
+    values: Vec<f32>,
+    pub seed: u64,
+}
+
+impl InputPool {
+    pub const LEN: usize = (1 << 24) + 1021;
+
+    pub fn new(seed: u64) -> InputPool {
+        InputPool::with_len(Self::LEN, seed)
+    }
+
+    pub fn with_len(len: usize, seed: u64) -> InputPool {
+        InputPool { values: reference::randn(len.max(1), 1.0, seed), seed }
+    }
+
+    /// `len` values starting at `offset` (modulo the pool's length), converted to `T`.
+    pub fn fill<T: GemmElement>(&self, len: usize, offset: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(len);
+        let mut at = offset % self.values.len();
+        while out.len() < len {
+            let take = (len - out.len()).min(self.values.len() - at);
+            out.extend(self.values[at..at + take].iter().map(|&v| T::from_f32(v)));
+            at = 0;
+        }
+        out
+    }
+
+    /// `len` values starting at `offset` (modulo the pool's length), as f32.
+    pub fn fill_f32(&self, len: usize, offset: usize) -> Vec<f32> {
+        let mut out = Vec::with_capacity(len);
+        let mut at = offset % self.values.len();
+        while out.len() < len {
+            let take = (len - out.len()).min(self.values.len() - at);
+            out.extend_from_slice(&self.values[at..at + take]);
+            at = 0;
+        }
+        out
+    }
+
+    /// The offset of operand `which` (0: A, 1: B) of input set `set`.
+    pub fn offset(set: usize, which: usize) -> usize {
+        (set * 2 + which) * 1_000_003
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct GemmBenchConfig {
+    pub timing: TimingConfig,
+    /// Compare every contender's output with the reference's.
+    pub check: bool,
+    /// Rotate through enough input sets to exceed this many L2s.
+    pub l2_multiple: f64,
+    pub max_sets: usize,
+}
+
+impl Default for GemmBenchConfig {
+    fn default() -> GemmBenchConfig {
+        GemmBenchConfig { timing: TimingConfig::default(), check: true, l2_multiple: 3.0, max_sets: 64 }
+    }
+}
+
+/// Runs every contender on `problem`, in order, and returns one row per contender. A contender that does not
+/// support the problem, or fails, gets a row with its error; the others still run. `on_step` is called before
+/// each contender with a short description (for a progress bar).
+pub fn bench_gemm(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &GemmProblem,
+    contenders: &mut [Box<dyn GemmContender>],
+    config: &GemmBenchConfig,
+    on_step: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>> {
+    match problem.dtype {
+        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, on_step),
+        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, on_step),
+    }
+}
+
+/// The input sets of one problem on the device.
+struct Sets<T> {
+    a: Vec<CudaSlice<T>>,
+    b: Vec<CudaSlice<T>>,
+    c: Vec<CudaSlice<T>>,
+}
+
+fn bench_typed<T: GemmElement>(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &GemmProblem,
+    contenders: &mut [Box<dyn GemmContender>],
+    config: &GemmBenchConfig,
+    on_step: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>> {
+    let stream = gpu.stream();
+    let (free, _) = gpu.context().mem_get_info()?;
+    // Leave room for the workspaces, cuBLAS's own allocations and the check's host round trip.
+    let budget = free / 10 * 7;
+    if problem.bytes_per_set() > budget {
+        return Err(Error::bad_argument(
+            "bench gemm",
+            format!("{problem} needs {:.1} GiB, {:.1} GiB of device memory is free", gib(problem.bytes_per_set()), gib(free)),
+        ));
+    }
+    // An unknown L2 size (0) still gets two sets; assume a large one instead.
+    let l2 = if info.l2_bytes > 0 { info.l2_bytes } else { 128 << 20 };
+    let count = rotation_sets(problem.bytes_per_set(), l2, config.l2_multiple, config.max_sets, budget);
+    let mut sets = Sets::<T> { a: Vec::new(), b: Vec::new(), c: Vec::new() };
+    for set in 0..count {
+        sets.a.push(stream.clone_htod(&pool.fill::<T>(problem.a_len(), InputPool::offset(set, 0)))?);
+        sets.b.push(stream.clone_htod(&pool.fill::<T>(problem.b_len(), InputPool::offset(set, 1)))?);
+        sets.c.push(stream.alloc_zeros::<T>(problem.c_len())?);
+    }
+    stream.synchronize()?;
+
+    let mut reference: Option<Vec<f32>> = None;
+    let mut rows = Vec::with_capacity(contenders.len());
+    for contender in contenders.iter_mut() {
+        on_step(&format!("{} {}", problem, contender.name()));
+        let mut row = Row::new("gemm", problem.shape.to_string(), contender.name());
+        row.kind = Some(if contender.is_peer() { "peer" } else { "oxtile" }.to_string());
+        row.origin = Some("in-process".into());
+        row.dtype = Some(problem.dtype.name().into());
+        row.layout = Some(problem.layout.name().into());
+        row.work = Some(problem.flops());
+        row.sets = Some(count);
+        match contender.supports(problem) {
+            Err(reason) => row.error = Some(format!("unsupported: {reason}")),
+            Ok(()) => match measure(gpu, contender.as_mut(), problem, &mut sets, config, &mut reference) {
+                Ok((stats, check)) => {
+                    row.set_stats(&stats);
+                    let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
+                    row.tflops = Some(tflops);
+                    row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+                    if let Some(check) = check {
+                        row.apply_check(&check, problem.dtype.check_bound());
+                    }
+                }
+                Err(error) => row.error = Some(error.to_string()),
+            },
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The outcome of a contender's output check.
+enum Check {
+    /// Its output became the reference (it was the first to run, and all finite).
+    Reference,
+    /// Its output failed to be all finite, and there was no reference yet.
+    NotFinite(usize),
+    /// Compared with the reference.
+    Compared(OutputDiff),
+}
+
+impl Row {
+    fn apply_check(&mut self, check: &Check, bound: f64) {
+        match check {
+            Check::Reference => self.check = Some("ref".into()),
+            Check::NotFinite(count) => self.check = Some(format!("FAIL: {count} not finite")),
+            Check::Compared(diff) => {
+                self.max_rel_err = Some(diff.max_rel);
+                self.norm_rel_err = Some(diff.norm_rel);
+                self.check = Some(if diff.passes(bound) {
+                    "ok".into()
+                } else if diff.not_finite > 0 {
+                    format!("FAIL: {} not finite", diff.not_finite)
+                } else {
+                    "FAIL".into()
+                });
+            }
+        }
+    }
+}
+
+fn measure<T: GemmElement>(
+    gpu: &Gpu,
+    contender: &mut dyn GemmContender,
+    problem: &GemmProblem,
+    sets: &mut Sets<T>,
+    config: &GemmBenchConfig,
+    reference: &mut Option<Vec<f32>>,
+) -> Result<(Stats, Option<Check>)> {
+    let stream = gpu.stream();
+    contender.prepare(gpu, problem)?;
+    let check = if config.check {
+        poison(gpu, &mut sets.c[0])?;
+        contender.launch(gpu, problem, T::operands(&sets.a[0], &sets.b[0], &mut sets.c[0]))?;
+        let out: Vec<f32> = stream.clone_dtoh(&sets.c[0])?.into_iter().map(T::to_f32).collect();
+        stream.synchronize()?;
+        gpu.context().check_err()?;
+        Some(match reference {
+            Some(reference) => Check::Compared(compare_outputs(&out, reference)),
+            None => match out.iter().filter(|v| !v.is_finite()).count() {
+                0 => {
+                    *reference = Some(out);
+                    Check::Reference
+                }
+                bad => Check::NotFinite(bad),
+            },
+        })
+    } else {
+        None
+    };
+    let count = sets.a.len();
+    let stats = time_gpu(gpu, &config.timing, |i| {
+        let s = i % count;
+        contender.launch(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))
+    })?;
+    Ok((stats, check))
+}
+
+/// Sets every byte of `c` to 0xFF: NaN in bf16 and fp16.
+fn poison<T: GemmElement>(gpu: &Gpu, c: &mut CudaSlice<T>) -> Result<()> {
+    let stream = gpu.stream();
+    let bytes = c.len() * std::mem::size_of::<T>();
+    let (ptr, _use) = c.device_ptr_mut(stream);
+    // SAFETY: `ptr` addresses `bytes` bytes of `c`, which outlives the memset on this stream.
+    unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, stream.cu_stream()) }?;
+    Ok(())
+}
+
+fn gib(bytes: usize) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(m: usize, n: usize, k: usize, layout: Layout) -> GemmProblem {
+        GemmProblem { shape: GemmShape::new(m, n, k), dtype: Dtype::Bf16, layout }
+    }
+
+    /// A column-major BLAS GEMM on the CPU: C = op(first)·op(second), as cuBLAS defines it.
+    fn blas_gemm(call: &BlasCall, first: &[f64], second: &[f64]) -> Vec<f64> {
+        let mut c = vec![0.0; call.ldc * call.n];
+        for j in 0..call.n {
+            for i in 0..call.m {
+                let mut sum = 0.0;
+                for p in 0..call.k {
+                    let x = if call.transa { first[p + i * call.lda] } else { first[i + p * call.lda] };
+                    let y = if call.transb { second[j + p * call.ldb] } else { second[p + j * call.ldb] };
+                    sum += x * y;
+                }
+                c[i + j * call.ldc] = sum;
+            }
+        }
+        c
+    }
+
+    fn values(len: usize, seed: u64) -> Vec<f64> {
+        reference::randn(len, 1.0, seed).into_iter().map(f64::from).collect()
+    }
+
+    #[test]
+    fn layouts_store_the_same_product() {
+        let (m, n, k) = (5, 3, 4);
+        let base = problem(m, n, k, Layout::Nn);
+        let a = values(m * k, 1);
+        let b = values(k * n, 2);
+        let want = reference_f64(&base, &a, &b);
+        // Direct check of one element against the definition.
+        let c01: f64 = (0..k).map(|p| a[p] * b[p * n + 1]).sum();
+        assert!((want[1] - c01).abs() < 1e-12);
+        for layout in Layout::ALL {
+            let p = problem(m, n, k, layout);
+            let mut a_stored = vec![0.0; p.a_len()];
+            let mut b_stored = vec![0.0; p.b_len()];
+            for i in 0..m {
+                for q in 0..k {
+                    a_stored[p.a_index(i, q)] = a[base.a_index(i, q)];
+                }
+            }
+            for q in 0..k {
+                for j in 0..n {
+                    b_stored[p.b_index(q, j)] = b[base.b_index(q, j)];
+                }
+            }
+            assert_eq!(p.a_dims().0 * p.a_dims().1, p.a_len());
+            assert_eq!(p.b_dims().0 * p.b_dims().1, p.b_len());
+            let got = reference_f64(&p, &a_stored, &b_stored);
+            assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn blas_arguments_compute_the_row_major_product() {
+        // Odd sizes, M ≠ N ≠ K, so a swapped dimension or leading dimension cannot pass by accident.
+        let (m, n, k) = (7, 5, 3);
+        for layout in Layout::ALL {
+            let p = problem(m, n, k, layout);
+            let a = values(p.a_len(), 3);
+            let b = values(p.b_len(), 4);
+            let call = BlasCall::of(&p);
+            let (rows, cols) = call.first_dims();
+            assert_eq!(rows * cols, p.b_len());
+            assert!(call.lda >= rows, "{layout:?}: lda {} < rows {rows}", call.lda);
+            let (rows, cols) = call.second_dims();
+            assert_eq!(rows * cols, p.a_len());
+            assert!(call.ldb >= rows, "{layout:?}: ldb {} < rows {rows}", call.ldb);
+            // BLAS's first operand is our B, its second our A; its column-major C is our row-major C.
+            let got = blas_gemm(&call, &b, &a);
+            let want = reference_f64(&p, &a, &b);
+            assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{layout:?}");
+        }
+        assert_eq!(Layout::Nt.blas_name(), "TN");
+        let call = BlasCall::of(&problem(7, 5, 3, Layout::Nn));
+        assert_eq!((call.transa, call.transb, call.m, call.n, call.k), (false, false, 5, 7, 3));
+    }
+
+    #[test]
+    fn output_comparison() {
+        let reference = [1.0, -4.0, 2.0, 0.0];
+        let same = compare_outputs(&reference, &reference);
+        assert_eq!(same, OutputDiff::default());
+        assert!(same.passes(0.0));
+        let diff = compare_outputs(&[1.0, -4.0, 2.0, 0.04], &reference);
+        assert!((diff.max_rel - 0.01).abs() < 1e-9, "{diff:?}");
+        assert!((diff.norm_rel - 0.04 / 21f64.sqrt()).abs() < 1e-9, "{diff:?}");
+        assert!(diff.passes(Dtype::Bf16.check_bound()));
+        assert!(!diff.passes(Dtype::F16.check_bound()));
+        let poisoned = compare_outputs(&[1.0, f32::NAN, 2.0, 0.0], &reference);
+        assert_eq!(poisoned.not_finite, 1);
+        assert!(!poisoned.passes(1.0));
+        let bad_reference = compare_outputs(&reference, &[1.0, f32::INFINITY, 2.0, 0.0]);
+        assert_eq!(bad_reference.reference_not_finite, 1);
+        assert!(!bad_reference.passes(1.0));
+    }
+
+    #[test]
+    fn pool_windows_wrap_and_differ() {
+        let pool = InputPool::with_len(101, 9);
+        let a: Vec<bf16> = pool.fill(250, InputPool::offset(0, 0));
+        let b: Vec<bf16> = pool.fill(250, InputPool::offset(0, 1));
+        assert_eq!(a.len(), 250);
+        assert_eq!(a[0], a[101]);
+        assert_ne!(a, b);
+        assert!(a.iter().all(|v| v.to_f32().is_finite()) && a.iter().any(|v| v.to_f32() != 0.0));
+        assert_eq!(InputPool::LEN % 2, 1);
+    }
+
+    #[test]
+    fn bytes_and_names() {
+        let p = GemmProblem { shape: GemmShape::new(128, 8192, 8192), dtype: Dtype::F16, layout: Layout::Tn };
+        assert_eq!(p.bytes_per_set(), (128 * 8192 * 2 + 8192 * 8192) * 2);
+        assert_eq!(p.to_string(), "128x8192x8192 fp16 tn");
+        assert_eq!(p.a_dims(), (8192, 128));
+        assert_eq!(p.b_dims(), (8192, 8192));
+    }
+}

@@ -1,0 +1,28 @@
+//! The benchmark harness behind `oxtile bench` and `cargo bench`.
+//!
+//! - [`timing`]: CUDA-event timing (warm-up, many launches, median and percentiles) and [`timing::GpuClock`],
+//!   the stopwatch criterion's GPU measurement uses.
+//! - [`suite`]: shapes, their parsing and FLOP counts, the default suites (the same as
+//!   ../shared/bench/torch_reference.py's).
+//! - [`device`]: SM count, clock and L2 size from the device; the dense peak; how many input sets to rotate.
+//! - [`gemm`]: the [`gemm::GemmContender`] interface our GEMM and the peers implement, input sets, the output
+//!   cross-check, one row per contender and problem.
+//! - [`peers`]: cuBLASLt and cublasGemmEx.
+//! - [`copy`]: elementwise kernels against the device-to-device copy ceiling.
+//! - [`report`]: rows, the table, JSON and CSV, and the merge of torch_reference.py's rows.
+//! - [`plot`]: an SVG of TFLOP/s against problem size.
+
+pub mod copy;
+pub mod device;
+pub mod gemm;
+pub mod peers;
+pub mod plot;
+pub mod report;
+pub mod suite;
+pub mod timing;
+
+pub use device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo};
+pub use gemm::{GemmContender, GemmProblem, Operands};
+pub use report::Row;
+pub use suite::{AttnShape, GemmShape, ShapeError};
+pub use timing::{Stats, TimingConfig, TimingMode};

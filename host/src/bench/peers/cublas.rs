@@ -1,0 +1,360 @@
+//! cuBLAS peers through cudarc: cuBLASLt with the algorithm its heuristic ranks first and a 32 MiB workspace
+//! (the strongest cuBLAS configuration on Hopper), and the classic cublasGemmEx. Both take bf16 or fp16 A and B,
+//! accumulate in fp32 (`CUBLAS_COMPUTE_32F`, fp32 alpha = 1 and beta = 0) and write C in the input type.
+//!
+//! Everything that is not the GEMM itself (descriptors, the heuristic query) happens in `prepare`, so a timed
+//! launch is one `cublasLtMatmul` or `cublasGemmEx` call. Every status is checked.
+
+use std::ffi::{c_int, c_void};
+
+use cudarc::cublas::result::CublasError;
+use cudarc::cublas::{self, CudaBlas};
+use cudarc::cublaslt::result as lt;
+use cudarc::cublaslt::sys as lt_sys;
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+
+use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmProblem, Operands};
+use crate::error::{Error, Result};
+use crate::runtime::Gpu;
+
+pub const CUBLASLT: &str = "cublasLt";
+pub const CUBLAS_GEMM_EX: &str = "cublasGemmEx";
+
+/// NVIDIA's recommended cuBLAS workspace on Hopper.
+pub const WORKSPACE_BYTES: usize = 32 << 20;
+
+fn cublas_error(call: &'static str) -> impl Fn(CublasError) -> Error {
+    move |error| Error::Cublas(format!("{call}: {error}"))
+}
+
+fn cublaslt_error(call: &'static str) -> impl Fn(lt::CublasError) -> Error {
+    move |error| Error::Cublas(format!("{call}: {error}"))
+}
+
+fn library_missing(library: &str) -> Error {
+    Error::Cublas(format!("lib{library}.so could not be loaded (is the CUDA toolkit's lib directory on the loader path?)"))
+}
+
+fn int(what: &'static str, value: usize) -> Result<c_int> {
+    c_int::try_from(value).map_err(|_| Error::bad_argument("cuBLAS", format!("{what} = {value} does not fit in an int")))
+}
+
+fn check_lengths(name: &'static str, problem: &GemmProblem, a: usize, b: usize, c: usize) -> Result<()> {
+    let want = (problem.a_len(), problem.b_len(), problem.c_len());
+    if (a, b, c) == want {
+        Ok(())
+    } else {
+        Err(Error::bad_argument(name, format!("{problem}: A, B, C have {a}, {b}, {c} elements, expected {want:?}")))
+    }
+}
+
+fn check_dtype(name: &'static str, problem: &GemmProblem, operands: &Operands<'_>) -> Result<()> {
+    let given = match operands {
+        Operands::Bf16 { .. } => Dtype::Bf16,
+        Operands::F16 { .. } => Dtype::F16,
+    };
+    if given == problem.dtype {
+        Ok(())
+    } else {
+        Err(Error::bad_argument(name, format!("{problem}: operands are {}", given.name())))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// cuBLASLt
+
+struct MatmulDesc(lt_sys::cublasLtMatmulDesc_t);
+
+impl Drop for MatmulDesc {
+    fn drop(&mut self) {
+        // SAFETY: created by cublasLtMatmulDescCreate and destroyed only here. A failure cannot be reported from
+        // a destructor and leaks only the descriptor.
+        let _ = unsafe { lt::destroy_matmul_desc(self.0) };
+    }
+}
+
+struct MatrixLayout(lt_sys::cublasLtMatrixLayout_t);
+
+impl Drop for MatrixLayout {
+    fn drop(&mut self) {
+        // SAFETY: as for MatmulDesc.
+        let _ = unsafe { lt::destroy_matrix_layout(self.0) };
+    }
+}
+
+struct Preference(lt_sys::cublasLtMatmulPreference_t);
+
+impl Drop for Preference {
+    fn drop(&mut self) {
+        // SAFETY: as for MatmulDesc.
+        let _ = unsafe { lt::destroy_matmul_pref(self.0) };
+    }
+}
+
+/// Everything one problem's cublasLtMatmul needs, made once.
+struct LtPlan {
+    problem: GemmProblem,
+    desc: MatmulDesc,
+    first: MatrixLayout,
+    second: MatrixLayout,
+    out: MatrixLayout,
+    algo: lt_sys::cublasLtMatmulAlgo_t,
+}
+
+fn lt_data_type(dtype: Dtype) -> lt_sys::cudaDataType_t {
+    match dtype {
+        Dtype::Bf16 => lt_sys::cudaDataType_t::CUDA_R_16BF,
+        Dtype::F16 => lt_sys::cudaDataType_t::CUDA_R_16F,
+    }
+}
+
+/// cuBLASLt matmul with the heuristic's best algorithm for the problem and a 32 MiB workspace.
+pub struct CublasLt {
+    handle: lt_sys::cublasLtHandle_t,
+    plan: Option<LtPlan>,
+    workspace: CudaSlice<u8>,
+}
+
+impl CublasLt {
+    pub fn new(gpu: &Gpu) -> Result<CublasLt> {
+        // SAFETY: only tries to open the library.
+        if !unsafe { lt_sys::is_culib_present() } {
+            return Err(library_missing("cublasLt"));
+        }
+        gpu.context().bind_to_thread()?;
+        let workspace = gpu.stream().alloc_zeros::<u8>(WORKSPACE_BYTES)?;
+        let handle = lt::create_handle().map_err(cublaslt_error("cublasLtCreate"))?;
+        Ok(CublasLt { handle, plan: None, workspace })
+    }
+
+    fn plan(&self, problem: &GemmProblem) -> Result<LtPlan> {
+        let call = BlasCall::of(problem);
+        let data_type = lt_data_type(problem.dtype);
+        let desc = MatmulDesc(
+            lt::create_matmul_desc(lt_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, lt_sys::cudaDataType_t::CUDA_R_32F)
+                .map_err(cublaslt_error("cublasLtMatmulDescCreate"))?,
+        );
+        // cublasOperation_t: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 (the cuBLASLt bindings do not carry the enum).
+        for (attribute, transposed) in [
+            (lt_sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA, call.transa),
+            (lt_sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB, call.transb),
+        ] {
+            let op: i32 = transposed.into();
+            // SAFETY: `desc` is live; the value is a 4-byte cublasOperation_t read during the call.
+            unsafe { lt::set_matmul_desc_attribute(desc.0, attribute, (&op as *const i32).cast(), size_of::<i32>()) }
+                .map_err(cublaslt_error("cublasLtMatmulDescSetAttribute"))?;
+        }
+        let layout = |(rows, cols): (usize, usize), ld: usize| -> Result<MatrixLayout> {
+            Ok(MatrixLayout(
+                lt::create_matrix_layout(data_type, rows as u64, cols as u64, ld as i64)
+                    .map_err(cublaslt_error("cublasLtMatrixLayoutCreate"))?,
+            ))
+        };
+        let first = layout(call.first_dims(), call.lda)?;
+        let second = layout(call.second_dims(), call.ldb)?;
+        let out = layout((call.m, call.n), call.ldc)?;
+        let preference = Preference(lt::create_matmul_pref().map_err(cublaslt_error("cublasLtMatmulPreferenceCreate"))?);
+        let max_workspace = WORKSPACE_BYTES as u64;
+        // SAFETY: `preference` is live; the value is the uint64_t this attribute takes.
+        unsafe {
+            lt::set_matmul_pref_attribute(
+                preference.0,
+                lt_sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                (&max_workspace as *const u64).cast(),
+                size_of::<u64>(),
+            )
+        }
+        .map_err(cublaslt_error("cublasLtMatmulPreferenceSetAttribute"))?;
+        // The first (best-ranked) algorithm; fails with NOT_SUPPORTED when the heuristic has none.
+        // SAFETY: every descriptor is live and describes this problem.
+        let heuristic = unsafe {
+            lt::get_matmul_algo_heuristic(self.handle, desc.0, first.0, second.0, out.0, out.0, preference.0)
+        }
+        .map_err(cublaslt_error("cublasLtMatmulAlgoGetHeuristic"))?;
+        if heuristic.workspaceSize > WORKSPACE_BYTES {
+            return Err(Error::Cublas(format!(
+                "cublasLtMatmulAlgoGetHeuristic chose an algorithm needing {} bytes of workspace, more than the {} allowed",
+                heuristic.workspaceSize, WORKSPACE_BYTES
+            )));
+        }
+        Ok(LtPlan { problem: *problem, desc, first, second, out, algo: heuristic.algo })
+    }
+
+    fn matmul<T>(&self, gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>) -> Result<()> {
+        let plan = self.plan.as_ref().expect("prepared before launch");
+        check_lengths(CUBLASLT, &plan.problem, a.len(), b.len(), c.len())?;
+        let stream = gpu.stream();
+        let (a_ptr, _a_use) = a.device_ptr(stream);
+        let (b_ptr, _b_use) = b.device_ptr(stream);
+        let (c_ptr, _c_use) = c.device_ptr_mut(stream);
+        let (workspace, _workspace_use) = self.workspace.device_ptr(stream);
+        let (alpha, beta) = (1f32, 0f32);
+        // SAFETY: the plan's descriptors describe these buffers (lengths checked above); BLAS's first operand is
+        // our B and its second our A (see BlasCall); C is both the (unread, beta = 0) input and the output;
+        // alpha and beta are fp32 host scalars, as the fp32 scale type requires; the workspace holds
+        // WORKSPACE_BYTES; every pointer stays valid until the call is enqueued on this stream.
+        unsafe {
+            lt::matmul(
+                self.handle,
+                plan.desc.0,
+                (&alpha as *const f32).cast(),
+                (&beta as *const f32).cast(),
+                b_ptr as *const c_void,
+                plan.first.0,
+                a_ptr as *const c_void,
+                plan.second.0,
+                c_ptr as *const c_void,
+                plan.out.0,
+                c_ptr as *mut c_void,
+                plan.out.0,
+                &plan.algo,
+                workspace as *mut c_void,
+                WORKSPACE_BYTES,
+                stream.cu_stream() as lt_sys::cudaStream_t,
+            )
+        }
+        .map_err(cublaslt_error("cublasLtMatmul"))
+    }
+}
+
+impl Drop for CublasLt {
+    fn drop(&mut self) {
+        self.plan = None;
+        // SAFETY: created in `new`, destroyed only here, after every descriptor made with it.
+        let _ = unsafe { lt::destroy_handle(self.handle) };
+    }
+}
+
+impl GemmContender for CublasLt {
+    fn name(&self) -> &str {
+        CUBLASLT
+    }
+
+    fn is_peer(&self) -> bool {
+        true
+    }
+
+    fn prepare(&mut self, gpu: &Gpu, problem: &GemmProblem) -> Result<()> {
+        if self.plan.as_ref().is_some_and(|plan| plan.problem == *problem) {
+            return Ok(());
+        }
+        self.plan = None;
+        gpu.context().bind_to_thread()?;
+        self.plan = Some(self.plan(problem)?);
+        Ok(())
+    }
+
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        check_dtype(CUBLASLT, problem, &operands)?;
+        self.prepare(gpu, problem)?;
+        match operands {
+            Operands::Bf16 { a, b, c } => self.matmul(gpu, a, b, c),
+            Operands::F16 { a, b, c } => self.matmul(gpu, a, b, c),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// cublasGemmEx
+
+/// The classic cublasGemmEx with `CUBLAS_GEMM_DEFAULT`, given the same 32 MiB workspace as cuBLASLt.
+pub struct CublasGemmEx {
+    // Declared before the workspace: the handle is destroyed before the memory it was given.
+    blas: CudaBlas,
+    workspace: CudaSlice<u8>,
+}
+
+fn blas_data_type(dtype: Dtype) -> cublas::sys::cudaDataType {
+    match dtype {
+        Dtype::Bf16 => cublas::sys::cudaDataType::CUDA_R_16BF,
+        Dtype::F16 => cublas::sys::cudaDataType::CUDA_R_16F,
+    }
+}
+
+fn blas_op(transposed: bool) -> cublas::sys::cublasOperation_t {
+    if transposed { cublas::sys::cublasOperation_t::CUBLAS_OP_T } else { cublas::sys::cublasOperation_t::CUBLAS_OP_N }
+}
+
+impl CublasGemmEx {
+    pub fn new(gpu: &Gpu) -> Result<CublasGemmEx> {
+        // SAFETY: only tries to open the library.
+        if !unsafe { cublas::sys::is_culib_present() } {
+            return Err(library_missing("cublas"));
+        }
+        let stream = gpu.stream();
+        let workspace = stream.alloc_zeros::<u8>(WORKSPACE_BYTES)?;
+        let blas = CudaBlas::new(stream.clone()).map_err(cublas_error("cublasCreate"))?;
+        {
+            let (ptr, _use) = workspace.device_ptr(stream);
+            // SAFETY: the workspace is WORKSPACE_BYTES of device memory that outlives the handle (field order).
+            unsafe { cublas::sys::cublasSetWorkspace_v2(*blas.handle(), ptr as *mut c_void, WORKSPACE_BYTES) }
+                .result()
+                .map_err(cublas_error("cublasSetWorkspace"))?;
+        }
+        Ok(CublasGemmEx { blas, workspace })
+    }
+
+    fn gemm<T>(&self, gpu: &Gpu, problem: &GemmProblem, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>) -> Result<()> {
+        check_lengths(CUBLAS_GEMM_EX, problem, a.len(), b.len(), c.len())?;
+        let call = BlasCall::of(problem);
+        let (m, n, k) = (int("m", call.m)?, int("n", call.n)?, int("k", call.k)?);
+        let (lda, ldb, ldc) = (int("lda", call.lda)?, int("ldb", call.ldb)?, int("ldc", call.ldc)?);
+        let data_type = blas_data_type(problem.dtype);
+        gpu.context().bind_to_thread()?;
+        let stream = gpu.stream();
+        let (a_ptr, _a_use) = a.device_ptr(stream);
+        let (b_ptr, _b_use) = b.device_ptr(stream);
+        let (c_ptr, _c_use) = c.device_ptr_mut(stream);
+        let (alpha, beta) = (1f32, 0f32);
+        // SAFETY: as in CublasLt::matmul: BLAS's first operand is our B, its second our A, dimensions and leading
+        // dimensions from BlasCall match the buffers' lengths (checked above); fp32 host alpha and beta for
+        // CUBLAS_COMPUTE_32F; the handle's stream is the GPU's stream.
+        unsafe {
+            cublas::result::gemm_ex(
+                *self.blas.handle(),
+                blas_op(call.transa),
+                blas_op(call.transb),
+                m,
+                n,
+                k,
+                (&alpha as *const f32).cast(),
+                b_ptr as *const c_void,
+                data_type,
+                lda,
+                a_ptr as *const c_void,
+                data_type,
+                ldb,
+                (&beta as *const f32).cast(),
+                c_ptr as *mut c_void,
+                data_type,
+                ldc,
+                cublas::sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas::sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(cublas_error("cublasGemmEx"))
+    }
+
+    /// The workspace cuBLAS was given (kept alive with the handle).
+    pub fn workspace_bytes(&self) -> usize {
+        self.workspace.len()
+    }
+}
+
+impl GemmContender for CublasGemmEx {
+    fn name(&self) -> &str {
+        CUBLAS_GEMM_EX
+    }
+
+    fn is_peer(&self) -> bool {
+        true
+    }
+
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        check_dtype(CUBLAS_GEMM_EX, problem, &operands)?;
+        match operands {
+            Operands::Bf16 { a, b, c } => self.gemm(gpu, problem, a, b, c),
+            Operands::F16 { a, b, c } => self.gemm(gpu, problem, a, b, c),
+        }
+    }
+}

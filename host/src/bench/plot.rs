@@ -1,0 +1,146 @@
+//! An SVG chart of the rows: rate (TFLOP/s, or GB/s for memory-bound rows) against problem size (FLOPs or bytes
+//! per launch, log scale), one line per implementation.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::report::Row;
+use crate::error::{Error, Result};
+
+const SIZE: (u32, u32) = (1000, 640);
+
+fn plot_error(error: impl std::fmt::Display) -> Error {
+    Error::Io(std::io::Error::other(format!("plot: {error}")))
+}
+
+/// The series drawn: for each implementation (in order of first appearance), its (size, rate) points sorted by size.
+/// Rows with an error, no rate or no size are left out.
+pub fn series(rows: &[Row]) -> Vec<(String, bool, Vec<(f64, f64)>)> {
+    let mut out: Vec<(String, bool, Vec<(f64, f64)>)> = Vec::new();
+    for row in rows.iter().filter(|r| r.error.is_none()) {
+        let (Some(work), Some(rate)) = (row.work, row.rate()) else { continue };
+        if !(work > 0.0 && rate.is_finite()) {
+            continue;
+        }
+        let ours = row.kind.as_deref() == Some("oxtile");
+        match out.iter_mut().find(|(name, _, _)| *name == row.implementation) {
+            Some((_, _, points)) => points.push((work / 1e9, rate)),
+            None => out.push((row.implementation.clone(), ours, vec![(work / 1e9, rate)])),
+        }
+    }
+    for (_, _, points) in &mut out {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    }
+    out
+}
+
+/// The chart as SVG text.
+pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
+    let series = series(rows);
+    if series.is_empty() {
+        return Err(plot_error("no timed rows to plot"));
+    }
+    let flops = rows.iter().any(|r| r.tflops.is_some());
+    let (x_label, y_label) =
+        if flops { ("GFLOP per launch", "TFLOP/s") } else { ("GB read + written per launch", "GB/s") };
+    let points = series.iter().flat_map(|(_, _, p)| p.iter());
+    let (x_min, x_max, y_max) = points.fold((f64::INFINITY, 0f64, 0f64), |(lo, hi, top), &(x, y)| {
+        (lo.min(x), hi.max(x), top.max(y))
+    });
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d((x_min / 1.5..x_max * 1.5).log_scale(), 0f64..(y_max * 1.15).max(1e-9))
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .x_label_formatter(&|x| format!("{x:.3}"))
+            .draw()
+            .map_err(plot_error)?;
+        for (index, (name, ours, points)) in series.iter().enumerate() {
+            let color = Palette99::pick(index).to_rgba();
+            let width = if *ours { 3 } else { 2 };
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(width)))
+                .map_err(plot_error)?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width)));
+            chart
+                .draw_series(PointSeries::of_element(points.iter().copied(), 4, color.filled(), &|c, s, st| {
+                    Circle::new(c, s, st)
+                }))
+                .map_err(plot_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    Ok(svg)
+}
+
+pub fn write_svg(path: &Path, title: &str, rows: &[Row]) -> Result<()> {
+    let svg = render_svg(title, rows)?;
+    std::fs::write(path, svg).map_err(|e| Error::Io(std::io::Error::other(format!("{}: {e}", path.display()))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(implementation: &str, kind: &str, work: f64, tflops: Option<f64>) -> Row {
+        let mut row = Row::new("gemm", "x", implementation);
+        row.kind = Some(kind.into());
+        row.work = Some(work);
+        row.tflops = tflops;
+        row
+    }
+
+    #[test]
+    fn series_group_by_implementation_and_sort_by_size() {
+        let mut failed = row("cublasLt", "peer", 3e9, Some(1.0));
+        failed.error = Some("boom".into());
+        let rows = vec![
+            row("cublasLt", "peer", 8e9, Some(600.0)),
+            row("oxtile", "oxtile", 8e9, Some(500.0)),
+            row("cublasLt", "peer", 2e9, Some(400.0)),
+            failed,
+            row("cublas(torch)", "peer", 2e9, None),
+        ];
+        let series = series(&rows);
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[0], ("cublasLt".to_string(), false, vec![(2.0, 400.0), (8.0, 600.0)]));
+        assert_eq!(series[1], ("oxtile".to_string(), true, vec![(8.0, 500.0)]));
+    }
+
+    #[test]
+    fn svg_has_every_series_and_axis() {
+        let rows = vec![
+            row("cublasLt", "peer", 17.2e9, Some(450.0)),
+            row("cublasLt", "peer", 1.1e12, Some(760.0)),
+            row("cublasGemmEx", "peer", 17.2e9, Some(440.0)),
+            row("cublasGemmEx", "peer", 1.1e12, Some(750.0)),
+        ];
+        let svg = render_svg("GEMM bf16 on a test device", &rows).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
+        for text in ["cublasLt", "cublasGemmEx", "TFLOP/s", "GFLOP per launch", "GEMM bf16 on a test device"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(svg.matches("<circle").count() >= 4);
+        assert!(render_svg("empty", &[]).is_err());
+    }
+}

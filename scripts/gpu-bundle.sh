@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds every test, bench and example binary in release and gathers them, with the runner, into gpu-run/
+# (git-ignored) for the GPU machine, which has no cargo. There: `bash gpu-run/run.sh [--memcheck] [--bench]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=gpu-run
+rm -rf "$out" && mkdir -p "$out/tests" "$out/benches" "$out/examples"
+
+collect() { # $1: folder under $out, rest: cargo build arguments
+  local dest=$1; shift
+  cargo build --release "$@" --message-format=json-render-diagnostics |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
+        print(msg["target"]["name"], msg["executable"])
+' | while read -r name exe; do cp "$exe" "$out/$dest/$name"; done
+}
+
+collect tests --tests
+collect benches --benches
+collect examples --examples
+cp target/release/oxtile "$out/oxtile"
+cp scripts/gpu-run.sh "$out/run.sh"
+if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
+echo "gpu-run/: $(ls "$out/tests" | wc -l) test, $(ls "$out/benches" | wc -l) bench, $(ls "$out/examples" | wc -l) example binaries ($(du -sh "$out" | cut -f1))"

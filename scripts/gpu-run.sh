@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the bundle scripts/gpu-bundle.sh made: every test binary with the GPU tests
+# included, then the examples, then a summary. Options: --memcheck (tests under compute-sanitizer),
+# --bench (also the criterion benches).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+memcheck=0; bench=0
+for arg in "$@"; do
+  case $arg in
+    --memcheck) memcheck=1 ;;
+    --bench) bench=1 ;;
+    *) echo "unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+passed=0; failed=0; failures=()
+
+record() { # $1 name, $2 status
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$1"); fi
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
+for t in "$here"/tests/*; do
+  name=tests/$(basename "$t")
+  echo "=== $name"
+  "$t" --include-ignored --test-threads=1
+  record "$name" $?
+  if [ "$memcheck" -eq 1 ]; then
+    echo "=== $name (compute-sanitizer memcheck)"
+    "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --include-ignored --test-threads=1 -q
+    record "$name [memcheck]" $?
+  fi
+done
+for e in "$here"/examples/*; do
+  name=examples/$(basename "$e")
+  echo "=== $name"
+  "$e"
+  record "$name" $?
+done
+"$here/oxtile" check
+record "oxtile check" $?
+if [ "$bench" -eq 1 ]; then
+  for b in "$here"/benches/*; do
+    name=benches/$(basename "$b")
+    echo "=== $name"
+    "$b" --bench
+    record "$name" $?
+  done
+fi
+
+echo
+echo "=== summary"
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "gpu-run: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

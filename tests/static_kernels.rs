@@ -1,0 +1,114 @@
+//! Static kernel checks, no GPU needed (CI runs them): every registered kernel assembles with the pinned ptxas, the
+//! hot ones keep everything in registers, and the SASS holds the instructions each kernel was written to issue.
+//!
+//! The first run installs the pinned CUDA tools with pip (see `oxtile::inspect::toolkit`), which takes a while.
+
+use std::sync::LazyLock;
+
+use oxtile::inspect::{self, KernelStats};
+use oxtile::kernels::{self, Kernel};
+
+/// `inspect_all` once for the whole binary.
+static STATS: LazyLock<Vec<KernelStats>> =
+    LazyLock::new(|| inspect::inspect_all().unwrap_or_else(|error| panic!("static inspection failed: {error}")));
+
+fn stats(kernel: Kernel) -> &'static KernelStats {
+    STATS
+        .iter()
+        .find(|s| s.name == kernel.name && s.target == kernel.target)
+        .unwrap_or_else(|| panic!("no stats for `{}`", kernel.name))
+}
+
+/// The grid-stride elementwise kernels: each thread moves 16 bytes per access.
+const ELEMENTWISE: [Kernel; 3] = [kernels::AXPY_F32, kernels::AXPY_BF16, kernels::EXP2_F32];
+
+#[test]
+fn every_registered_kernel_is_assembled_and_disassembled() {
+    for &(target, ptx) in kernels::MODULES {
+        let module = inspect::inspect_module(target, ptx)
+            .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()));
+        for kernel in kernels::ALL.iter().filter(|k| k.target == target) {
+            let resources = module.ptxas.function(kernel.name);
+            assert!(
+                resources.is_some_and(|r| r.entry && r.registers > 0),
+                "`{}` is not an entry with registers in ptxas's {} report: {resources:?}",
+                kernel.name,
+                target.cpu()
+            );
+            let code = module.sass.iter().find(|f| f.name == kernel.name);
+            assert!(
+                code.is_some_and(|f| f.opcodes().any(|op| op == "EXIT")),
+                "`{}` has no SASS ending in EXIT for {}",
+                kernel.name,
+                target.cpu()
+            );
+        }
+    }
+    for kernel in kernels::ALL {
+        assert!(stats(*kernel).registers > 0, "{kernel:?}");
+    }
+}
+
+#[test]
+fn ptxas_has_no_warnings() {
+    // E.g. C7508: a `setmaxnreg` ignored because the kernel has no register cap at entry.
+    for &(target, ptx) in kernels::MODULES {
+        let module = inspect::inspect_module(target, ptx).unwrap_or_else(|error| panic!("{error}"));
+        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {}: {:#?}", target.cpu(), module.ptxas.warnings);
+    }
+}
+
+#[test]
+fn hot_kernels_keep_everything_in_registers() {
+    let mut hot = 0;
+    let mut offenders = Vec::new();
+    for kernel in kernels::ALL.iter().filter(|k| k.hot) {
+        hot += 1;
+        let s = stats(*kernel);
+        if s.stack_bytes > 0 || s.spill_bytes() > 0 || s.local_memory_ops() > 0 {
+            offenders.push(format!(
+                "{}: {} bytes stack frame, {}/{} bytes spilled (stores/loads), {} LDL + {} STL",
+                s.name,
+                s.stack_bytes,
+                s.spill_store_bytes,
+                s.spill_load_bytes,
+                s.count("LDL"),
+                s.count("STL")
+            ));
+        }
+    }
+    assert!(hot > 0, "no kernel is marked hot");
+    assert!(offenders.is_empty(), "hot kernels using local memory:\n{}", offenders.join("\n"));
+}
+
+#[test]
+fn elementwise_kernels_use_128_bit_global_loads_and_stores() {
+    for kernel in ELEMENTWISE {
+        let s = stats(kernel);
+        let wide_loads = s.count_with("LDG", "128");
+        let wide_stores = s.count_with("STG", "128");
+        assert!(
+            wide_loads > 0,
+            "`{}` has no 128-bit global load (LDG.E.128); its loads: {:?}",
+            s.name,
+            opcodes_of(s, "LDG")
+        );
+        assert!(wide_stores > 0, "`{}` has no 128-bit global store (STG.E.128): {:?}", s.name, opcodes_of(s, "STG"));
+    }
+}
+
+fn opcodes_of<'a>(s: &'a KernelStats, mnemonic: &str) -> Vec<&'a str> {
+    s.opcodes().filter(|op| inspect::sass::mnemonic(op) == mnemonic).collect()
+}
+
+#[test]
+fn axpy_f32_fuses_multiply_and_add() {
+    let s = stats(kernels::AXPY_F32);
+    assert!(s.count("FFMA") > 0, "axpy_f32 has no FFMA: {:?}", s.sass);
+}
+
+#[test]
+fn exp2_f32_uses_the_special_function_unit() {
+    let s = stats(kernels::EXP2_F32);
+    assert!(s.opcodes().any(|op| op == "MUFU.EX2"), "exp2_f32 has no MUFU.EX2: {:?}", s.sass);
+}
