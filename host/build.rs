@@ -13,12 +13,7 @@ fn main() {
 
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let gpu = manifest_dir.join("../gpu");
-    for watched in [
-        "kernels/src",
-        "kernels/Cargo.toml",
-        "layout/src",
-        "layout/Cargo.toml",
-    ] {
+    for watched in ["kernels/src", "kernels/Cargo.toml", "layout/src", "layout/Cargo.toml", "abi/src"] {
         println!("cargo:rerun-if-changed={}", gpu.join(watched).display());
     }
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());

@@ -9,6 +9,7 @@
 
 pub mod arch;
 pub mod elementwise;
+pub mod gemm;
 
 /// Declares a kernel's launch bounds (`.maxntid threads, 1, 1` and `.minnctapersm blocks`).
 ///

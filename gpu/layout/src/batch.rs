@@ -138,8 +138,8 @@ fn run(args: &Args<'_>) -> Result<String, Failure> {
             let cotarget: i64 = args.opt(1)?.unwrap_or(1);
             out(&ops::complement(&l, cotarget)?)
         }
-        "composition" | "logical_divide" | "zipped_divide" | "tiled_divide" | "flat_divide"
-        | "logical_product" | "zipped_product" | "tiled_product" | "flat_product" => {
+        "composition" | "logical_divide" | "zipped_divide" | "tiled_divide" | "flat_divide" | "logical_product"
+        | "zipped_product" | "tiled_product" | "flat_product" => {
             args.count(2, 2)?;
             let a: Layout = args.get(0)?;
             let t: Tiler = args.get(1)?;

@@ -34,18 +34,15 @@ impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::NotCongruent => f.write_str("shape and stride (or coordinate) are not congruent"),
-            Self::RankMismatch { layout_rank, tiler_rank } => write!(
-                f,
-                "tiler/profile of rank {tiler_rank} is longer than the layout of rank {layout_rank}"
-            ),
-            Self::StrideDivisibility { shape, stride } => write!(
-                f,
-                "composition undefined: stride {stride} and shape {shape} divide neither each other"
-            ),
-            Self::ShapeDivisibility { shape, divisor } => write!(
-                f,
-                "composition undefined: remaining shape {shape} is not divisible by {divisor}"
-            ),
+            Self::RankMismatch { layout_rank, tiler_rank } => {
+                write!(f, "tiler/profile of rank {tiler_rank} is longer than the layout of rank {layout_rank}")
+            }
+            Self::StrideDivisibility { shape, stride } => {
+                write!(f, "composition undefined: stride {stride} and shape {shape} divide neither each other")
+            }
+            Self::ShapeDivisibility { shape, divisor } => {
+                write!(f, "composition undefined: remaining shape {shape} is not divisible by {divisor}")
+            }
             Self::NotInjective => f.write_str("complement undefined: the layout is not injective"),
             Self::NoLeftInverse => f.write_str("left inverse undefined: the layout is not injective"),
             Self::NonPositiveShape(s) => write!(f, "shape entry {s} is not positive"),

@@ -21,6 +21,7 @@ pub(crate) const fn ceil_div(a: i64, b: i64) -> i64 {
 }
 
 /// CuTe's `shape_div` for integers: exact quotient, or ±1 when `b` is a multiple of `a`.
+#[cfg(feature = "alloc")]
 pub(crate) const fn shape_div(a: i64, b: i64) -> Result<i64, LayoutError> {
     if b != 0 && a % b == 0 {
         Ok(a / b)
@@ -257,12 +258,7 @@ const fn less3(a: (i64, i64, i64), b: (i64, i64, i64)) -> bool {
 
 /// pycute `right_inverse` of `n` flat modes, in place; `scratch` holds at least `n` values and
 /// `s`/`d` at least one. Returns the count.
-pub(crate) const fn right_inverse_in_place(
-    s: &mut [i64],
-    d: &mut [i64],
-    scratch: &mut [i64],
-    n: usize,
-) -> usize {
+pub(crate) const fn right_inverse_in_place(s: &mut [i64], d: &mut [i64], scratch: &mut [i64], n: usize) -> usize {
     let mut acc = 1i64;
     let mut i = 0;
     while i < n {

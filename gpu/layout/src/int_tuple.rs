@@ -100,9 +100,7 @@ impl IntTuple {
     pub fn congruent(&self, other: &IntTuple) -> bool {
         match (self, other) {
             (Self::Int(_), Self::Int(_)) => true,
-            (Self::Tuple(a), Self::Tuple(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.congruent(y))
-            }
+            (Self::Tuple(a), Self::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.congruent(y)),
             _ => false,
         }
     }

@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use crate::flat;
-use crate::int_tuple::{py_mod, Coord, IntTuple};
+use crate::int_tuple::{Coord, IntTuple, py_mod};
 use crate::{LayoutError, StaticLayout, Swizzle};
 
 /// `shape:stride`, a function from coordinates (or 1-D indices) to offsets. `Debug` prints
@@ -129,7 +129,11 @@ impl Layout {
 
     /// The offset of 1-D index `idx` (colexicographic; the last mode takes any remainder).
     pub fn call(&self, idx: i64) -> i64 {
-        crd2idx_int(idx, &self.shape, &self.stride)
+        // For an integer coordinate pycute's hierarchical split always leaves the remainder to
+        // the very last leaf, so a flat walk over the leaves is the same function.
+        let mut walk = LeafWalk { idx, leaves_left: self.shape.leaf_count(), offset: 0 };
+        walk.visit(&self.shape, &self.stride);
+        walk.offset
     }
 
     /// The offset of a coordinate: an integer (1-D) or a tuple congruent to the shape at the
@@ -188,6 +192,29 @@ impl<const N: usize> From<&StaticLayout<N>> for Layout {
     }
 }
 
+struct LeafWalk {
+    idx: i64,
+    leaves_left: usize,
+    offset: i64,
+}
+
+impl LeafWalk {
+    fn visit(&mut self, shape: &IntTuple, stride: &IntTuple) {
+        match (shape, stride) {
+            (IntTuple::Int(s), IntTuple::Int(d)) => {
+                self.leaves_left -= 1;
+                let coord = if self.leaves_left == 0 { self.idx } else { py_mod(self.idx, *s) };
+                self.offset = self.offset.wrapping_add(coord.wrapping_mul(*d));
+                self.idx = flat::floor_div(self.idx, *s);
+            }
+            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
+                ss.iter().zip(ds).for_each(|(s, d)| self.visit(s, d));
+            }
+            _ => {}
+        }
+    }
+}
+
 fn crd2idx_int(crd: i64, shape: &IntTuple, stride: &IntTuple) -> i64 {
     match (shape, stride) {
         (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if !ss.is_empty() => {
@@ -210,9 +237,7 @@ fn crd2idx(crd: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<i64, L
         IntTuple::Int(c) => Ok(crd2idx_int(*c, shape, stride)),
         IntTuple::Tuple(cs) => match (shape, stride) {
             (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => {
-                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| {
-                    Ok(acc.wrapping_add(crd2idx(c, s, d)?))
-                })
+                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| Ok(acc.wrapping_add(crd2idx(c, s, d)?)))
             }
             _ => Err(LayoutError::NotCongruent),
         },
@@ -224,11 +249,11 @@ fn crd2idx_wild(crd: &Coord, shape: &IntTuple, stride: &IntTuple) -> Result<i64,
         Coord::Wildcard => Ok(0),
         Coord::Int(c) => Ok(crd2idx_int(*c, shape, stride)),
         Coord::Tuple(cs) => match (shape, stride) {
-            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => {
-                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| {
-                    Ok(acc.wrapping_add(crd2idx_wild(c, s, d)?))
-                })
-            }
+            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => cs
+                .iter()
+                .zip(ss)
+                .zip(ds)
+                .try_fold(0i64, |acc, ((c, s), d)| Ok(acc.wrapping_add(crd2idx_wild(c, s, d)?))),
             _ => Err(LayoutError::NotCongruent),
         },
     }

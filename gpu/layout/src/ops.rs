@@ -123,9 +123,7 @@ pub fn composition(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
             let n = flat::compose_mode(&a_s, &a_d, a_s.len(), *bs, *bd, &mut out_s, &mut out_d)?;
             Ok(Layout::from_flat(&out_s[..n], &out_d[..n]))
         }
-        _ => Ok(Layout::from_modes(
-            b.modes().iter().map(|bi| composition(a, bi)).collect::<Result<Vec<_>, _>>()?,
-        )),
+        _ => Ok(Layout::from_modes(b.modes().iter().map(|bi| composition(a, bi)).collect::<Result<Vec<_>, _>>()?)),
     }
 }
 
@@ -287,11 +285,8 @@ fn zipped_rank_product(a: &Layout, b: &Layout, block_first: bool) -> Result<Layo
         (Some(x), Some(y)) => (x, y),
         _ => return Err(LayoutError::NotCongruent),
     };
-    let (block_modes, repeat_modes) = if rank == 1 {
-        (vec![block], vec![repeat])
-    } else {
-        (block.modes(), repeat.modes())
-    };
+    let (block_modes, repeat_modes) =
+        if rank == 1 { (vec![block], vec![repeat]) } else { (block.modes(), repeat.modes()) };
     let modes = block_modes.into_iter().zip(repeat_modes).map(|(x, y)| {
         let pair = if block_first { [x, y] } else { [y, x] };
         coalesce(&Layout::from_modes(pair))
@@ -359,13 +354,21 @@ pub fn upcast(l: &Layout, n: i64) -> Result<Layout, LayoutError> {
     Ok(coalesce(&wide))
 }
 
-/// The layout over elements `n` times narrower (CuTe's `downcast<N>`), coalesced.
+/// The layout over elements `n` times narrower (CuTe's `downcast<N>`), coalesced: the unit-stride
+/// mode grows `n` times, every other stride is scaled by `n`.
 pub fn downcast(l: &Layout, n: i64) -> Result<Layout, LayoutError> {
     if n < 1 {
         return Err(LayoutError::InvalidArgument("downcast factor must be positive"));
     }
+    let (s, d) = l.leaves();
+    let is_unit = |d: i64| d == 1 || d == -1;
+    // A size-1 unit-stride mode only stands for the contiguous dimension when no larger one does.
+    let has_long_unit = s.iter().zip(&d).any(|(&s, &d)| s > 1 && is_unit(d));
+    let mut widened_short_unit = false;
     let narrow = map_leaf_pairs(l, |s, d| {
-        if s > 1 && (d == 1 || d == -1) {
+        let widen = is_unit(d) && (s > 1 || (!has_long_unit && !widened_short_unit));
+        if widen {
+            widened_short_unit |= s == 1;
             Ok((flat::checked_mul(s, n)?, d))
         } else {
             Ok((s, flat::checked_mul(d, n)?))

@@ -126,6 +126,14 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A number, or the error `expected` when the input does not start one.
+    fn number_or<T>(&mut self, wrap: impl FnOnce(i64) -> T, expected: &'static str) -> Result<T, ParseError> {
+        match self.peek() {
+            Some(c) if c == '-' || c.is_ascii_digit() => self.number().map(wrap),
+            _ => Err(self.error(expected)),
+        }
+    }
+
     /// `(` items `,` ... `)`, allowing Python's `(4,)`.
     fn list<T>(
         &mut self,
@@ -156,7 +164,7 @@ impl<'a> Parser<'a> {
         if self.eat('(') {
             Ok(IntTuple::Tuple(self.list(')', depth, Self::int_tuple)?))
         } else {
-            self.number().map(IntTuple::Int).map_err(|_| self.error("a number or '('"))
+            self.number_or(IntTuple::Int, "a number or '('")
         }
     }
 
@@ -166,7 +174,7 @@ impl<'a> Parser<'a> {
         } else if self.eat('(') {
             Ok(Coord::Tuple(self.list(')', depth, Self::coord)?))
         } else {
-            self.number().map(Coord::Int).map_err(|_| self.error("a number, '_' or '('"))
+            self.number_or(Coord::Int, "a number, '_' or '('")
         }
     }
 
@@ -205,7 +213,7 @@ impl<'a> Parser<'a> {
         let node = if self.eat('(') {
             Node::Tuple(self.list(')', depth, Self::node)?)
         } else {
-            Node::Int(self.number().map_err(|_| self.error("a number, '(', '[' or '_'"))?)
+            self.number_or(Node::Int, "a number, '(', '[' or '_'")?
         };
         if self.peek() != Some(':') {
             return Ok(node);

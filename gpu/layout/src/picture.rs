@@ -65,9 +65,7 @@ const CELL: i64 = 40;
 const MARGIN: i64 = 30;
 
 /// Fill colours by thread (or by offset), in CuTe's `print_latex` spirit.
-const PALETTE: [&str; 8] = [
-    "#AFAFFF", "#AFFFAF", "#FFFFAF", "#FFAFAF", "#D2D2FF", "#D2FFD2", "#FFFFD2", "#FFD2D2",
-];
+const PALETTE: [&str; 8] = ["#AFAFFF", "#AFFFAF", "#FFFFAF", "#FFAFAF", "#D2D2FF", "#D2FFD2", "#FFFFD2", "#FFD2D2"];
 
 fn svg_open(out: &mut String, rows: i64, cols: i64, cell_w: i64) {
     let (w, h) = (2 * MARGIN + cols * cell_w, 2 * MARGIN + rows * CELL);
@@ -144,9 +142,7 @@ pub fn render_tv_svg(tv: &Layout, rows: i64, cols: i64) -> Result<String, Layout
     for r in 0..rows {
         for c in 0..cols {
             match grid[(r + c * rows) as usize] {
-                Some((t, v)) => {
-                    svg_cell(&mut out, r, c, cell_w, PALETTE[(t % 8) as usize], &format!("T{t}V{v}"))
-                }
+                Some((t, v)) => svg_cell(&mut out, r, c, cell_w, PALETTE[(t % 8) as usize], &format!("T{t}V{v}")),
                 None => svg_cell(&mut out, r, c, cell_w, "white", ""),
             }
         }

@@ -64,11 +64,7 @@ impl<const N: usize> StaticLayout<N> {
     }
 
     /// Fallible [`StaticLayout::grouped`].
-    pub const fn try_grouped(
-        shape: &[i64],
-        stride: &[i64],
-        groups: &[usize],
-    ) -> Result<Self, LayoutError> {
+    pub const fn try_grouped(shape: &[i64], stride: &[i64], groups: &[usize]) -> Result<Self, LayoutError> {
         let flat = tri!(Self::try_new(shape, stride));
         let mut out = Self::EMPTY;
         let mut leaf = 0;
@@ -392,18 +388,13 @@ impl<const N: usize> StaticLayout<N> {
 
     /// `self ∘ b`, by top-level mode of `b`. A `b` of one leaf gives pycute's rank-1 result with
     /// each resulting leaf as a top-level mode.
-    pub const fn composition<const M: usize>(
-        &self,
-        b: &StaticLayout<M>,
-    ) -> Result<Self, LayoutError> {
+    pub const fn composition<const M: usize>(&self, b: &StaticLayout<M>) -> Result<Self, LayoutError> {
         let (mut a_s, mut a_d) = (self.shape, self.stride);
         let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
         let mut out = Self::EMPTY;
         if b.leaves == 1 {
             let (mut rs, mut rd) = ([0i64; SCRATCH], [0i64; SCRATCH]);
-            let n = tri!(flat::compose_mode(
-                &a_s, &a_d, a_n, b.shape[0], b.stride[0], &mut rs, &mut rd
-            ));
+            let n = tri!(flat::compose_mode(&a_s, &a_d, a_n, b.shape[0], b.stride[0], &mut rs, &mut rd));
             tri!(out.push_flat_modes(&rs, &rd, n));
             return Ok(out);
         }
@@ -476,10 +467,7 @@ impl<const N: usize> StaticLayout<N> {
 
     /// `logical_divide(self, b)` = `self ∘ (b, complement(b, size(self)))`: mode 0 indexes within
     /// a tile, mode 1 over tiles.
-    pub const fn logical_divide<const M: usize>(
-        &self,
-        b: &StaticLayout<M>,
-    ) -> Result<Self, LayoutError> {
+    pub const fn logical_divide<const M: usize>(&self, b: &StaticLayout<M>) -> Result<Self, LayoutError> {
         let (mut a_s, mut a_d) = (self.shape, self.stride);
         let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
         let mut out = Self::EMPTY;
@@ -514,10 +502,7 @@ impl<const N: usize> StaticLayout<N> {
 
     /// `zipped_divide(self, (tiles[0], tiles[1], ...))`: mode 0 gathers the tiles of the first
     /// `tiles.len()` modes, mode 1 the rests and the untouched modes.
-    pub const fn zipped_divide<const M: usize>(
-        &self,
-        tiles: &[StaticLayout<M>],
-    ) -> Result<Self, LayoutError> {
+    pub const fn zipped_divide<const M: usize>(&self, tiles: &[StaticLayout<M>]) -> Result<Self, LayoutError> {
         if tiles.len() > self.rank {
             return Err(LayoutError::RankMismatch { layout_rank: self.rank, tiler_rank: tiles.len() });
         }
@@ -547,10 +532,7 @@ impl<const N: usize> StaticLayout<N> {
     }
 
     /// `logical_product(self, b)` = `(self, complement(self, size(self)*cosize(b)) ∘ b)`.
-    pub const fn logical_product<const M: usize>(
-        &self,
-        b: &StaticLayout<M>,
-    ) -> Result<Self, LayoutError> {
+    pub const fn logical_product<const M: usize>(&self, b: &StaticLayout<M>) -> Result<Self, LayoutError> {
         let cotarget = tri!(flat::checked_mul(self.size(), b.cosize()));
         let c = tri!(self.complement(cotarget));
         let mut out = Self::EMPTY;

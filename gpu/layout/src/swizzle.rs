@@ -64,22 +64,14 @@ impl Swizzle {
     /// The swizzled offset. An involution: `apply(apply(o)) == o`.
     pub const fn apply(self, offset: i64) -> i64 {
         let picked = offset & self.yyy_mask();
-        let moved = if self.shift >= 0 {
-            picked >> self.shift as u32
-        } else {
-            picked << self.shift.unsigned_abs()
-        };
+        let moved = if self.shift >= 0 { picked >> self.shift as u32 } else { picked << self.shift.unsigned_abs() };
         offset ^ moved
     }
 
     /// [`Swizzle::apply`] in 32-bit arithmetic, for device index math.
     pub const fn apply_u32(self, offset: u32) -> u32 {
         let picked = offset & (self.yyy_mask() as u32);
-        let moved = if self.shift >= 0 {
-            picked >> self.shift as u32
-        } else {
-            picked << self.shift.unsigned_abs()
-        };
+        let moved = if self.shift >= 0 { picked >> self.shift as u32 } else { picked << self.shift.unsigned_abs() };
         offset ^ moved
     }
 }

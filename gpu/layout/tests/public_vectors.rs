@@ -32,9 +32,7 @@ fn compare(input: &str, expected: &str, actual: &str, lenient_left_inverse: bool
 
 fn run_public(lenient_left_inverse: bool) {
     let text = std::fs::read_to_string(PUBLIC).unwrap_or_else(|e| {
-        panic!(
-            "the public layout vectors are required at {PUBLIC} (shared/ beside the checkout): {e}"
-        )
+        panic!("the public layout vectors are required at {PUBLIC} (shared/ beside the checkout): {e}")
     });
     let mut failures = Vec::new();
     let mut cases = 0;

@@ -33,7 +33,10 @@ pub fn bench_memory(
     on_step: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>> {
     if bytes < 16 || bytes % 16 != 0 {
-        return Err(Error::bad_argument("bench copy", format!("buffer size {bytes} is not a positive multiple of 16 bytes")));
+        return Err(Error::bad_argument(
+            "bench copy",
+            format!("buffer size {bytes} is not a positive multiple of 16 bytes"),
+        ));
     }
     let (free, _) = gpu.context().mem_get_info()?;
     let budget = free / 10 * 7;

@@ -40,8 +40,7 @@ impl DeviceInfo {
     pub fn query(gpu: &Gpu) -> Result<DeviceInfo> {
         let ctx = gpu.context();
         // An attribute the driver does not report (or reports as 0) is unknown, not an error.
-        let positive =
-            |attribute| ctx.attribute(attribute).ok().and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0);
+        let positive = |attribute| ctx.attribute(attribute).ok().and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0);
         Ok(DeviceInfo {
             name: gpu.name().to_string(),
             compute_capability: gpu.compute_capability(),
@@ -73,7 +72,9 @@ impl DeviceInfo {
         let clock = self.max_clock_khz.map(|k| format!("{} MHz", k / 1000)).unwrap_or_else(|| "unknown clock".into());
         let peak = match self.dense_bf16_peak_tflops() {
             Some(p) => format!("{p:.0} TFLOP/s at {clock}"),
-            None => format!("unknown for compute capability {}.{}", self.compute_capability.0, self.compute_capability.1),
+            None => {
+                format!("unknown for compute capability {}.{}", self.compute_capability.0, self.compute_capability.1)
+            }
         };
         let memory = self.memory_peak_gbps().map(|g| format!(", memory {g:.0} GB/s by attributes")).unwrap_or_default();
         format!(
@@ -92,7 +93,13 @@ impl DeviceInfo {
 /// How many input sets to rotate through so that together they exceed `l2_multiple` × the L2 size: at least 2,
 /// at most `max_sets`, and no more than fit in `memory_budget` bytes (at least 1). A set is everything one launch
 /// touches, `bytes_per_set` bytes.
-pub fn rotation_sets(bytes_per_set: usize, l2_bytes: usize, l2_multiple: f64, max_sets: usize, memory_budget: usize) -> usize {
+pub fn rotation_sets(
+    bytes_per_set: usize,
+    l2_bytes: usize,
+    l2_multiple: f64,
+    max_sets: usize,
+    memory_budget: usize,
+) -> usize {
     let bytes_per_set = bytes_per_set.max(1);
     let wanted = ((l2_bytes as f64 * l2_multiple) / bytes_per_set as f64).floor() as usize + 1;
     let fit = memory_budget / bytes_per_set;

@@ -458,7 +458,11 @@ fn bench_typed<T: GemmElement>(
     if problem.bytes_per_set() > budget {
         return Err(Error::bad_argument(
             "bench gemm",
-            format!("{problem} needs {:.1} GiB, {:.1} GiB of device memory is free", gib(problem.bytes_per_set()), gib(free)),
+            format!(
+                "{problem} needs {:.1} GiB, {:.1} GiB of device memory is free",
+                gib(problem.bytes_per_set()),
+                gib(free)
+            ),
         ));
     }
     // An unknown L2 size (0) still gets two sets; assume a large one instead.

@@ -45,9 +45,8 @@ pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
     let (x_label, y_label) =
         if flops { ("GFLOP per launch", "TFLOP/s") } else { ("GB read + written per launch", "GB/s") };
     let points = series.iter().flat_map(|(_, _, p)| p.iter());
-    let (x_min, x_max, y_max) = points.fold((f64::INFINITY, 0f64, 0f64), |(lo, hi, top), &(x, y)| {
-        (lo.min(x), hi.max(x), top.max(y))
-    });
+    let (x_min, x_max, y_max) =
+        points.fold((f64::INFINITY, 0f64, 0f64), |(lo, hi, top), &(x, y)| (lo.min(x), hi.max(x), top.max(y)));
 
     let mut svg = String::new();
     {

@@ -123,7 +123,10 @@ impl FromStr for AttnShape {
     fn from_str(text: &str) -> Result<AttnShape, ShapeError> {
         let fields: Vec<&str> = text.trim().split(',').collect();
         if fields.len() != 5 {
-            return Err(ShapeError::Format { text: text.to_string(), expected: "B,H,S,D,full|causal, e.g. 4,16,8192,128,causal" });
+            return Err(ShapeError::Format {
+                text: text.to_string(),
+                expected: "B,H,S,D,full|causal, e.g. 4,16,8192,128,causal",
+            });
         }
         let causal = match fields[4].trim() {
             "full" => false,
@@ -144,7 +147,9 @@ impl FromStr for AttnShape {
 /// sequence lengths, D = 64 with H = 32 at three, each full and causal.
 pub fn attn_suite() -> Vec<AttnShape> {
     let mut suite = Vec::new();
-    for (heads, head_dim, seqs) in [(16, 128, &[512, 1024, 2048, 4096, 8192, 16384][..]), (32, 64, &[512, 2048, 8192][..])] {
+    for (heads, head_dim, seqs) in
+        [(16, 128, &[512, 1024, 2048, 4096, 8192, 16384][..]), (32, 64, &[512, 2048, 8192][..])]
+    {
         for &seq in seqs {
             for causal in [false, true] {
                 suite.push(AttnShape { batch: 16384 / seq * 2, heads, seq, head_dim, causal });

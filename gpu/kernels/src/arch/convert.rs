@@ -17,3 +17,25 @@ pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
     }
     packed
 }
+
+/// f16 bits to f32 (`cvt.f32.f16`, exact).
+#[inline(always)]
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let out: f32;
+    unsafe {
+        core::arch::asm!("cvt.f32.f16 {out}, {h};", out = out(reg32) out, h = in(reg16) bits,
+            options(pure, nomem, nostack));
+    }
+    out
+}
+
+/// Two f32 to two f16 with round-to-nearest-even, packed with `lo` in the low half (`cvt.rn.f16x2.f32`).
+#[inline(always)]
+pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
+    let packed: u32;
+    unsafe {
+        core::arch::asm!("cvt.rn.f16x2.f32 {d}, {hi}, {lo};", d = out(reg32) packed, hi = in(reg32) hi,
+            lo = in(reg32) lo, options(pure, nomem, nostack));
+    }
+    packed
+}

@@ -1,7 +1,15 @@
 //! Thin, documented wrappers over PTX instructions, one module per instruction family.
 //!
-//! Each wrapper names the PTX ISA section (PTX ISA 9.0 numbering) that defines its instruction.
+//! Each wrapper cites the PTX ISA (version 9.0) section that defines its instruction by title, with the
+//! anchor of its page in the ISA document. Addresses of shared memory are 32-bit `.shared::cta` window
+//! addresses (what [`smem::dynamic_smem_base`] returns), never generic pointers.
 
+pub mod barrier;
 pub mod convert;
+pub mod mbarrier;
 pub mod mufu;
+pub mod setmaxnreg;
+pub mod smem;
 pub mod sreg;
+pub mod tma;
+pub mod wgmma;

@@ -40,9 +40,7 @@ fn rebuild(shape: &IntTuple, leaves: &[i64]) -> IntTuple {
 /// A shape: rank 1..=4 (or a bare integer), depth <= 3, leaves 1..=8.
 pub fn shape_strategy() -> impl Strategy<Value = IntTuple> {
     let leaf = (1i64..=8).prop_map(IntTuple::Int);
-    let nested = leaf.prop_recursive(2, 24, 3, |inner| {
-        prop::collection::vec(inner, 1..=3).prop_map(IntTuple::Tuple)
-    });
+    let nested = leaf.prop_recursive(2, 24, 3, |inner| prop::collection::vec(inner, 1..=3).prop_map(IntTuple::Tuple));
     prop_oneof![
         1 => (1i64..=8).prop_map(IntTuple::Int),
         5 => prop::collection::vec(nested, 1..=4).prop_map(IntTuple::Tuple),
@@ -79,11 +77,9 @@ pub fn layout_with(kind: StrideKind) -> impl Strategy<Value = Layout> {
                 let strides: Vec<i64> = match kind {
                     StrideKind::Compact => prefix(&leaves),
                     StrideKind::Random => random,
-                    StrideKind::Zeros => prefix(&leaves)
-                        .into_iter()
-                        .zip(zero)
-                        .map(|(d, z)| if z { 0 } else { d })
-                        .collect(),
+                    StrideKind::Zeros => {
+                        prefix(&leaves).into_iter().zip(zero).map(|(d, z)| if z { 0 } else { d }).collect()
+                    }
                     StrideKind::Scaled => {
                         let mut strides = vec![0; leaves.len()];
                         let mut acc = scale[n];

@@ -32,11 +32,14 @@ fn cublaslt_error(call: &'static str) -> impl Fn(lt::CublasError) -> Error {
 }
 
 fn library_missing(library: &str) -> Error {
-    Error::Cublas(format!("lib{library}.so could not be loaded (is the CUDA toolkit's lib directory on the loader path?)"))
+    Error::Cublas(format!(
+        "lib{library}.so could not be loaded (is the CUDA toolkit's lib directory on the loader path?)"
+    ))
 }
 
 fn int(what: &'static str, value: usize) -> Result<c_int> {
-    c_int::try_from(value).map_err(|_| Error::bad_argument("cuBLAS", format!("{what} = {value} does not fit in an int")))
+    c_int::try_from(value)
+        .map_err(|_| Error::bad_argument("cuBLAS", format!("{what} = {value} does not fit in an int")))
 }
 
 fn check_lengths(name: &'static str, problem: &GemmProblem, a: usize, b: usize, c: usize) -> Result<()> {
@@ -153,7 +156,8 @@ impl CublasLt {
         let first = layout(call.first_dims(), call.lda)?;
         let second = layout(call.second_dims(), call.ldb)?;
         let out = layout((call.m, call.n), call.ldc)?;
-        let preference = Preference(lt::create_matmul_pref().map_err(cublaslt_error("cublasLtMatmulPreferenceCreate"))?);
+        let preference =
+            Preference(lt::create_matmul_pref().map_err(cublaslt_error("cublasLtMatmulPreferenceCreate"))?);
         let max_workspace = WORKSPACE_BYTES as u64;
         // SAFETY: `preference` is live; the value is the uint64_t this attribute takes.
         unsafe {
@@ -294,7 +298,14 @@ impl CublasGemmEx {
         Ok(CublasGemmEx { blas, workspace })
     }
 
-    fn gemm<T>(&self, gpu: &Gpu, problem: &GemmProblem, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>) -> Result<()> {
+    fn gemm<T>(
+        &self,
+        gpu: &Gpu,
+        problem: &GemmProblem,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> Result<()> {
         check_lengths(CUBLAS_GEMM_EX, problem, a.len(), b.len(), c.len())?;
         let call = BlasCall::of(problem);
         let (m, n, k) = (int("m", call.m)?, int("n", call.n)?, int("k", call.k)?);

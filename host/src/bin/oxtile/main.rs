@@ -1,5 +1,6 @@
 //! `oxtile`: run the kernels against their references, inspect their machine code, explore layouts, benchmark.
 
+mod bench;
 mod check;
 mod kernels;
 
@@ -20,6 +21,8 @@ enum Command {
     Check(check::Args),
     /// What each kernel compiles to, from ptxas and cuobjdump (no GPU needed).
     Kernels(kernels::Args),
+    /// Time kernels beside cuBLAS (and torch_reference.py's rows): gemm, attn, copy.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Check(check::Args::default())) {
         Command::Check(args) => check::run(&args),
         Command::Kernels(args) => kernels::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,69 @@
+//! The contract between the host crate and the device kernels, compiled into both, so a tile size or a
+//! shared-memory budget cannot drift between the launch and the kernel.
+
+#![no_std]
+
+/// Shape and resources of one warp-specialized Hopper GEMM kernel: a producer warpgroup feeding `consumers`
+/// math warpgroups through a `stages`-deep shared-memory ring of (A, B) tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmTile {
+    pub tile_m: u32,
+    pub tile_n: u32,
+    pub tile_k: u32,
+    pub stages: u32,
+    /// Math warpgroups; each owns `tile_m / consumers` rows of the tile.
+    pub consumers: u32,
+    /// Bytes per element of A and B.
+    pub element_bytes: u32,
+}
+
+impl GemmTile {
+    pub const WARPGROUP_THREADS: u32 = 128;
+    /// Each mbarrier is 8 bytes; the ring has a full and an empty barrier per stage.
+    const BARRIER_BYTES: u32 = 8;
+
+    pub const fn threads(&self) -> u32 {
+        Self::WARPGROUP_THREADS * (1 + self.consumers)
+    }
+
+    pub const fn smem_a_bytes(&self) -> u32 {
+        self.tile_m * self.tile_k * self.element_bytes
+    }
+
+    pub const fn smem_b_bytes(&self) -> u32 {
+        self.tile_n * self.tile_k * self.element_bytes
+    }
+
+    /// Bytes one stage receives from the tensor-memory accelerator: what the full barrier waits for.
+    pub const fn stage_bytes(&self) -> u32 {
+        self.smem_a_bytes() + self.smem_b_bytes()
+    }
+
+    /// Offset of the barriers, after the operand ring.
+    pub const fn barriers_offset(&self) -> u32 {
+        self.stages * self.stage_bytes()
+    }
+
+    /// Dynamic shared memory the kernel needs: the ring, then `2 × stages` mbarriers.
+    pub const fn smem_bytes(&self) -> u32 {
+        self.barriers_offset() + 2 * self.stages * Self::BARRIER_BYTES
+    }
+
+    /// Rows of the tile each consumer warpgroup computes.
+    pub const fn consumer_rows(&self) -> u32 {
+        self.tile_m / self.consumers
+    }
+}
+
+/// Hopper TN GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each.
+pub const GEMM_SM90_128X256: GemmTile =
+    GemmTile { tile_m: 128, tile_n: 256, tile_k: 64, stages: 4, consumers: 2, element_bytes: 2 };
+
+/// Shared memory one block may use on sm_90 (227 KiB of the SM's 228 KiB).
+pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
+
+const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+// 128-byte swizzled tiles must start on 1024-byte boundaries.
+const _: () = assert!(GEMM_SM90_128X256.smem_a_bytes() % 1024 == 0 && GEMM_SM90_128X256.smem_b_bytes() % 1024 == 0);
+// One k-tile row of a K-major operand is one 128-byte swizzle atom row.
+const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);

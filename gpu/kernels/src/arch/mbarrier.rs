@@ -1,0 +1,94 @@
+//! Shared-memory transaction barriers. PTX ISA: "mbarrier" (#parallel-synchronization-and-communication-instructions-mbarrier).
+//!
+//! A barrier completes a phase when its pending arrivals reach zero and its expected transaction bytes
+//! (from `complete_tx` copies) have all landed; waiters name the phase by its parity.
+
+/// `mbarrier.init`: `arrivals` arrivals complete each phase.
+///
+/// # Safety
+/// `bar` is an 8-byte aligned shared address no other thread uses yet.
+#[inline(always)]
+pub unsafe fn init(bar: u32, arrivals: u32) {
+    unsafe {
+        core::arch::asm!("mbarrier.init.shared::cta.b64 [{bar}], {n};", bar = in(reg32) bar, n = in(reg32) arrivals,
+            options(nostack));
+    }
+}
+
+/// `fence.mbarrier_init.release.cluster`: publishes initialized barriers to the async proxy and the cluster.
+/// Follow with a block (or cluster) barrier before anyone uses them.
+#[inline(always)]
+pub fn fence_init() {
+    unsafe { core::arch::asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// `mbarrier.arrive.expect_tx`: one arrival, and `bytes` more transaction bytes this phase must receive.
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn arrive_expect_tx(bar: u32, bytes: u32) {
+    unsafe {
+        core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {tx};", bar = in(reg32) bar,
+            tx = in(reg32) bytes, options(nostack));
+    }
+}
+
+/// `mbarrier.arrive`: one arrival (release semantics at CTA scope).
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn arrive(bar: u32) {
+    unsafe { core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{bar}];", bar = in(reg32) bar, options(nostack)) };
+}
+
+/// `mbarrier.try_wait.parity`: whether the phase with parity `phase` has completed (the hardware may
+/// suspend the thread for a while before answering false).
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn try_wait(bar: u32, phase: u32) -> bool {
+    let done: u32;
+    unsafe {
+        core::arch::asm!(
+            "{{",
+            ".reg .pred p;",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [{bar}], {phase};",
+            "selp.u32 {done}, 1, 0, p;",
+            "}}",
+            bar = in(reg32) bar, phase = in(reg32) phase, done = out(reg32) done, options(nostack));
+    }
+    done != 0
+}
+
+/// Spins until the phase with parity `phase` has completed (acquire semantics at CTA scope).
+///
+/// # Safety
+/// `bar` is an initialized barrier.
+#[inline(always)]
+pub unsafe fn wait(bar: u32, phase: u32) {
+    while !unsafe { try_wait(bar, phase) } {}
+}
+
+/// Position in a ring of `STAGES` buffers guarded by full/empty barrier pairs: which stage, and the parity
+/// of the phase the next wait on that stage's barrier expects.
+#[derive(Clone, Copy)]
+pub struct RingState<const STAGES: u32> {
+    pub stage: u32,
+    pub phase: u32,
+}
+
+impl<const STAGES: u32> RingState<STAGES> {
+    pub const START: Self = RingState { stage: 0, phase: 0 };
+
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.stage += 1;
+        if self.stage == STAGES {
+            self.stage = 0;
+            self.phase ^= 1;
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The tensor memory accelerator: bulk tensor copies described by a `CUtensorMap`.
+//! PTX ISA: "cp.async.bulk.tensor" (#data-movement-and-conversion-instructions-cp-async-bulk-tensor) and
+//! "prefetch.tensormap" (#data-movement-and-conversion-instructions-prefetch-prefetchu).
+//!
+//! Tensor maps are built on the host (`cuTensorMapEncodeTiled`) and live in global memory; kernels get
+//! their generic address (Rust cannot pass a 64-byte aligned `__grid_constant__` parameter).
+
+/// `prefetch.tensormap`: brings a tensor map into the descriptor cache before its first use.
+#[inline(always)]
+pub fn prefetch_tensormap(tensor_map: u64) {
+    unsafe { core::arch::asm!("prefetch.tensormap [{map}];", map = in(reg64) tensor_map, options(nostack)) };
+}
+
+/// Loads the box at coordinates (`x` innermost, `y`) of a 2-D tensor into shared memory at `dst` and
+/// signals its bytes to the mbarrier `bar` (`cp.async.bulk.tensor.2d ... mbarrier::complete_tx::bytes`).
+/// Out-of-bounds parts of the box are zero-filled.
+///
+/// # Safety
+/// `tensor_map` is a valid tensor map in global memory; `dst` has room for the box with the map's
+/// alignment (1024 bytes for 128-byte swizzle); `bar` expects these bytes.
+#[inline(always)]
+pub unsafe fn load_2d(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{x}, {y}}}], [{bar}];",
+            dst = in(reg32) dst, map = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y, bar = in(reg32) bar,
+            options(nostack));
+    }
+}

@@ -1,0 +1,90 @@
+//! Warpgroup matrix multiply-accumulate on the tensor cores (sm_90a).
+//! PTX ISA: "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions"
+//! (#asynchronous-warpgroup-level-matrix-instructions).
+//!
+//! A warpgroup (4 consecutive warps, the first at a warp index divisible by 4) issues `wgmma.mma_async`;
+//! operands come from shared memory through 64-bit matrix descriptors, accumulators stay in registers.
+//! The accumulator array must only ever be indexed by constants in fully unrolled code, or it lands in local
+//! memory and ptxas serializes the pipeline.
+
+/// Matrix descriptor of a K-major operand tile stored with the 128-byte swizzle, as TMA writes it with
+/// `CU_TENSOR_MAP_SWIZZLE_128B`: rows of 64 bf16 (128 bytes), 8-row swizzle atoms of 1024 bytes.
+/// PTX ISA: "Matrix Descriptor Format" (#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor).
+///
+/// Bits 0–13 start address >> 4; 16–29 leading-dimension byte offset >> 4 (unused for swizzled K-major, 1 by
+/// convention); 32–45 stride byte offset >> 4 (1024: from one 8-row atom to the next); 62–63 swizzle mode
+/// (1 = 128-byte). `addr` must keep the atom's 1024-byte phase (k-steps inside a row add 32 bytes).
+#[inline(always)]
+pub const fn desc_k_major_sw128(addr: u32) -> u64 {
+    const SWIZZLE_128B: u64 = 1 << 62;
+    const STRIDE_BYTES: u64 = 1024;
+    ((addr as u64 & 0x3_ffff) >> 4) | (1 << 16) | ((STRIDE_BYTES >> 4) << 32) | SWIZZLE_128B
+}
+
+/// `wgmma.fence.sync.aligned`: orders this warpgroup's register accesses before the next `mma_async`.
+#[inline(always)]
+pub fn fence() {
+    unsafe { core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.commit_group.sync.aligned`: closes the group of `mma_async` issued since the last commit.
+#[inline(always)]
+pub fn commit_group() {
+    unsafe { core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// `wgmma.wait_group.sync.aligned N`: waits until at most `N` committed groups are still running.
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    unsafe { core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
+}
+
+/// Defines `fn $name(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the given shape with both
+/// operands K-major in shared memory and f32 accumulators; `accumulate == false` overwrites `acc` (D = A·B).
+macro_rules! mma_ss {
+    ($(#[$doc:meta])* $name:ident, $shape:literal, $input:literal, [$first:literal $($rest:literal)*]) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// All 128 threads of the warpgroup call it together after [`fence`]; the descriptors address valid,
+        /// complete tiles that stay untouched until the group is waited for.
+        #[inline(always)]
+        pub unsafe fn $name(acc: &mut [f32; 1 + [$($rest),*].len()], desc_a: u64, desc_b: u64, accumulate: bool) {
+            unsafe {
+                core::arch::asm!(
+                    "{{",
+                    ".reg .pred accumulate;",
+                    "setp.ne.b32 accumulate, {accumulate}, 0;",
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $input, ".", $input, " {{",
+                        "{", stringify!($first), "}" $(, ",{", stringify!($rest), "}")*,
+                        "}}, {desc_a}, {desc_b}, accumulate, 1, 1, 0, 0;"
+                    ),
+                    "}}",
+                    inout(reg32) acc[$first], $(inout(reg32) acc[$rest],)*
+                    desc_a = in(reg64) desc_a,
+                    desc_b = in(reg64) desc_b,
+                    accumulate = in(reg32) accumulate as u32,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+mma_ss!(
+    /// D(64×256, f32) += A(64×16, bf16) · B(16×256, bf16): 128 accumulators per thread.
+    mma_m64n256k16_f32_bf16, "m64n256k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]
+);
+mma_ss!(
+    /// D(64×256, f32) += A(64×16, f16) · B(16×256, f16): 128 accumulators per thread.
+    mma_m64n256k16_f32_f16, "m64n256k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127]
+);
+mma_ss!(
+    /// D(64×128, f32) += A(64×16, bf16) · B(16×128, bf16): 64 accumulators per thread.
+    mma_m64n128k16_f32_bf16, "m64n128k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+);
+mma_ss!(
+    /// D(64×128, f32) += A(64×16, f16) · B(16×128, f16): 64 accumulators per thread.
+    mma_m64n128k16_f32_f16, "m64n128k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+);

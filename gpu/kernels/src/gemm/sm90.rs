@@ -1,0 +1,271 @@
+//! Hopper GEMM: D = alpha·A·B + beta·D with A (M×K) and B (K×N) both K-major ("TN"), bf16 or f16 in, f32
+//! accumulate, same type out, D row-major.
+//!
+//! Data path, per persistent block (one per SM):
+//! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
+//!   free stage of the shared-memory ring (`empty` barrier), and has TMA load the A and B boxes into it,
+//!   128-byte swizzled, signalling the stage's `full` barrier with their byte count;
+//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 rows of the 128×256 tile, waits
+//!   for `full`, issues four m64n256k16 wgmma from shared-memory descriptors, keeps one wgmma group in flight
+//!   and frees the stage that the previous group read;
+//! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
+//!   while the producer is already loading the next tile's stages.
+
+use oxtile_abi::{GEMM_SM90_128X256 as CFG, GemmTile};
+
+use seq_macro::seq;
+
+use super::schedule::TileScheduler;
+use crate::arch::mbarrier::{self, RingState};
+use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
+use crate::arch::{barrier, convert, setmaxnreg, smem, tma, wgmma};
+
+const STAGES: u32 = CFG.stages;
+type Ring = RingState<STAGES>;
+
+/// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
+struct SmemMap {
+    base: u32,
+}
+
+impl SmemMap {
+    fn a(&self, stage: u32) -> u32 {
+        self.base + stage * CFG.stage_bytes()
+    }
+    fn b(&self, stage: u32) -> u32 {
+        self.a(stage) + CFG.smem_a_bytes()
+    }
+    fn full(&self, stage: u32) -> u32 {
+        self.base + CFG.barriers_offset() + 8 * stage
+    }
+    fn empty(&self, stage: u32) -> u32 {
+        self.full(STAGES) + 8 * stage
+    }
+}
+
+/// A 16-bit input type of the tensor cores, with its wgmma and conversions.
+trait Element {
+    /// m64n256k16 with f32 accumulators, both operands from shared memory.
+    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool);
+    fn to_f32(bits: u16) -> f32;
+    fn pack2(lo: f32, hi: f32) -> u32;
+}
+
+struct Bf16;
+struct F16;
+
+impl Element for Bf16 {
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool) {
+        unsafe { wgmma::mma_m64n256k16_f32_bf16(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    fn to_f32(bits: u16) -> f32 {
+        convert::bf16_to_f32(bits)
+    }
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        convert::pack_bf16x2(lo, hi)
+    }
+}
+
+impl Element for F16 {
+    #[inline(always)]
+    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool) {
+        unsafe { wgmma::mma_m64n256k16_f32_f16(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    fn to_f32(bits: u16) -> f32 {
+        convert::f16_to_f32(bits)
+    }
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        convert::pack_f16x2(lo, hi)
+    }
+}
+
+/// Bytes between the k16 slices of one swizzled 128-byte row.
+const K_STEP_BYTES: u32 = 16 * CFG.element_bytes;
+const K_STEPS: u32 = CFG.tile_k / 16;
+
+/// Kernel arguments, in the order the host pushes them.
+///
+/// # Safety
+/// `tensor_map_a` / `tensor_map_b` are tensor maps over A (dims K, M) and B (dims K, N) with boxes of
+/// 64×128 and 64×256 and 128-byte swizzle; `d` holds M×N elements row-major with leading dimension `ldd`
+/// (even, 4-byte aligned base); launched with `CFG.threads()` threads and `CFG.smem_bytes()` bytes of dynamic
+/// shared memory.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_128x256_sm90(
+    tensor_map_a: u64,
+    tensor_map_b: u64,
+    d: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    ldd: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    unsafe { gemm_tn::<Bf16>(tensor_map_a, tensor_map_b, d, m, n, k, ldd, alpha, beta) }
+}
+crate::launch_bounds!(gemm_bf16_tn_128x256_sm90, max_threads = 384, min_blocks = 1);
+
+/// As [`gemm_bf16_tn_128x256_sm90`], for f16.
+///
+/// # Safety
+/// As [`gemm_bf16_tn_128x256_sm90`].
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn gemm_f16_tn_128x256_sm90(
+    tensor_map_a: u64,
+    tensor_map_b: u64,
+    d: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    ldd: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    unsafe { gemm_tn::<F16>(tensor_map_a, tensor_map_b, d, m, n, k, ldd, alpha, beta) }
+}
+crate::launch_bounds!(gemm_f16_tn_128x256_sm90, max_threads = 384, min_blocks = 1);
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn gemm_tn<E: Element>(
+    tensor_map_a: u64,
+    tensor_map_b: u64,
+    d: *mut u16,
+    m: u32,
+    n: u32,
+    k: u32,
+    ldd: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let smem = SmemMap { base: smem::dynamic_smem_base() };
+    let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
+    let thread = thread_idx_x() % GemmTile::WARPGROUP_THREADS;
+    if thread_idx_x() == 0 {
+        for stage in 0..STAGES {
+            unsafe {
+                mbarrier::init(smem.full(stage), 1);
+                mbarrier::init(smem.empty(stage), CFG.consumers);
+            }
+        }
+        mbarrier::fence_init();
+    }
+    barrier::sync_threads();
+
+    let scheduler = TileScheduler::new(m, n, CFG.tile_m, CFG.tile_n);
+    let k_tiles = k.div_ceil(CFG.tile_k);
+    let (first_tile, tile_stride) = (block_idx_x(), grid_dim_x());
+
+    if warpgroup == 0 {
+        setmaxnreg::dec::<40>();
+        if thread == 0 {
+            tma::prefetch_tensormap(tensor_map_a);
+            tma::prefetch_tensormap(tensor_map_b);
+            let mut ring = Ring::START;
+            for tile_index in (first_tile..scheduler.tiles()).step_by(tile_stride as usize) {
+                let tile = scheduler.tile(tile_index);
+                for k_tile in 0..k_tiles {
+                    let x = (k_tile * CFG.tile_k) as i32;
+                    unsafe {
+                        mbarrier::wait(smem.empty(ring.stage), ring.phase ^ 1);
+                        mbarrier::arrive_expect_tx(smem.full(ring.stage), CFG.stage_bytes());
+                        let full = smem.full(ring.stage);
+                        tma::load_2d(smem.a(ring.stage), tensor_map_a, x, (tile.m * CFG.tile_m) as i32, full);
+                        tma::load_2d(smem.b(ring.stage), tensor_map_b, x, (tile.n * CFG.tile_n) as i32, full);
+                    }
+                    ring.advance();
+                }
+            }
+        }
+    } else {
+        setmaxnreg::inc::<232>();
+        let consumer = warpgroup - 1;
+        let a_rows_offset = consumer * CFG.consumer_rows() * CFG.tile_k * CFG.element_bytes;
+        let mut acc = [0f32; 128];
+        let mut ring = Ring::START;
+        for tile_index in (first_tile..scheduler.tiles()).step_by(tile_stride as usize) {
+            let tile = scheduler.tile(tile_index);
+            let mut reading: Option<u32> = None;
+            for k_tile in 0..k_tiles {
+                unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
+                wgmma::fence();
+                for k_step in 0..K_STEPS {
+                    let desc_a = wgmma::desc_k_major_sw128(smem.a(ring.stage) + a_rows_offset + k_step * K_STEP_BYTES);
+                    let desc_b = wgmma::desc_k_major_sw128(smem.b(ring.stage) + k_step * K_STEP_BYTES);
+                    unsafe { E::mma(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
+                }
+                wgmma::commit_group();
+                // The group before this one has finished reading its stage: hand that stage back.
+                wgmma::wait_group::<1>();
+                if let Some(stage) = reading.replace(ring.stage) {
+                    if thread == 0 {
+                        unsafe { mbarrier::arrive(smem.empty(stage)) };
+                    }
+                }
+                ring.advance();
+            }
+            wgmma::wait_group::<0>();
+            if let (Some(stage), 0) = (reading, thread) {
+                unsafe { mbarrier::arrive(smem.empty(stage)) };
+            }
+            let row0 = tile.m * CFG.tile_m + consumer * CFG.consumer_rows();
+            let out = Output { d, ldd, m, n, alpha, beta };
+            unsafe { out.store_fragment::<E>(&acc, row0, tile.n * CFG.tile_n, thread) };
+        }
+    }
+}
+
+/// Where and how the epilogue writes: D (row-major, leading dimension `ldd`) clipped to M×N,
+/// D ← alpha·acc + beta·D.
+struct Output {
+    d: *mut u16,
+    ldd: u32,
+    m: u32,
+    n: u32,
+    alpha: f32,
+    beta: f32,
+}
+
+impl Output {
+    /// Writes a 64×256 m64nNk16 accumulator fragment with its top-left corner at (`row0`, `col0`).
+    ///
+    /// Thread `t` of the warpgroup holds, for each 8-column block `j`, the pairs (row, col..col+1) with
+    /// row = 16·(t/32) + (t%32)/4 (+8 for the second pair) and col = 8·j + 2·(t%4).
+    #[inline(always)]
+    unsafe fn store_fragment<E: Element>(&self, acc: &[f32; 128], row0: u32, col0: u32, thread: u32) {
+        let row = row0 + 16 * (thread / 32) + (thread % 32) / 4;
+        let col = col0 + 2 * (thread % 4);
+        let pairs_fit = self.ldd % 2 == 0;
+        seq!(J in 0..32 {
+            seq!(HALF in 0..2 {
+                let (r, c) = (row + 8 * HALF, col + 8 * J);
+                if r < self.m && c < self.n {
+                    let at = unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) };
+                    let second = c + 1 < self.n;
+                    let (mut v0, mut v1) = (self.alpha * acc[4 * J + 2 * HALF], self.alpha * acc[4 * J + 2 * HALF + 1]);
+                    if self.beta != 0.0 {
+                        v0 += self.beta * E::to_f32(unsafe { *at });
+                        if second {
+                            v1 += self.beta * E::to_f32(unsafe { *at.add(1) });
+                        }
+                    }
+                    let packed = E::pack2(v0, v1);
+                    if pairs_fit && second {
+                        unsafe { *(at as *mut u32) = packed };
+                    } else {
+                        unsafe { *at = packed as u16 };
+                        if second {
+                            unsafe { *at.add(1) = (packed >> 16) as u16 };
+                        }
+                    }
+                }
+            });
+        });
+    }
+}

@@ -1,0 +1,331 @@
+//! `oxtile bench`: time our kernels beside the peers in one process and print one table (JSON, CSV and SVG on
+//! request). See `oxtile::bench` for the method.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use oxtile::Gpu;
+use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
+use oxtile::bench::report::{self, Row};
+use oxtile::bench::suite::{self, AttnShape, GemmShape};
+use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, plot};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand)]
+enum What {
+    /// GEMM: cuBLASLt and cublasGemmEx in this process (and oxtile's GEMM once it exists), outputs cross-checked.
+    Gemm(GemmArgs),
+    /// Attention: no oxtile kernel yet; shows the rows of torch_reference.py given with --peers.
+    Attn(AttnArgs),
+    /// Memory-bound: the elementwise kernels against a device-to-device copy, the bandwidth ceiling.
+    Copy(CopyArgs),
+}
+
+#[derive(clap::Args)]
+struct Timing {
+    /// Untimed launches before the timed ones.
+    #[arg(long, default_value_t = 10)]
+    warmup: usize,
+    /// Timed launches per implementation and problem, each between its own pair of CUDA events.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+    /// queued: launches back to back, one synchronize at the end (GPU time only); synced: wait for each launch
+    /// before the next, as torch_reference.py does (adds each launch's latency).
+    #[arg(long, value_enum, default_value_t = TimingMode::Queued)]
+    timing: TimingMode,
+}
+
+impl Timing {
+    fn config(&self) -> TimingConfig {
+        TimingConfig { warmup: self.warmup, runs: self.runs as usize, mode: self.timing }
+    }
+
+    fn describe(&self) -> String {
+        let mode = match self.timing {
+            TimingMode::Queued => "queued back to back",
+            TimingMode::Synced => "synchronized after each",
+        };
+        format!(
+            "{} warm-up + {} timed launches ({mode}), median of per-launch CUDA-event times",
+            self.warmup, self.runs
+        )
+    }
+}
+
+#[derive(clap::Args)]
+struct Output {
+    /// Merge rows from this file, written by ../shared/bench/torch_reference.py --json (or oxtile bench --json);
+    /// may be given more than once.
+    #[arg(long, value_name = "FILE")]
+    peers: Vec<PathBuf>,
+    /// Write the rows as JSON (an array in torch_reference.py's format, with more fields).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the rows as CSV.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Draw TFLOP/s (GB/s) against problem size for each implementation, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct GemmArgs {
+    /// Comma-separated MxNxK (C is MxN, the inner dimension K); default: the suite of torch_reference.py.
+    #[arg(long, value_delimiter = ',', value_name = "MxNxK,...")]
+    shapes: Vec<GemmShape>,
+    /// Input and output type (fp32 accumulation); comma-separated for several.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
+    dtype: Vec<Dtype>,
+    /// Storage of A then B, row-major: n = as in the product (A MxK, B KxN), t = transposed (A KxM, B NxK).
+    /// nn is torch's `a @ b`; nt is what column-major cuBLAS calls TN. Comma-separated for several.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "nn")]
+    layout: Vec<Layout>,
+    /// Skip comparing each implementation's output with cuBLASLt's.
+    #[arg(long)]
+    no_check: bool,
+    /// Seed of the random inputs (default: fresh from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    #[command(flatten)]
+    timing: Timing,
+    #[command(flatten)]
+    output: Output,
+}
+
+#[derive(clap::Args)]
+struct AttnArgs {
+    /// Shapes B,H,S,D,full|causal, space-separated; only peer rows of these shapes are shown (default: all).
+    #[arg(long, num_args = 1.., value_name = "B,H,S,D,MASK")]
+    shapes: Vec<AttnShape>,
+    #[command(flatten)]
+    output: Output,
+}
+
+#[derive(clap::Args)]
+struct CopyArgs {
+    /// Buffer sizes, comma-separated: 256 (MiB), 256MiB, 1GiB (default: 64MiB,256MiB,1GiB).
+    #[arg(long, value_delimiter = ',', value_parser = suite::parse_size, value_name = "SIZE,...")]
+    sizes: Vec<usize>,
+    /// Seed of the random inputs (default: fresh from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    #[command(flatten)]
+    timing: Timing,
+    #[command(flatten)]
+    output: Output,
+}
+
+pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
+    match &args.what {
+        What::Gemm(args) => run_gemm(args),
+        What::Attn(args) => run_attn(args),
+        What::Copy(args) => run_copy(args),
+    }
+}
+
+/// The GPU, or `None` after explaining why there is none.
+fn open_gpu() -> oxtile::Result<Option<Gpu>> {
+    match Gpu::new(0) {
+        Ok(gpu) => Ok(Some(gpu)),
+        Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
+            eprintln!("{error}");
+            eprintln!("`oxtile bench gemm` and `oxtile bench copy` time kernels on a CUDA GPU; this machine has none.");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// A progress bar that stays hidden for the first two seconds, so quick runs print nothing extra, and draws
+/// only on a terminal.
+struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+    shown: bool,
+    done: u64,
+}
+
+impl Progress {
+    fn new(steps: usize) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(steps as u64), ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template("{bar:32} {pos}/{len} [{elapsed}] {msg}") {
+            bar.set_style(style);
+        }
+        Progress { bar, started: Instant::now(), shown: false, done: 0 }
+    }
+
+    fn step(&mut self, message: &str) {
+        if !self.shown && self.started.elapsed() > Duration::from_secs(2) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        self.bar.set_position(self.done);
+        self.bar.set_message(message.to_string());
+        self.done += 1;
+    }
+
+    fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn merge_peers(output: &Output, rows: &mut Vec<Row>, keep: impl Fn(&Row) -> bool) -> oxtile::Result<()> {
+    for path in &output.peers {
+        let peers = report::read_peer_rows(path)?;
+        let before = rows.len();
+        rows.extend(peers.into_iter().filter(&keep));
+        println!("# merged {} rows from {}", rows.len() - before, path.display());
+    }
+    Ok(())
+}
+
+fn write_outputs(output: &Output, rows: &[Row], title: &str) -> oxtile::Result<()> {
+    if let Some(path) = &output.json {
+        report::write_json(path, rows)?;
+        println!("# wrote {}", path.display());
+    }
+    if let Some(path) = &output.csv {
+        report::write_csv(path, rows)?;
+        println!("# wrote {}", path.display());
+    }
+    if let Some(path) = &output.plot {
+        plot::write_svg(path, title, rows)?;
+        println!("# wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
+    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
+    let info = DeviceInfo::query(&gpu)?;
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
+    let shapes = if args.shapes.is_empty() { suite::GEMM_SUITE.to_vec() } else { args.shapes.clone() };
+    let config = GemmBenchConfig { timing: args.timing.config(), check: !args.no_check, ..GemmBenchConfig::default() };
+
+    let mut contenders = gemm::peer_contenders(&gpu)?;
+    let ours = gemm::oxtile_contenders(&gpu)?;
+    let has_ours = !ours.is_empty();
+    contenders.extend(ours);
+
+    println!("{}", info.header());
+    println!("# {}", args.timing.describe());
+    println!(
+        "# inputs N(0,1) (seed {seed}), enough sets rotated per launch to exceed {}x the L2; fp32 accumulation",
+        config.l2_multiple
+    );
+    if !has_ours {
+        println!("# no oxtile GEMM yet: the table holds the cuBLAS peers only");
+    }
+
+    let pool = InputPool::new(seed);
+    let mut problems = Vec::new();
+    for &dtype in &args.dtype {
+        for &layout in &args.layout {
+            problems.extend(shapes.iter().map(|&shape| GemmProblem { shape, dtype, layout }));
+        }
+    }
+    let mut progress = Progress::new(problems.len() * contenders.len());
+    let mut rows = Vec::new();
+    for problem in &problems {
+        match gemm::bench_gemm(&gpu, &info, &pool, problem, &mut contenders, &config, &mut |step| progress.step(step)) {
+            Ok(problem_rows) => rows.extend(problem_rows),
+            Err(error) => {
+                let mut row = Row::new("gemm", problem.shape.to_string(), "-");
+                row.dtype = Some(problem.dtype.name().into());
+                row.layout = Some(problem.layout.name().into());
+                row.error = Some(error.to_string());
+                rows.push(row);
+            }
+        }
+    }
+    progress.finish();
+
+    let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();
+    merge_peers(&args.output, &mut rows, |row| row.op == "gemm" && names.contains(&row.shape))?;
+    report::group_by_problem(&mut rows);
+    report::fill_ratios(&mut rows, gemm::BASELINE);
+    println!();
+    print!("{}", report::render_table(&rows, gemm::BASELINE));
+    println!(
+        "# vs {0}: TFLOP/s over {0}'s for the same problem; ±%: (p90 - p10) / median of the timed launches;\n\
+         # max rel err: max |out - ref| / max |ref| against the output marked ref (bound 2^-6 bf16, 2^-9 fp16)",
+        gemm::BASELINE
+    );
+    let dtypes: Vec<&str> = args.dtype.iter().map(|d| d.name()).collect();
+    write_outputs(&args.output, &rows, &format!("GEMM {} on {}", dtypes.join("/"), info.name))?;
+
+    let failed = rows.iter().filter(|r| r.failed_check()).count();
+    if failed > 0 {
+        eprintln!("{failed} outputs failed the cross-check");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
+    println!("No attention kernel in oxtile yet: nothing of ours to time. Peer rows from --peers follow.");
+    if args.output.peers.is_empty() {
+        println!(
+            "No --peers file given. On the GPU machine run\n  python3 ../shared/bench/torch_reference.py attn --json attn.json\n\
+             and pass --peers attn.json to show cuDNN and FlashAttention-2 here."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = Vec::new();
+    merge_peers(&args.output, &mut rows, |row| {
+        row.op == "attn"
+            && (args.shapes.is_empty() || row.shape.parse::<AttnShape>().is_ok_and(|s| args.shapes.contains(&s)))
+    })?;
+    if rows.is_empty() {
+        println!("No attention rows in the peer files for these shapes.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    report::group_by_problem(&mut rows);
+    report::fill_ratios(&mut rows, "cudnn");
+    println!();
+    print!("{}", report::render_table(&rows, "cudnn"));
+    write_outputs(&args.output, &rows, "Attention forward (peers)")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_copy(args: &CopyArgs) -> oxtile::Result<ExitCode> {
+    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
+    let info = DeviceInfo::query(&gpu)?;
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
+    let sizes = if args.sizes.is_empty() { copy::DEFAULT_SIZES.to_vec() } else { args.sizes.clone() };
+    println!("{}", info.header());
+    println!("# {}", args.timing.describe());
+    println!("# GB/s: bytes each launch must read plus write, over the median time; inputs N(0,1) (seed {seed})");
+    let pool = InputPool::new(seed);
+    let timing = args.timing.config();
+    let mut progress = Progress::new(sizes.len() * 4);
+    let mut rows = Vec::new();
+    for &bytes in &sizes {
+        match copy::bench_memory(&gpu, &info, &pool, bytes, &timing, &mut |step| progress.step(step)) {
+            Ok(size_rows) => rows.extend(size_rows),
+            Err(error) => {
+                let mut row = Row::new("mem", suite::size_name(bytes), "-");
+                row.error = Some(error.to_string());
+                rows.push(row);
+            }
+        }
+    }
+    progress.finish();
+    merge_peers(&args.output, &mut rows, |row| row.op == "mem")?;
+    report::group_by_problem(&mut rows);
+    report::fill_ratios(&mut rows, copy::BASELINE);
+    println!();
+    print!("{}", report::render_table(&rows, copy::BASELINE));
+    println!("# vs {}: GB/s over the device-to-device copy's for the same buffer size", copy::BASELINE);
+    write_outputs(&args.output, &rows, &format!("Memory-bound kernels on {}", info.name))?;
+    Ok(ExitCode::SUCCESS)
+}

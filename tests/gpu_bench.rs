@@ -1,0 +1,200 @@
+//! The benchmark harness on the GPU: the cuBLAS peers against a float64 CPU reference in every layout and type,
+//! the CUDA-event timer, and the GEMM and memory benchmarks end to end on small problems.
+
+use half::{bf16, f16};
+use oxtile::Gpu;
+use oxtile::bench::copy;
+use oxtile::bench::gemm::{
+    self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
+};
+use oxtile::bench::peers::cublas::{CublasGemmEx, CublasLt};
+use oxtile::bench::suite::GemmShape;
+use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
+use oxtile::bench::{DeviceInfo, report};
+use oxtile::ops::elementwise;
+use oxtile::reference::{self, fresh_seed};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
+}
+
+/// Runs `contender` once on fresh normal inputs of `problem` (output poisoned first) and returns the relative
+/// errors against the float64 reference: (‖out − ref‖ / ‖ref‖, max |out − ref| / max |ref|).
+fn run_against_reference<T: GemmElement>(
+    gpu: &Gpu,
+    contender: &mut dyn GemmContender,
+    problem: &GemmProblem,
+    seed: u64,
+) -> (f64, f64) {
+    let stream = gpu.stream();
+    let a: Vec<T> = reference::randn(problem.a_len(), 1.0, seed).into_iter().map(T::from_f32).collect();
+    let b: Vec<T> = reference::randn(problem.b_len(), 1.0, seed + 1).into_iter().map(T::from_f32).collect();
+    let a_dev = stream.clone_htod(&a).unwrap();
+    let b_dev = stream.clone_htod(&b).unwrap();
+    let mut c_dev = stream.clone_htod(&vec![T::from_f32(f32::NAN); problem.c_len()]).unwrap();
+    contender.prepare(gpu, problem).unwrap();
+    contender.launch(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
+    let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(T::to_f32).collect();
+    let widen = |v: &[T]| v.iter().map(|&x| x.to_f32() as f64).collect::<Vec<f64>>();
+    let want = gemm::reference_f64(problem, &widen(&a), &widen(&b));
+    assert!(
+        out.iter().all(|v| v.is_finite()),
+        "{problem}: {} not finite",
+        out.iter().filter(|v| !v.is_finite()).count()
+    );
+    let (mut err2, mut ref2, mut max_err, mut max_ref) = (0f64, 0f64, 0f64, 0f64);
+    for (&o, &w) in out.iter().zip(&want) {
+        let e = o as f64 - w;
+        err2 += e * e;
+        ref2 += w * w;
+        max_err = max_err.max(e.abs());
+        max_ref = max_ref.max(w.abs());
+    }
+    ((err2 / ref2).sqrt(), max_err / max_ref)
+}
+
+/// Odd sizes, M ≠ N ≠ K: a swapped dimension, leading dimension or transpose cannot pass by accident.
+const ODD: GemmShape = GemmShape::new(129, 257, 65);
+
+fn check_peer_in_every_layout(make: impl Fn(&Gpu) -> Box<dyn GemmContender>) {
+    let gpu = gpu();
+    let mut contender = make(&gpu);
+    let seed = fresh_seed();
+    for dtype in [Dtype::Bf16, Dtype::F16] {
+        for layout in Layout::ALL {
+            let problem = GemmProblem { shape: ODD, dtype, layout };
+            let (norm, max) = match dtype {
+                Dtype::Bf16 => run_against_reference::<bf16>(&gpu, contender.as_mut(), &problem, seed),
+                Dtype::F16 => run_against_reference::<f16>(&gpu, contender.as_mut(), &problem, seed),
+            };
+            // One rounding of each output element to the output type, fp32 accumulation.
+            let bound = match dtype {
+                Dtype::Bf16 => 2f64.powi(-8),
+                Dtype::F16 => 2f64.powi(-11),
+            };
+            assert!(
+                norm < bound && max < 2.0 * bound,
+                "{} {problem}: norm {norm:.2e}, max {max:.2e}, seed {seed}",
+                contender.name()
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublaslt_matches_float64_in_every_layout_and_type() {
+    check_peer_in_every_layout(|gpu| Box::new(CublasLt::new(gpu).unwrap()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cublas_gemm_ex_matches_float64_in_every_layout_and_type() {
+    check_peer_in_every_layout(|gpu| Box::new(CublasGemmEx::new(gpu).unwrap()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn operands_of_the_wrong_length_or_type_are_refused() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: Layout::Nn };
+    let a = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let short = stream.alloc_zeros::<bf16>(64 * 63).unwrap();
+    let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
+    for mut contender in gemm::peer_contenders(&gpu).unwrap() {
+        let error = contender.launch(&gpu, &problem, Operands::Bf16 { a: &a, b: &short, c: &mut c }).unwrap_err();
+        assert!(matches!(error, oxtile::Error::BadArgument { .. }), "{error}");
+        let a16 = stream.alloc_zeros::<f16>(64 * 64).unwrap();
+        let mut c16 = stream.alloc_zeros::<f16>(64 * 64).unwrap();
+        let error = contender.launch(&gpu, &problem, Operands::F16 { a: &a16, b: &a16, c: &mut c16 }).unwrap_err();
+        assert!(matches!(error, oxtile::Error::BadArgument { .. }), "{error}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn timer_gives_positive_finite_times_in_both_modes() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let n = 1 << 24;
+    let x = stream.clone_htod(&reference::randn(n, 1.0, 1)).unwrap();
+    let mut y = stream.clone_htod(&reference::randn(n, 1.0, 2)).unwrap();
+    for mode in [TimingMode::Queued, TimingMode::Synced] {
+        let mut launches = 0;
+        let config = TimingConfig { warmup: 3, runs: 11, mode };
+        let stats = time_gpu(&gpu, &config, |_| {
+            launches += 1;
+            elementwise::axpy_f32(&gpu, 0.5, &x, &mut y)
+        })
+        .unwrap();
+        assert_eq!(launches, 14);
+        assert_eq!(stats.runs, 11);
+        // 3 × 64 MiB moved: far more than a microsecond, far less than a second.
+        assert!(stats.min_ms > 1e-3 && stats.max_ms < 1e3, "{mode:?}: {stats:?}");
+        assert!(stats.min_ms <= stats.p10_ms && stats.p10_ms <= stats.median_ms && stats.median_ms <= stats.p90_ms);
+    }
+    let clock = GpuClock::new(&gpu);
+    let start = clock.start().unwrap();
+    elementwise::axpy_f32(&gpu, 0.5, &x, &mut y).unwrap();
+    let ms = clock.stop_ms(&start).unwrap();
+    assert!(ms.is_finite() && ms > 0.0, "{ms}");
+    let error = time_gpu(&gpu, &TimingConfig { runs: 0, ..TimingConfig::default() }, |_| Ok(())).unwrap_err();
+    assert!(matches!(error, oxtile::Error::BadArgument { .. }));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gemm_bench_times_and_cross_checks_the_peers() {
+    let gpu = gpu();
+    let info = DeviceInfo::query(&gpu).unwrap();
+    assert!(info.l2_bytes > 0 && info.sm_count > 0, "{info:?}");
+    let pool = InputPool::new(fresh_seed());
+    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
+    let config = GemmBenchConfig {
+        timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
+        ..Default::default()
+    };
+    for layout in Layout::ALL {
+        let problem = GemmProblem { shape: GemmShape::new(256, 384, 320), dtype: Dtype::Bf16, layout };
+        let mut steps = Vec::new();
+        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |s| {
+            steps.push(s.to_string())
+        })
+        .unwrap();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].implementation, gemm::BASELINE);
+        assert_eq!(rows[0].check.as_deref(), Some("ref"), "{rows:?}");
+        assert_eq!(rows[1].check.as_deref(), Some("ok"), "{rows:?}");
+        assert!(rows[1].max_rel_err.unwrap() < Dtype::Bf16.check_bound());
+        for row in &rows {
+            assert!(row.error.is_none(), "{row:?}");
+            assert!(row.tflops.unwrap() > 0.0 && row.ms.unwrap() > 0.0, "{row:?}");
+            // 256×384 + 320×384 + 256×320 bf16 ≈ 0.6 MB a set: many sets to exceed three L2s.
+            assert!(row.sets.unwrap() * problem.bytes_per_set() > 3 * info.l2_bytes, "{row:?}");
+        }
+        let mut rows = rows;
+        report::fill_ratios(&mut rows, gemm::BASELINE);
+        assert_eq!(rows[0].ratio, Some(1.0));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn memory_bench_measures_every_kernel_and_the_copy() {
+    let gpu = gpu();
+    let info = DeviceInfo::query(&gpu).unwrap();
+    let pool = InputPool::with_len(1 << 20, fresh_seed());
+    let timing = TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() };
+    let mut rows = copy::bench_memory(&gpu, &info, &pool, 16 << 20, &timing, &mut |_| {}).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.implementation.as_str()).collect();
+    assert_eq!(names, [copy::BASELINE, "axpy_f32", "axpy_bf16", "exp2_f32"]);
+    for row in &rows {
+        assert!(row.error.is_none(), "{row:?}");
+        assert!(row.gbps.unwrap() > 1.0, "{row:?}");
+    }
+    report::fill_ratios(&mut rows, copy::BASELINE);
+    assert!(rows.iter().all(|r| r.ratio.is_some()));
+    assert!(copy::bench_memory(&gpu, &info, &pool, 1000, &timing, &mut |_| {}).is_err());
+}
