@@ -2,9 +2,9 @@
 //!
 //! `cargo run --release --example axpy`
 
+use oxtile::Gpu;
 use oxtile::ops::elementwise;
 use oxtile::reference::{self, Comparison};
-use oxtile::Gpu;
 
 fn main() -> Result<(), oxtile::Error> {
     let gpu = Gpu::new(0)?;
@@ -19,7 +19,11 @@ fn main() -> Result<(), oxtile::Error> {
 
     elementwise::axpy_bf16(&gpu, alpha, &x_dev, &mut y_dev)?;
     let out = stream.clone_dtoh(&y_dev)?;
-    let want = reference::axpy(alpha as f64, &x.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), &y.iter().map(|v| v.to_f64()).collect::<Vec<_>>());
+    let want = reference::axpy(
+        alpha as f64,
+        &x.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+        &y.iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
+    );
     let cmp = Comparison::of(out.iter().map(|v| v.to_f64()), want);
     println!("axpy_bf16 n={n}: max rel error {:.2e} ({} non-finite)", cmp.max_rel_error, cmp.not_finite);
 

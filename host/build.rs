@@ -37,9 +37,5 @@ fn main() {
 /// `target/ptx`: shared by every profile of the host build, so the device crate builds incrementally.
 fn shared_ptx_target_dir(out_dir: &Path) -> PathBuf {
     // OUT_DIR is target/<profile>/build/oxtile-<hash>/out
-    out_dir
-        .ancestors()
-        .nth(4)
-        .map(|target| target.join("ptx"))
-        .unwrap_or_else(|| out_dir.join("ptx"))
+    out_dir.ancestors().nth(4).map(|target| target.join("ptx")).unwrap_or_else(|| out_dir.join("ptx"))
 }

@@ -12,6 +12,8 @@ pub enum Error {
     ComputeCapability { kernel: &'static str, target: &'static str, needed: String, device: String, found: String },
     #[error("bad argument to `{op}`: {message}")]
     BadArgument { op: &'static str, message: String },
+    #[error("`{op}` does not support this yet: {message}")]
+    Unsupported { op: &'static str, message: String },
     #[error("launch of `{kernel}` failed: {source}")]
     Launch { kernel: &'static str, source: DriverError },
     #[error("CUDA driver call failed: {0}")]
@@ -27,6 +29,10 @@ pub enum Error {
 impl Error {
     pub(crate) fn bad_argument(op: &'static str, message: impl Into<String>) -> Error {
         Error::BadArgument { op, message: message.into() }
+    }
+
+    pub(crate) fn unsupported(op: &'static str, message: impl Into<String>) -> Error {
+        Error::Unsupported { op, message: message.into() }
     }
 }
 

@@ -3,7 +3,8 @@
 pub use oxtile_builder::Target;
 
 /// PTX of gpu/kernels for each target, built by build.rs.
-pub const MODULES: &[(Target, &str)] = &[(Target::Sm90a, include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")))];
+pub const MODULES: &[(Target, &str)] =
+    &[(Target::Sm90a, include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")))];
 
 /// A kernel as the host knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +35,24 @@ pub const AXPY_F32: Kernel = Kernel::hopper("axpy_f32");
 pub const AXPY_BF16: Kernel = Kernel::hopper("axpy_bf16");
 pub const EXP2_F32: Kernel = Kernel::hopper("exp2_f32");
 
+pub const GEMM_BF16_TN_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_sm90");
+pub const GEMM_F16_TN_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_sm90");
+
+/// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
+pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
+/// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
+pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::hopper("swizzled_transpose_u16_by_hand");
+
 /// Every kernel, for the static checks and `oxtile kernels`.
-pub const ALL: &[Kernel] = &[AXPY_F32, AXPY_BF16, EXP2_F32];
+pub const ALL: &[Kernel] = &[
+    AXPY_F32,
+    AXPY_BF16,
+    EXP2_F32,
+    GEMM_BF16_TN_SM90,
+    GEMM_F16_TN_SM90,
+    SWIZZLED_TRANSPOSE_U16,
+    SWIZZLED_TRANSPOSE_U16_BY_HAND,
+];
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod ops;
 pub mod reference;
 pub mod runtime;
+pub mod tma;
 pub mod verify;
 
 pub use error::{Error, Result};

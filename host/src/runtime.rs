@@ -97,6 +97,10 @@ impl Gpu {
     pub fn grid_1d(&self, work_items: usize, threads_per_block: u32) -> LaunchConfig {
         let wanted = work_items.div_ceil(threads_per_block as usize).max(1);
         let cap = self.sm_count as usize * 16;
-        LaunchConfig { grid_dim: (wanted.min(cap) as u32, 1, 1), block_dim: (threads_per_block, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig {
+            grid_dim: (wanted.min(cap) as u32, 1, 1),
+            block_dim: (threads_per_block, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! GPU results against float64 CPU references: fresh normal inputs, poisoned outputs, error bounds fitted to
 //! each kernel's precision. Used by `oxtile check` and the GPU integration tests.
 
-use half::bf16;
+use cudarc::driver::DeviceRepr;
+use half::{bf16, f16};
+use rand::{Rng, SeedableRng};
 
 use crate::error::Result;
 use crate::ops::elementwise;
+use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmShape, Order};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
 
@@ -16,7 +19,8 @@ pub const ELEMENTWISE_LENGTHS: &[usize] = &[1, 3, 7, 8, 9, 1000, 4097, (1 << 20)
 #[derive(Clone, Debug)]
 pub struct CheckReport {
     pub kernel: &'static str,
-    pub len: usize,
+    /// The problem in words, e.g. `n=4097` or `1000x1000x1000 tn`.
+    pub problem: String,
     pub comparison: Comparison,
     /// Largest relative error the kernel's precision allows.
     pub bound: f64,
@@ -28,12 +32,15 @@ impl CheckReport {
     }
 
     pub fn table(reports: &[CheckReport]) -> String {
-        let mut out = format!("{:<12} {:>10} {:>12} {:>10} {:>8}  {}\n", "kernel", "n", "max rel err", "bound", "bad", "result");
+        let mut out = format!(
+            "{:<28} {:>22} {:>12} {:>10} {:>8}  {}\n",
+            "kernel", "problem", "max rel err", "bound", "bad", "result"
+        );
         for r in reports {
             out += &format!(
-                "{:<12} {:>10} {:>12.3e} {:>10.1e} {:>8}  {}\n",
+                "{:<28} {:>22} {:>12.3e} {:>10.1e} {:>8}  {}\n",
                 r.kernel,
-                r.len,
+                r.problem,
                 r.comparison.max_rel_error,
                 r.bound,
                 r.comparison.not_finite,
@@ -53,7 +60,129 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
         reports.push(axpy_bf16(gpu, len, seed + 1)?);
         reports.push(exp2_f32(gpu, len, seed + 2)?);
     }
+    for (i, &(m, n, k)) in GEMM_SHAPES.iter().enumerate() {
+        let shape = GemmShape::new(m, n, k);
+        reports.push(gemm_check::<bf16>(gpu, shape, GemmOptions::default(), seed + 100 + i as u64)?);
+    }
+    let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..GemmOptions::default() };
+    reports.push(gemm_check::<bf16>(gpu, GemmShape::new(1000, 1000, 1000), scaled, seed + 200)?);
+    reports.push(gemm_check::<f16>(gpu, GemmShape::new(1000, 1000, 1000), GemmOptions::default(), seed + 201)?);
     Ok(reports)
+}
+
+/// GEMM shapes every check covers: single elements, odd sizes, M or N below one tile, K = 8, several waves.
+pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
+    (1, 1, 8),
+    (1000, 1000, 1000),
+    (4097, 4095, 4104),
+    (100, 3000, 64),
+    (3000, 100, 512),
+    (128, 256, 8),
+    (4096, 4096, 4096),
+];
+
+/// Output elements checked against the float64 reference when the full product would be too slow on a CPU.
+const GEMM_SAMPLES: usize = 20_000;
+
+/// A 16-bit type the GEMM check can draw, widen and poison.
+pub trait CheckElement: GemmElement + Copy + 'static {
+    const NAME: &'static str;
+    const POISON: Self;
+    /// Largest relative error: one rounding of the output plus f32 accumulation, with margin.
+    const BOUND: f64;
+    fn from_f32(v: f32) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+impl CheckElement for bf16 {
+    const NAME: &'static str = "bf16";
+    const POISON: Self = reference::POISON_BF16;
+    const BOUND: f64 = 1e-2;
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+}
+
+impl CheckElement for f16 {
+    const NAME: &'static str = "f16";
+    const POISON: Self = f16::from_bits(0x7e5e);
+    const BOUND: f64 = 2e-3;
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+}
+
+/// D = alpha·A·B + beta·D on the GPU against float64: every element must be written (poison, or a random
+/// D when beta ≠ 0) and finite; all elements (small problems) or a random sample are compared with the exact
+/// dot product, relative to |alpha|·Σ|a·b| + |beta·d|.
+pub fn gemm_check<T: CheckElement>(gpu: &Gpu, shape: GemmShape, options: GemmOptions, seed: u64) -> Result<CheckReport>
+where
+    T: DeviceRepr,
+{
+    let GemmShape { m, n, k } = shape;
+    let draw = |len, seed| -> Vec<T> { reference::randn(len, 1.0, seed).into_iter().map(T::from_f32).collect() };
+    let a = draw(m * k, seed);
+    let b = draw(k * n, seed ^ 0x51);
+    let d_in: Vec<T> = if options.beta == 0.0 { vec![T::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
+    let stream = gpu.stream();
+    let (a_dev, b_dev) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
+    let mut d_dev = stream.clone_htod(&d_in)?;
+    gemm::gemm(gpu, shape, &a_dev, &b_dev, &mut d_dev, options)?;
+    let d = stream.clone_dtoh(&d_dev)?;
+
+    let a_at = |i: usize, p: usize| match options.a_order {
+        Order::RowMajor => a[i * k + p],
+        Order::ColMajor => a[p * m + i],
+    };
+    let b_at = |p: usize, j: usize| match options.b_order {
+        Order::RowMajor => b[p * n + j],
+        Order::ColMajor => b[j * k + p],
+    };
+    let expected = |i: usize, j: usize| {
+        let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
+        for p in 0..k {
+            let term = a_at(i, p).to_f64() * b_at(p, j).to_f64();
+            dot += term;
+            magnitude += term.abs();
+        }
+        let c = if options.beta == 0.0 { 0.0 } else { options.beta as f64 * d_in[i * n + j].to_f64() };
+        (options.alpha as f64 * dot + c, options.alpha.abs() as f64 * magnitude + c.abs())
+    };
+    let positions: Vec<(usize, usize)> = if m * n * k <= 1 << 27 {
+        (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+    } else {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5a3);
+        let corners = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+        corners.into_iter().chain((0..GEMM_SAMPLES).map(|_| (rng.random_range(0..m), rng.random_range(0..n)))).collect()
+    };
+    let mut comparison = Comparison::of(
+        positions.iter().map(|&(i, j)| d[i * n + j].to_f64()),
+        positions.iter().map(|&(i, j)| expected(i, j)),
+    );
+    comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
+    let layout = match (options.a_order, options.b_order) {
+        (Order::RowMajor, Order::ColMajor) => "tn",
+        (Order::RowMajor, Order::RowMajor) => "nn",
+        (Order::ColMajor, Order::ColMajor) => "tt",
+        (Order::ColMajor, Order::RowMajor) => "nt",
+    };
+    let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
+        String::new()
+    } else {
+        format!(" a={} b={}", options.alpha, options.beta)
+    };
+    Ok(CheckReport {
+        kernel: T::KERNEL.name,
+        problem: format!("{m}x{n}x{k} {layout} {}{scalars}", T::NAME),
+        comparison,
+        bound: T::BOUND,
+    })
 }
 
 pub fn axpy_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
@@ -68,7 +197,12 @@ pub fn axpy_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
     let want = reference::axpy(alpha as f64, &widen(&x), &widen(&y));
     // f32 fma or mul+add: within two f32 roundings of the magnitude.
     let bound = 2.0 * f32::EPSILON as f64;
-    Ok(CheckReport { kernel: "axpy_f32", len, comparison: Comparison::of(out.iter().map(|&v| v as f64), want), bound })
+    Ok(CheckReport {
+        kernel: "axpy_f32",
+        problem: format!("n={len}"),
+        comparison: Comparison::of(out.iter().map(|&v| v as f64), want),
+        bound,
+    })
 }
 
 pub fn axpy_bf16(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
@@ -83,7 +217,12 @@ pub fn axpy_bf16(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
     let want = reference::axpy(alpha as f64, &widen_bf16(&x), &widen_bf16(&y));
     // One rounding to bf16 (8 significant bits): half an ulp, 2^-8 relative, plus f32 arithmetic.
     let bound = 2f64.powi(-8) + 4.0 * f32::EPSILON as f64;
-    Ok(CheckReport { kernel: "axpy_bf16", len, comparison: Comparison::of(out.iter().map(|v| v.to_f64()), want), bound })
+    Ok(CheckReport {
+        kernel: "axpy_bf16",
+        problem: format!("n={len}"),
+        comparison: Comparison::of(out.iter().map(|v| v.to_f64()), want),
+        bound,
+    })
 }
 
 pub fn exp2_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
@@ -98,7 +237,7 @@ pub fn exp2_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
     // PTX ISA: ex2.approx.f32 has a maximum relative error of 2^-22 over the normal range; allow rounding to f32.
     let bound = 2f64.powi(-22) + f32::EPSILON as f64;
     let comparison = Comparison::of(out.iter().map(|&v| v as f64), want.into_iter().map(|w| (w, w)));
-    Ok(CheckReport { kernel: "exp2_f32", len, comparison, bound })
+    Ok(CheckReport { kernel: "exp2_f32", problem: format!("n={len}"), comparison, bound })
 }
 
 fn widen(v: &[f32]) -> Vec<f64> {

@@ -67,3 +67,12 @@ const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK)
 const _: () = assert!(GEMM_SM90_128X256.smem_a_bytes() % 1024 == 0 && GEMM_SM90_128X256.smem_b_bytes() % 1024 == 0);
 // One k-tile row of a K-major operand is one 128-byte swizzle atom row.
 const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);
+
+/// The swizzled-transpose kernels of gpu/kernels/src/layout_demo.rs: each block of `TRANSPOSE_THREADS` threads
+/// moves one `TRANSPOSE_TILE`×`TRANSPOSE_TILE` tile of u16 through `TRANSPOSE_SMEM_BYTES` of dynamic shared memory.
+pub const TRANSPOSE_TILE: u32 = 64;
+pub const TRANSPOSE_THREADS: u32 = 256;
+pub const TRANSPOSE_SMEM_BYTES: u32 = TRANSPOSE_TILE * TRANSPOSE_TILE * 2;
+
+// Every thread moves the same number of elements.
+const _: () = assert!((TRANSPOSE_TILE * TRANSPOSE_TILE) % TRANSPOSE_THREADS == 0);

@@ -66,35 +66,17 @@ pub fn build_ptx(krate: &DeviceCrate, target: Target) -> Result<PathBuf, String>
         .env("CARGO_TARGET_DIR", krate.target_dir.join(target.cpu()))
         .env(LINK_TARGET_ENV, target.cpu())
         .env(LLVM_BIN_ENV, &llvm_bin)
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "nvptx64-nvidia-cuda",
-            "-Zbuild-std=core",
-        ])
+        .args(["build", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
         .arg("--manifest-path")
         .arg(krate.manifest_dir.join("Cargo.toml"));
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run cargo for the device crate: {e}"))?;
+    let status = cmd.status().map_err(|e| format!("cannot run cargo for the device crate: {e}"))?;
     if !status.success() {
-        return Err(format!(
-            "device crate build for {} failed ({status})",
-            target.cpu()
-        ));
+        return Err(format!("device crate build for {} failed ({status})", target.cpu()));
     }
     let lib_name = package_lib_name(krate.manifest_dir)?;
-    let ptx = krate
-        .target_dir
-        .join(target.cpu())
-        .join("nvptx64-nvidia-cuda/release")
-        .join(format!("{lib_name}.ptx"));
+    let ptx = krate.target_dir.join(target.cpu()).join("nvptx64-nvidia-cuda/release").join(format!("{lib_name}.ptx"));
     if !ptx.exists() {
-        return Err(format!(
-            "device build finished but {} is missing",
-            ptx.display()
-        ));
+        return Err(format!("device build finished but {} is missing", ptx.display()));
     }
     Ok(ptx)
 }
@@ -102,10 +84,8 @@ pub fn build_ptx(krate: &DeviceCrate, target: Target) -> Result<PathBuf, String>
 /// The `llvm-tools` folder of the toolchain that runs this build (`rustc --print sysroot`).
 pub fn llvm_tools_bin() -> Result<PathBuf, String> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    let out =
+        Command::new(rustc).args(["--print", "sysroot"]).output().map_err(|e| format!("cannot run rustc: {e}"))?;
     let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let host = std::env::var("HOST").unwrap_or_else(|_| "x86_64-unknown-linux-gnu".into());
     let bin = sysroot.join("lib/rustlib").join(host).join("bin");
@@ -121,8 +101,7 @@ pub fn llvm_tools_bin() -> Result<PathBuf, String> {
 
 /// The device crate's library name (package name with `-` as `_`), read from its manifest.
 fn package_lib_name(manifest_dir: &Path) -> Result<String, String> {
-    let manifest =
-        std::fs::read_to_string(manifest_dir.join("Cargo.toml")).map_err(|e| e.to_string())?;
+    let manifest = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).map_err(|e| e.to_string())?;
     manifest
         .lines()
         .find_map(|line| line.trim().strip_prefix("name = "))

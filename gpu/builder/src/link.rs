@@ -22,10 +22,7 @@ impl LinkArgs {
         let mut parsed = LinkArgs::default();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = |flag: &str| {
-                args.next()
-                    .ok_or_else(|| format!("linker flag {flag} has no value"))
-            };
+            let mut value = |flag: &str| args.next().ok_or_else(|| format!("linker flag {flag} has no value"));
             match arg.as_str() {
                 "--export-symbol" => parsed.exports.push(value(&arg)?),
                 "-o" => parsed.output = Some(value(&arg)?.into()),
@@ -63,15 +60,11 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
     let args = LinkArgs::parse(args)?;
     if let Some(cpu) = &args.target_cpu {
         if cpu != target.cpu() {
-            return Err(format!(
-                "rustc compiled for {cpu} but the build asked for {}",
-                target.cpu()
-            ));
+            return Err(format!("rustc compiled for {cpu} but the build asked for {}", target.cpu()));
         }
     }
     let output = args.output.clone().ok_or("linker called without -o")?;
-    let llvm_bin =
-        PathBuf::from(std::env::var_os(LLVM_BIN_ENV).ok_or("OXTILE_LLVM_BIN is not set")?);
+    let llvm_bin = PathBuf::from(std::env::var_os(LLVM_BIN_ENV).ok_or("OXTILE_LLVM_BIN is not set")?);
     let work = output.with_extension("link");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
@@ -87,18 +80,12 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
 
     let objects = bitcode_objects(&llvm_bin, &args.inputs, &work)?;
     let linked = work.join("linked.bc");
-    run(Command::new(llvm_bin.join("llvm-link"))
-        .args(&objects)
-        .arg("-o")
-        .arg(&linked))?;
+    run(Command::new(llvm_bin.join("llvm-link")).args(&objects).arg("-o").arg(&linked))?;
 
     // Everything but the kernels becomes internal, so globaldce drops the unused parts of core before O3.
     let optimized = work.join("optimized.bc");
     run(Command::new(llvm_bin.join("opt"))
-        .arg(format!(
-            "--internalize-public-api-list={}",
-            kernels.join(",")
-        ))
+        .arg(format!("--internalize-public-api-list={}", kernels.join(",")))
         .arg("--passes=internalize,globaldce,default<O3>")
         .arg(&linked)
         .arg("-o")
@@ -119,11 +106,7 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
 }
 
 /// The crate's own objects as they are, and every bitcode member of the rlibs, extracted into `work`.
-fn bitcode_objects(
-    llvm_bin: &Path,
-    inputs: &[PathBuf],
-    work: &Path,
-) -> Result<Vec<PathBuf>, String> {
+fn bitcode_objects(llvm_bin: &Path, inputs: &[PathBuf], work: &Path) -> Result<Vec<PathBuf>, String> {
     let mut objects = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         if input.extension().is_some_and(|ext| ext == "o") {
@@ -133,10 +116,7 @@ fn bitcode_objects(
         let dir = work.join(format!("archive{i}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let input = std::path::absolute(input).map_err(|e| e.to_string())?;
-        run(Command::new(llvm_bin.join("llvm-ar"))
-            .arg("x")
-            .arg(&input)
-            .current_dir(&dir))?;
+        run(Command::new(llvm_bin.join("llvm-ar")).arg("x").arg(&input).current_dir(&dir))?;
         for entry in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.extension().is_some_and(|ext| ext == "o") {
@@ -148,18 +128,11 @@ fn bitcode_objects(
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    let out = cmd.output().map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{:?} failed ({}):\n{}",
-            cmd.get_program(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ))
+        Err(format!("{:?} failed ({}):\n{}", cmd.get_program(), out.status, String::from_utf8_lossy(&out.stderr)))
     }
 }
 
@@ -172,10 +145,7 @@ mod tests {
         let argv = "--export-symbol exp2_f32 a.o libcore-1.rlib -L /x --target nvptx64-nvidia-cuda --target-cpu sm_90a -L /y -o out.ptx -O3 --debug";
         let args = LinkArgs::parse(argv.split(' ').map(String::from)).unwrap();
         assert_eq!(args.exports, ["exp2_f32"]);
-        assert_eq!(
-            args.inputs,
-            [PathBuf::from("a.o"), PathBuf::from("libcore-1.rlib")]
-        );
+        assert_eq!(args.inputs, [PathBuf::from("a.o"), PathBuf::from("libcore-1.rlib")]);
         assert_eq!(args.output, Some(PathBuf::from("out.ptx")));
         assert_eq!(args.target_cpu.as_deref(), Some("sm_90a"));
         assert!(LinkArgs::parse(["--frobnicate".to_string()]).is_err());

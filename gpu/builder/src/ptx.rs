@@ -22,17 +22,9 @@ impl LaunchBounds {
         let rest = symbol.strip_prefix(LAUNCH_BOUNDS_PREFIX)?;
         let mut parts = rest.rsplitn(3, "__");
         let (min_blocks, max_threads, kernel) = (parts.next(), parts.next(), parts.next());
-        let parsed = match (
-            kernel,
-            max_threads.map(str::parse),
-            min_blocks.map(str::parse),
-        ) {
+        let parsed = match (kernel, max_threads.map(str::parse), min_blocks.map(str::parse)) {
             (Some(kernel), Some(Ok(max_threads)), Some(Ok(min_blocks))) if !kernel.is_empty() => {
-                Ok(LaunchBounds {
-                    kernel: kernel.to_string(),
-                    max_threads,
-                    min_blocks,
-                })
+                Ok(LaunchBounds { kernel: kernel.to_string(), max_threads, min_blocks })
             }
             _ => Err(format!(
                 "malformed launch-bounds symbol `{symbol}`: expected {LAUNCH_BOUNDS_PREFIX}KERNEL__THREADS__BLOCKS"
@@ -55,40 +47,27 @@ pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> 
         }
         if line.trim() == "{" {
             if let Some(b) = pending.take() {
-                out.push_str(&format!(
-                    ".maxntid {}, 1, 1\n.minnctapersm {}\n",
-                    b.max_threads, b.min_blocks
-                ));
+                out.push_str(&format!(".maxntid {}, 1, 1\n.minnctapersm {}\n", b.max_threads, b.min_blocks));
                 applied += 1;
             }
         }
         out.push_str(line);
         out.push('\n');
         if uses_dyn_smem && line.starts_with(".address_size") {
-            out.push_str(&format!(
-                "\n.extern .shared .align 1024 .b8 {DYNAMIC_SMEM_SYMBOL}[];\n"
-            ));
+            out.push_str(&format!("\n.extern .shared .align 1024 .b8 {DYNAMIC_SMEM_SYMBOL}[];\n"));
         }
     }
     if applied != bounds.len() {
-        let missing: Vec<_> = bounds
-            .iter()
-            .filter(|b| entry_named(ptx, &b.kernel).is_none())
-            .map(|b| &b.kernel)
-            .collect();
-        return Err(format!(
-            "launch bounds given for kernels the module does not define: {missing:?}"
-        ));
+        let missing: Vec<_> =
+            bounds.iter().filter(|b| entry_named(ptx, &b.kernel).is_none()).map(|b| &b.kernel).collect();
+        return Err(format!("launch bounds given for kernels the module does not define: {missing:?}"));
     }
     Ok(out)
 }
 
 /// The kernel a `.entry` line opens, if it opens one.
 fn entry_name(line: &str) -> Option<&str> {
-    let rest = line
-        .trim_start()
-        .trim_start_matches(".visible ")
-        .trim_start_matches(".weak ");
+    let rest = line.trim_start().trim_start_matches(".visible ").trim_start_matches(".weak ");
     let rest = rest.strip_prefix(".entry ")?;
     Some(rest.split('(').next().unwrap_or(rest).trim())
 }
@@ -105,50 +84,23 @@ mod tests {
 
     #[test]
     fn parses_bounds_symbol() {
-        let b = LaunchBounds::from_symbol("__oxtile_launch_bounds__gemm__tn__384__1")
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            b,
-            LaunchBounds {
-                kernel: "gemm__tn".into(),
-                max_threads: 384,
-                min_blocks: 1
-            }
-        );
+        let b = LaunchBounds::from_symbol("__oxtile_launch_bounds__gemm__tn__384__1").unwrap().unwrap();
+        assert_eq!(b, LaunchBounds { kernel: "gemm__tn".into(), max_threads: 384, min_blocks: 1 });
         assert!(LaunchBounds::from_symbol("exp2_f32").is_none());
-        assert!(
-            LaunchBounds::from_symbol("__oxtile_launch_bounds__k__x__1")
-                .unwrap()
-                .is_err()
-        );
+        assert!(LaunchBounds::from_symbol("__oxtile_launch_bounds__k__x__1").unwrap().is_err());
     }
 
     #[test]
     fn inserts_bounds_and_dynamic_smem() {
-        let bounds = [LaunchBounds {
-            kernel: "k".into(),
-            max_threads: 384,
-            min_blocks: 1,
-        }];
+        let bounds = [LaunchBounds { kernel: "k".into(), max_threads: 384, min_blocks: 1 }];
         let out = finish_ptx(PTX, &bounds).unwrap();
-        assert!(
-            out.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains(".address_size 64\n\n.extern .shared .align 1024 .b8 dyn_smem[];\n"),
-            "{out}"
-        );
+        assert!(out.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n"), "{out}");
+        assert!(out.contains(".address_size 64\n\n.extern .shared .align 1024 .b8 dyn_smem[];\n"), "{out}");
     }
 
     #[test]
     fn rejects_bounds_for_unknown_kernel() {
-        let bounds = [LaunchBounds {
-            kernel: "nope".into(),
-            max_threads: 128,
-            min_blocks: 1,
-        }];
+        let bounds = [LaunchBounds { kernel: "nope".into(), max_threads: 128, min_blocks: 1 }];
         assert!(finish_ptx(PTX, &bounds).unwrap_err().contains("nope"));
     }
 }

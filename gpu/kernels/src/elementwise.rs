@@ -5,6 +5,12 @@
 
 use crate::arch::convert::{bf16_to_f32, pack_bf16x2};
 use crate::arch::mufu::ex2_approx;
+
+/// a·b + c with one rounding (FFMA): rustc does not contract `a * b + c` by itself.
+#[inline(always)]
+fn fma(a: f32, b: f32, c: f32) -> f32 {
+    core::intrinsics::fmaf32(a, b, c)
+}
 use crate::arch::sreg::{global_thread_idx_x, grid_stride};
 
 /// 16 bytes, so one `ld.global.v4` moves it.
@@ -37,12 +43,13 @@ pub unsafe extern "ptx-kernel" fn axpy_f32(n: usize, alpha: f32, x: *const f32, 
         4,
         |i| unsafe {
             let xv = *(x as *const Vec16).add(i);
-            let yv = &mut *(y as *mut Vec16).add(i);
+            let mut yv = *(y as *const Vec16).add(i);
             for k in 0..4 {
-                yv.0[k] = (alpha * f32::from_bits(xv.0[k]) + f32::from_bits(yv.0[k])).to_bits();
+                yv.0[k] = fma(alpha, f32::from_bits(xv.0[k]), f32::from_bits(yv.0[k])).to_bits();
             }
+            *(y as *mut Vec16).add(i) = yv;
         },
-        |i| unsafe { *y.add(i) = alpha * *x.add(i) + *y.add(i) },
+        |i| unsafe { *y.add(i) = fma(alpha, *x.add(i), *y.add(i)) },
     );
 }
 
@@ -53,8 +60,8 @@ pub unsafe extern "ptx-kernel" fn axpy_f32(n: usize, alpha: f32, x: *const f32, 
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn axpy_bf16(n: usize, alpha: f32, x: *const u16, y: *mut u16) {
     let axpy2 = |x2: u32, y2: u32| {
-        let lo = alpha * bf16_to_f32(x2 as u16) + bf16_to_f32(y2 as u16);
-        let hi = alpha * bf16_to_f32((x2 >> 16) as u16) + bf16_to_f32((y2 >> 16) as u16);
+        let lo = fma(alpha, bf16_to_f32(x2 as u16), bf16_to_f32(y2 as u16));
+        let hi = fma(alpha, bf16_to_f32((x2 >> 16) as u16), bf16_to_f32((y2 >> 16) as u16));
         pack_bf16x2(lo, hi)
     };
     for_each_vector_then_tail(
@@ -62,10 +69,11 @@ pub unsafe extern "ptx-kernel" fn axpy_bf16(n: usize, alpha: f32, x: *const u16,
         8,
         |i| unsafe {
             let xv = *(x as *const Vec16).add(i);
-            let yv = &mut *(y as *mut Vec16).add(i);
+            let mut yv = *(y as *const Vec16).add(i);
             for k in 0..4 {
                 yv.0[k] = axpy2(xv.0[k], yv.0[k]);
             }
+            *(y as *mut Vec16).add(i) = yv;
         },
         |i| unsafe { *y.add(i) = axpy2(*x.add(i) as u32, *y.add(i) as u32) as u16 },
     );

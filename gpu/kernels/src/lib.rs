@@ -5,11 +5,13 @@
 //! host crate launches by name.
 
 #![no_std]
-#![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)]
+#![feature(abi_ptx, asm_experimental_arch, core_intrinsics, stdarch_nvptx)]
+#![allow(internal_features)]
 
 pub mod arch;
 pub mod elementwise;
 pub mod gemm;
+pub mod layout_demo;
 
 /// Declares a kernel's launch bounds (`.maxntid threads, 1, 1` and `.minnctapersm blocks`).
 ///

@@ -288,6 +288,28 @@ impl<const N: usize> StaticLayout<N> {
         r.wrapping_add(idx.wrapping_mul(self.stride[self.leaves - 1] as u32))
     }
 
+    /// [`StaticLayout::crd2idx`] in 32-bit arithmetic, for device index math: a kernel indexing a tile by
+    /// (row, column) gets exactly `row * d0 + col * d1` when each mode is one leaf.
+    pub const fn crd2idx_u32(&self, crd: &[u32]) -> u32 {
+        assert!(crd.len() == self.rank, "coordinate rank must equal layout rank");
+        let mut r = 0u32;
+        let mut k = 0;
+        while k < self.rank {
+            let (start, end) = self.mode_leaves(k);
+            let mut idx = crd[k];
+            let mut i = start;
+            while i + 1 < end {
+                let s = self.shape[i] as u32;
+                r = r.wrapping_add((idx % s).wrapping_mul(self.stride[i] as u32));
+                idx /= s;
+                i += 1;
+            }
+            r = r.wrapping_add(idx.wrapping_mul(self.stride[end - 1] as u32));
+            k += 1;
+        }
+        r
+    }
+
     /// The offset of a coordinate given as one 1-D index per top-level mode.
     pub const fn crd2idx(&self, crd: &[i64]) -> i64 {
         assert!(crd.len() == self.rank, "coordinate rank must equal layout rank");
@@ -575,6 +597,11 @@ impl<const N: usize> StaticComposedLayout<N> {
     /// [`StaticComposedLayout::call`] in 32-bit arithmetic.
     pub const fn index_u32(&self, idx: u32) -> u32 {
         self.swizzle.apply_u32((self.offset as u32).wrapping_add(self.layout.index_u32(idx)))
+    }
+
+    /// [`StaticComposedLayout::crd2idx`] in 32-bit arithmetic.
+    pub const fn crd2idx_u32(&self, crd: &[u32]) -> u32 {
+        self.swizzle.apply_u32((self.offset as u32).wrapping_add(self.layout.crd2idx_u32(crd)))
     }
 }
 

@@ -79,3 +79,17 @@ fn static_layouts_evaluate_in_const_context() {
     let c = const { StaticLayout::<4>::new(&[4, 2], &[1, 4]).complement(24) };
     assert_eq!(Layout::from_static(&c.unwrap()).to_string(), "3:8");
 }
+
+#[test]
+fn u32_coordinates_index_like_the_i64_ones() {
+    const { assert!(TILE.crd2idx_u32(&[3, 5]) == OFFSET as u32) };
+    const { assert!(SMEM.crd2idx_u32(&[1, 8]) == SMEM.crd2idx(&[1, 8]) as u32) };
+    for row in 0..8 {
+        for col in 0..64 {
+            assert_eq!(SMEM.crd2idx_u32(&[row, col]) as i64, SMEM.crd2idx(&[row as i64, col as i64]), "({row}, {col})");
+        }
+    }
+    for (t, v) in [(0, 0), (37, 5), (127, 31)] {
+        assert_eq!(WGMMA.crd2idx_u32(&[t, v]) as i64, WGMMA.crd2idx(&[t as i64, v as i64]), "T{t}V{v}");
+    }
+}

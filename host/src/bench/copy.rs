@@ -32,7 +32,7 @@ pub fn bench_memory(
     timing: &TimingConfig,
     on_step: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>> {
-    if bytes < 16 || bytes % 16 != 0 {
+    if bytes < 16 || !bytes.is_multiple_of(16) {
         return Err(Error::bad_argument(
             "bench copy",
             format!("buffer size {bytes} is not a positive multiple of 16 bytes"),

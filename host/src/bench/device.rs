@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(DeviceInfo { compute_capability: (8, 9), ..h200() }.dense_bf16_peak_tflops(), None);
         assert_eq!(DeviceInfo { max_clock_khz: None, ..h200() }.dense_bf16_peak_tflops(), None);
         let header = h200().header();
-        assert!(header.contains("132 SMs") && header.contains("1070 TFLOP/s") && header.contains("989"), "{header}");
+        assert!(header.contains("132 SMs") && header.contains("1071 TFLOP/s") && header.contains("989"), "{header}");
     }
 
     #[test]

@@ -14,23 +14,36 @@ fn plot_error(error: impl std::fmt::Display) -> Error {
     Error::Io(std::io::Error::other(format!("plot: {error}")))
 }
 
-/// The series drawn: for each implementation (in order of first appearance), its (size, rate) points sorted by size.
-/// Rows with an error, no rate or no size are left out.
-pub fn series(rows: &[Row]) -> Vec<(String, bool, Vec<(f64, f64)>)> {
-    let mut out: Vec<(String, bool, Vec<(f64, f64)>)> = Vec::new();
+/// One implementation's points: (size in G, rate), sorted by size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// One of our kernels (drawn thicker).
+    pub ours: bool,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The series drawn, one per implementation in order of first appearance. Rows with an error, no rate or no
+/// size are left out.
+pub fn series(rows: &[Row]) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
     for row in rows.iter().filter(|r| r.error.is_none()) {
         let (Some(work), Some(rate)) = (row.work, row.rate()) else { continue };
         if !(work > 0.0 && rate.is_finite()) {
             continue;
         }
-        let ours = row.kind.as_deref() == Some("oxtile");
-        match out.iter_mut().find(|(name, _, _)| *name == row.implementation) {
-            Some((_, _, points)) => points.push((work / 1e9, rate)),
-            None => out.push((row.implementation.clone(), ours, vec![(work / 1e9, rate)])),
+        let point = (work / 1e9, rate);
+        match out.iter_mut().find(|s| s.name == row.implementation) {
+            Some(series) => series.points.push(point),
+            None => out.push(Series {
+                name: row.implementation.clone(),
+                ours: row.kind.as_deref() == Some("oxtile"),
+                points: vec![point],
+            }),
         }
     }
-    for (_, _, points) in &mut out {
-        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    for series in &mut out {
+        series.points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
     }
     out
 }
@@ -44,7 +57,7 @@ pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
     let flops = rows.iter().any(|r| r.tflops.is_some());
     let (x_label, y_label) =
         if flops { ("GFLOP per launch", "TFLOP/s") } else { ("GB read + written per launch", "GB/s") };
-    let points = series.iter().flat_map(|(_, _, p)| p.iter());
+    let points = series.iter().flat_map(|s| s.points.iter());
     let (x_min, x_max, y_max) =
         points.fold((f64::INFINITY, 0f64, 0f64), |(lo, hi, top), &(x, y)| (lo.min(x), hi.max(x), top.max(y)));
 
@@ -66,7 +79,7 @@ pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
             .x_label_formatter(&|x| format!("{x:.3}"))
             .draw()
             .map_err(plot_error)?;
-        for (index, (name, ours, points)) in series.iter().enumerate() {
+        for (index, Series { name, ours, points }) in series.iter().enumerate() {
             let color = Palette99::pick(index).to_rgba();
             let width = if *ours { 3 } else { 2 };
             chart
@@ -122,8 +135,11 @@ mod tests {
         ];
         let series = series(&rows);
         assert_eq!(series.len(), 2);
-        assert_eq!(series[0], ("cublasLt".to_string(), false, vec![(2.0, 400.0), (8.0, 600.0)]));
-        assert_eq!(series[1], ("oxtile".to_string(), true, vec![(8.0, 500.0)]));
+        assert_eq!(
+            series[0],
+            Series { name: "cublasLt".into(), ours: false, points: vec![(2.0, 400.0), (8.0, 600.0)] }
+        );
+        assert_eq!(series[1], Series { name: "oxtile".into(), ours: true, points: vec![(8.0, 500.0)] });
     }
 
     #[test]

@@ -182,11 +182,11 @@ pub fn parse_size(text: &str) -> Result<usize, ShapeError> {
 
 /// `268435456` → `256MiB`: how buffer sizes are spelt in rows.
 pub fn size_name(bytes: usize) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{}GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{}MiB", bytes >> 20)
-    } else if bytes % (1 << 10) == 0 {
+    } else if bytes.is_multiple_of(1 << 10) {
         format!("{}KiB", bytes >> 10)
     } else {
         format!("{bytes}B")

@@ -56,7 +56,8 @@ impl Toolkit {
             _ => return Err(Error::Toolkit(format!("{} cannot hold the CUDA tools", dir.display()))),
         };
         let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
-        fs::create_dir_all(parent).map_err(|e| Error::Toolkit(format!("cannot create {}: {e}", parent.display())))?;
+        fs::create_dir_all(parent)
+            .map_err(|e| Error::Toolkit(format!("cannot create {} for the CUDA tools: {e}", parent.display())))?;
         let lock_path = parent.join(format!(".{name}.lock"));
         let lock = File::create(&lock_path)
             .and_then(|file| file.lock().map(|()| file))
@@ -135,7 +136,7 @@ fn dir_from(oxtile: Option<OsString>, xdg_cache: Option<OsString>, home: Option<
 
 /// Installs the wheels into a fresh folder beside `dir`, then puts it in place of `dir`. The caller holds the lock.
 fn install(dir: &Path, parent: &Path, name: &str) -> Result<()> {
-    eprintln!("oxtile: installing {} into {} (once; about 250 MB)", PACKAGES.join(" "), dir.display());
+    eprintln!("oxtile: installing {} into {} (once; about 120 MB)", PACKAGES.join(" "), dir.display());
     let staging = fresh_dir(parent, &format!(".{name}.installing"))?;
     let output = Command::new("python3")
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
@@ -152,7 +153,7 @@ fn install(dir: &Path, parent: &Path, name: &str) -> Result<()> {
     if let Some(failure) = failure {
         let _ = fs::remove_dir_all(&staging);
         return Err(Error::Toolkit(format!(
-            "could not install the CUDA tools into {} with `python3 -m pip install --target {} {}` ({failure}); \
+            "could not install the CUDA tools into {} with `python3 -m pip install --no-deps --target {} {}` ({failure}); \
              install them by hand or point OXTILE_CUDA_TOOLS at a folder that has them",
             dir.display(),
             dir.display(),

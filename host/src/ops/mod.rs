@@ -1,6 +1,8 @@
 //! Typed, checked launch wrappers: arguments are validated before any launch.
 
 pub mod elementwise;
+pub mod gemm;
+pub mod layout_demo;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 

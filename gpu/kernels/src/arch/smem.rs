@@ -15,3 +15,32 @@ pub fn dynamic_smem_base() -> u32 {
 pub fn fence_proxy_async_shared() {
     unsafe { core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack)) };
 }
+
+/// `ld.shared.u16`: the 16 bits at shared-window address `addr`.
+/// PTX ISA: "ld" (#data-movement-and-conversion-instructions-ld).
+///
+/// # Safety
+/// `addr` is a 2-byte aligned address inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn load_u16(addr: u32) -> u16 {
+    let value: u16;
+    unsafe {
+        core::arch::asm!("ld.shared.u16 {value}, [{addr}];", value = out(reg16) value, addr = in(reg32) addr,
+            options(nostack, readonly, preserves_flags));
+    }
+    value
+}
+
+/// `st.shared.u16`: writes 16 bits at shared-window address `addr`.
+/// PTX ISA: "st" (#data-movement-and-conversion-instructions-st).
+///
+/// # Safety
+/// `addr` is a 2-byte aligned address inside this block's shared memory that no other thread accesses
+/// concurrently.
+#[inline(always)]
+pub unsafe fn store_u16(addr: u32, value: u16) {
+    unsafe {
+        core::arch::asm!("st.shared.u16 [{addr}], {value};", addr = in(reg32) addr, value = in(reg16) value,
+            options(nostack, preserves_flags));
+    }
+}

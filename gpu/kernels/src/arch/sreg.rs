@@ -20,6 +20,12 @@ pub fn block_idx_x() -> u32 {
     unsafe { nvptx::_block_idx_x() as u32 }
 }
 
+/// `%ctaid.y`
+#[inline(always)]
+pub fn block_idx_y() -> u32 {
+    unsafe { nvptx::_block_idx_y() as u32 }
+}
+
 /// `%nctaid.x`
 #[inline(always)]
 pub fn grid_dim_x() -> u32 {
@@ -34,8 +40,12 @@ pub fn global_thread_idx_x() -> usize {
 
 /// Indices `0..n` this thread visits in a grid-stride loop over a 1-D grid.
 #[inline(always)]
-pub fn grid_stride(n: usize) -> core::iter::StepBy<core::ops::Range<usize>> {
-    let first = global_thread_idx_x();
+pub fn grid_stride(n: usize) -> impl Iterator<Item = usize> {
     let stride = grid_dim_x() as usize * block_dim_x() as usize;
-    (first..n.max(first)).step_by(stride)
+    let mut next = global_thread_idx_x();
+    core::iter::from_fn(move || {
+        let index = next;
+        next += stride;
+        (index < n).then_some(index)
+    })
 }

@@ -29,6 +29,17 @@ impl TileScheduler {
         self.tiles_m * self.tiles_n
     }
 
+    /// The tiles a persistent block visits: `first`, `first + stride`, … (block index, grid size).
+    #[inline(always)]
+    pub fn tiles_from(self, first: u32, stride: u32) -> impl Iterator<Item = Tile> {
+        let mut next = first;
+        core::iter::from_fn(move || {
+            let index = next;
+            next += stride;
+            (index < self.tiles()).then(|| self.tile(index))
+        })
+    }
+
     /// The `index`-th tile of the grouped order.
     #[inline(always)]
     pub const fn tile(&self, index: u32) -> Tile {

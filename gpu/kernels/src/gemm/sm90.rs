@@ -168,8 +168,7 @@ unsafe fn gemm_tn<E: Element>(
             tma::prefetch_tensormap(tensor_map_a);
             tma::prefetch_tensormap(tensor_map_b);
             let mut ring = Ring::START;
-            for tile_index in (first_tile..scheduler.tiles()).step_by(tile_stride as usize) {
-                let tile = scheduler.tile(tile_index);
+            for tile in scheduler.tiles_from(first_tile, tile_stride) {
                 for k_tile in 0..k_tiles {
                     let x = (k_tile * CFG.tile_k) as i32;
                     unsafe {
@@ -189,8 +188,7 @@ unsafe fn gemm_tn<E: Element>(
         let a_rows_offset = consumer * CFG.consumer_rows() * CFG.tile_k * CFG.element_bytes;
         let mut acc = [0f32; 128];
         let mut ring = Ring::START;
-        for tile_index in (first_tile..scheduler.tiles()).step_by(tile_stride as usize) {
-            let tile = scheduler.tile(tile_index);
+        for tile in scheduler.tiles_from(first_tile, tile_stride) {
             let mut reading: Option<u32> = None;
             for k_tile in 0..k_tiles {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };

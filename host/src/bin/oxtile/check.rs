@@ -27,7 +27,13 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         Err(error) => return Err(error),
     };
     let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
-    println!("{} (compute capability {}.{}, {} SMs), seed {seed}", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1, gpu.sm_count());
+    println!(
+        "{} (compute capability {}.{}, {} SMs), seed {seed}",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        gpu.sm_count()
+    );
     let reports = verify::all(&gpu, seed)?;
     println!("{}", CheckReport::table(&reports));
     let failed = reports.iter().filter(|r| !r.passed()).count();

@@ -1,5 +1,6 @@
 //! `oxtile kernels`: what each kernel compiles to (ptxas resources, SASS opcode counts), without a GPU.
 
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 use oxtile::inspect;
@@ -13,12 +14,17 @@ pub struct Args {
 
 pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let stats = inspect::inspect_all()?;
-    if args.json {
-        for kernel in &stats {
-            println!("{}", serde_json::to_string(kernel).expect("kernel stats serialize to JSON"));
-        }
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        stats.iter().try_for_each(|kernel| {
+            writeln!(out, "{}", serde_json::to_string(kernel).expect("kernel stats serialize to JSON"))
+        })
     } else {
-        print!("{}", inspect::table(&stats));
+        write!(out, "{}", inspect::table(&stats))
+    };
+    match written.and_then(|()| out.flush()) {
+        // `oxtile kernels --json | head -1` is fine.
+        Err(error) if error.kind() != ErrorKind::BrokenPipe => Err(error.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod kernels;
+mod layout;
 
 use std::process::ExitCode;
 
@@ -23,6 +24,8 @@ enum Command {
     Kernels(kernels::Args),
     /// Time kernels beside cuBLAS (and torch_reference.py's rows): gemm, attn, copy.
     Bench(bench::Args),
+    /// CuTe layouts: draw one (`show`), or run a file of algebra cases (`--batch`).
+    Layout(layout::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Kernels(args) => kernels::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Layout(args) => layout::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,234 @@
+//! D = alpha·A·B + beta·D on the Hopper GEMM kernel (gpu/kernels/src/gemm/sm90.rs).
+//!
+//! A is M×K, B is K×N, D is M×N row-major. The sm90 kernel reads both operands K-major through TMA: A
+//! row-major and B column-major ("TN"). Every argument is checked before launch.
+
+use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use half::{bf16, f16};
+use oxtile_abi::GEMM_SM90_128X256 as TILE;
+
+use super::{input_ptr, output_ptr};
+use crate::error::{Error, Result};
+use crate::kernels::{self, Kernel};
+use crate::runtime::Gpu;
+use crate::tma::{self, Tile2d};
+
+const OP: &str = "gemm";
+
+/// Storage order of a matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    RowMajor,
+    ColMajor,
+}
+
+/// Problem size: D is M×N, the contraction runs over K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmShape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl GemmShape {
+    pub const fn new(m: usize, n: usize, k: usize) -> Self {
+        GemmShape { m, n, k }
+    }
+
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// Operand orders and the epilogue's scalars. The default is TN with D = A·B.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmOptions {
+    pub a_order: Order,
+    pub b_order: Order,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl Default for GemmOptions {
+    fn default() -> Self {
+        GemmOptions { a_order: Order::RowMajor, b_order: Order::ColMajor, alpha: 1.0, beta: 0.0 }
+    }
+}
+
+/// The 16-bit input types the tensor-core kernels take.
+pub trait GemmElement: cudarc::driver::DeviceRepr {
+    const KERNEL: Kernel;
+    const TENSOR_MAP_TYPE: CUtensorMapDataType;
+}
+
+impl GemmElement for bf16 {
+    const KERNEL: Kernel = kernels::GEMM_BF16_TN_SM90;
+    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
+impl GemmElement for f16 {
+    const KERNEL: Kernel = kernels::GEMM_F16_TN_SM90;
+    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+/// A checked GEMM bound to its operand buffers: the tensor maps are encoded and copied to the device once,
+/// so repeated launches (benchmarks, iterative solvers) pay nothing but the launch.
+pub struct GemmPlan<T: GemmElement> {
+    shape: GemmShape,
+    options: GemmOptions,
+    function: CudaFunction,
+    tensor_maps: CudaSlice<u64>,
+    a_address: u64,
+    b_address: u64,
+    config: LaunchConfig,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: GemmElement> GemmPlan<T> {
+    pub fn new(
+        gpu: &Gpu,
+        shape: GemmShape,
+        options: GemmOptions,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+    ) -> Result<Self> {
+        check_shape(shape)?;
+        if (options.a_order, options.b_order) != (Order::RowMajor, Order::ColMajor) {
+            return Err(Error::unsupported(
+                OP,
+                format!(
+                    "A {:?} with B {:?}: the sm90 kernel takes both operands K-major (A row-major, B column-major)",
+                    options.a_order, options.b_order
+                ),
+            ));
+        }
+        if shape.k % 8 != 0 {
+            return Err(Error::unsupported(
+                OP,
+                format!("K = {} is not a multiple of 8: TMA needs 16-byte row strides", shape.k),
+            ));
+        }
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
+        let operand = |address, rows, box_rows| Tile2d {
+            data_type: T::TENSOR_MAP_TYPE,
+            address,
+            rows: rows as u64,
+            cols: shape.k as u64,
+            row_stride: shape.k as u64,
+            box_rows,
+            box_cols: TILE.tile_k,
+        };
+        let maps = [
+            operand(a_address, shape.m, TILE.tile_m).encode(OP)?,
+            operand(b_address, shape.n, TILE.tile_n).encode(OP)?,
+        ];
+        let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
+
+        let function = gpu.function(T::KERNEL)?;
+        function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            TILE.smem_bytes() as i32,
+        )?;
+        let tiles = shape.m.div_ceil(TILE.tile_m as usize) * shape.n.div_ceil(TILE.tile_n as usize);
+        let config = LaunchConfig {
+            grid_dim: (tiles.min(gpu.sm_count() as usize) as u32, 1, 1),
+            block_dim: (TILE.threads(), 1, 1),
+            shared_mem_bytes: TILE.smem_bytes(),
+        };
+        Ok(GemmPlan {
+            shape,
+            options,
+            function,
+            tensor_maps,
+            a_address,
+            b_address,
+            config,
+            _element: std::marker::PhantomData,
+        })
+    }
+
+    pub fn shape(&self) -> GemmShape {
+        self.shape
+    }
+
+    /// D = alpha·A·B + beta·D with the A and B the plan was made for.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        d: &mut impl DevicePtrMut<T>,
+    ) -> Result<()> {
+        let GemmShape { m, n, k } = self.shape;
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, 16)?;
+        if (a_address, b_address) != (self.a_address, self.b_address) {
+            return Err(Error::bad_argument(OP, "A or B is not the buffer this plan's tensor maps describe"));
+        }
+        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
+        let (maps, _maps_use) = self.tensor_maps.device_ptr(gpu.stream());
+        let map_b = maps + std::mem::size_of::<cudarc::driver::sys::CUtensorMap>() as u64;
+        let (m, n, k, ldd) = (m as u32, n as u32, k as u32, n as u32);
+        let mut launch = gpu.stream().launch_builder(&self.function);
+        launch
+            .arg(&maps)
+            .arg(&map_b)
+            .arg(&d_address)
+            .arg(&m)
+            .arg(&n)
+            .arg(&k)
+            .arg(&ldd)
+            .arg(&self.options.alpha)
+            .arg(&self.options.beta);
+        // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B (checked above), D
+        // holds M×N elements, 16-byte aligned; block and shared-memory sizes are the kernel's own (oxtile-abi).
+        unsafe { launch.launch(self.config) }
+            .map(drop)
+            .map_err(|source| Error::Launch { kernel: T::KERNEL.name, source })
+    }
+}
+
+/// D = alpha·A·B + beta·D, in one call (encodes the tensor maps each time; keep a [`GemmPlan`] to repeat).
+pub fn gemm<T: GemmElement>(
+    gpu: &Gpu,
+    shape: GemmShape,
+    a: &impl DevicePtr<T>,
+    b: &impl DevicePtr<T>,
+    d: &mut impl DevicePtrMut<T>,
+    options: GemmOptions,
+) -> Result<()> {
+    GemmPlan::new(gpu, shape, options, a, b)?.launch(gpu, a, b, d)
+}
+
+fn check_shape(shape: GemmShape) -> Result<()> {
+    let GemmShape { m, n, k } = shape;
+    if m == 0 || n == 0 || k == 0 {
+        return Err(Error::bad_argument(OP, format!("M, N and K must be at least 1, got {m}×{n}×{k}")));
+    }
+    // TMA coordinates are signed 32-bit; element offsets are computed in 64 bits.
+    let limit = i32::MAX as usize;
+    if m > limit || n > limit || k > limit {
+        return Err(Error::bad_argument(OP, format!("{m}×{n}×{k} has a dimension past 2^31 - 1")));
+    }
+    for (what, rows, cols) in [("A", m, k), ("B", k, n), ("D", m, n)] {
+        if rows.checked_mul(cols).is_none_or(|len| len > isize::MAX as usize / 2) {
+            return Err(Error::bad_argument(OP, format!("{what} ({rows}×{cols}) does not fit in memory")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_empty_and_oversized_shapes() {
+        assert!(check_shape(GemmShape::new(0, 8, 8)).unwrap_err().to_string().contains("at least 1"));
+        assert!(check_shape(GemmShape::new(1 << 31, 8, 8)).unwrap_err().to_string().contains("2^31"));
+        assert!(check_shape(GemmShape::new(1 << 30, 1 << 30, 8)).unwrap_err().to_string().contains("does not fit"));
+        check_shape(GemmShape::new(4097, 4095, 4104)).unwrap();
+    }
+}

@@ -1,0 +1,87 @@
+//! The Hopper GEMM on the GPU against float64 references, and its argument checks.
+
+use half::{bf16, f16};
+use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Order};
+use oxtile::reference::fresh_seed;
+use oxtile::verify::{self, CheckElement, CheckReport, GEMM_SHAPES};
+use oxtile::{Error, Gpu};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
+}
+
+fn assert_pass<T: CheckElement>(gpu: &Gpu, shapes: &[(usize, usize, usize)], options: GemmOptions) {
+    let seed = fresh_seed();
+    let reports: Vec<CheckReport> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, n, k))| verify::gemm_check::<T>(gpu, GemmShape::new(m, n, k), options, seed + i as u64).unwrap())
+        .collect();
+    let table = CheckReport::table(&reports);
+    println!("{table}");
+    assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
+    assert_pass::<bf16>(&gpu(), GEMM_SHAPES, GemmOptions::default());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_tn_matches_reference() {
+    assert_pass::<f16>(&gpu(), &[(1, 1, 8), (1000, 1000, 1000), (257, 129, 136)], GemmOptions::default());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn alpha_and_beta_scale_product_and_existing_output() {
+    let gpu = gpu();
+    for (alpha, beta) in [(2.0, 0.0), (1.0, 1.0), (-0.5, 0.75)] {
+        assert_pass::<bf16>(&gpu, &[(333, 777, 264)], GemmOptions { alpha, beta, ..GemmOptions::default() });
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_arguments_are_rejected_before_launch() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let a = stream.clone_htod(&vec![bf16::ONE; 64 * 64]).unwrap();
+    let b = stream.clone_htod(&vec![bf16::ONE; 64 * 64]).unwrap();
+    let mut d = stream.clone_htod(&vec![bf16::ZERO; 64 * 64]).unwrap();
+    let shape = GemmShape::new(64, 64, 64);
+    let run = |shape, options, d: &mut _| gemm::gemm(&gpu, shape, &a, &b, d, options).unwrap_err();
+
+    let err = run(GemmShape::new(64, 64, 32), GemmOptions::default(), &mut d);
+    assert!(matches!(err, Error::BadArgument { .. }) && err.to_string().contains("expected 2048"), "{err}");
+    let err = run(GemmShape::new(64, 64, 0), GemmOptions::default(), &mut d);
+    assert!(err.to_string().contains("at least 1"), "{err}");
+    let nn = GemmOptions { b_order: Order::RowMajor, ..GemmOptions::default() };
+    assert!(matches!(run(shape, nn, &mut d), Error::Unsupported { .. }));
+    let (a_odd, b_odd) = (a.slice(0..63 * 63), b.slice(0..63 * 63));
+    let err = gemm::gemm(
+        &gpu,
+        GemmShape::new(63, 63, 63),
+        &a_odd,
+        &b_odd,
+        &mut d.slice_mut(0..63 * 63),
+        GemmOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("multiple of 8"), "{err}");
+    let mut d_misaligned = d.slice_mut(1..1 + 64 * 32);
+    let err = gemm::gemm(
+        &gpu,
+        GemmShape::new(64, 32, 64),
+        &a,
+        &b.slice(0..64 * 32),
+        &mut d_misaligned,
+        GemmOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("aligned"), "{err}");
+    // Nothing ran: D still holds zeros.
+    assert!(stream.clone_dtoh(&d).unwrap().iter().all(|v| *v == bf16::ZERO));
+}
