@@ -1,5 +1,5 @@
-//! `cargo bench --bench gemm_cublas`: GEMM contenders (cuBLASLt, cublasGemmEx and, once it lands, oxtile's GEMM)
-//! timed on the GPU with CUDA events. Input sets rotate so together they exceed three L2s. Throughput is in
+//! `cargo bench --bench gemm_cublas`: the GEMM contenders (cuBLASLt, cublasGemmEx and oxtile's sm90 GEMM) in
+//! layout `tn` (A row-major, B column-major, the layout our kernel takes), timed on the GPU with CUDA events. Input sets rotate so together they exceed three L2s. Throughput is in
 //! FLOP/s (2·M·N·K per launch). The output check is `oxtile bench gemm`'s job; this measures only.
 
 mod gpu_time;
@@ -21,9 +21,9 @@ fn main() {
     let mut contenders = gemm::peer_contenders(&gpu).expect("cuBLAS");
     contenders.extend(gemm::oxtile_contenders(&gpu).expect("oxtile GEMM"));
     let mut criterion = gpu_time::criterion(&gpu);
-    let mut group = criterion.benchmark_group("gemm_bf16_nn");
+    let mut group = criterion.benchmark_group("gemm_bf16_tn");
     for shape in SHAPES {
-        let problem = GemmProblem { shape, dtype: Dtype::Bf16, layout: Layout::Nn };
+        let problem = GemmProblem { shape, dtype: Dtype::Bf16, layout: Layout::Tn };
         let sets = rotation_sets(problem.bytes_per_set(), info.l2_bytes, 3.0, 64, usize::MAX);
         let a: Vec<_> = (0..sets)
             .map(|i| stream.clone_htod(&pool.fill::<bf16>(problem.a_len(), InputPool::offset(i, 0))).expect("upload"))
@@ -39,6 +39,9 @@ fn main() {
                 continue;
             }
             contender.prepare(&gpu, &problem).expect("prepare");
+            for s in 0..sets {
+                contender.bind(&gpu, &problem, Operands::Bf16 { a: &a[s], b: &b[s], c: &mut c[s] }).expect("bind");
+            }
             let name = contender.name().to_string();
             group.bench_function(BenchmarkId::new(name, shape.to_string()), |bencher| {
                 let mut i = 0;

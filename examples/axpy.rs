@@ -2,6 +2,7 @@
 //!
 //! `cargo run --release --example axpy`
 
+use cudarc::driver::sys::CUevent_flags;
 use oxtile::Gpu;
 use oxtile::ops::elementwise;
 use oxtile::reference::{self, Comparison};
@@ -27,12 +28,12 @@ fn main() -> Result<(), oxtile::Error> {
     let cmp = Comparison::of(out.iter().map(|v| v.to_f64()), want);
     println!("axpy_bf16 n={n}: max rel error {:.2e} ({} non-finite)", cmp.max_rel_error, cmp.not_finite);
 
-    let start = stream.record_event(None)?;
+    let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     let reps = 20;
     for _ in 0..reps {
         elementwise::axpy_bf16(&gpu, alpha, &x_dev, &mut y_dev)?;
     }
-    let end = stream.record_event(None)?;
+    let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     end.synchronize()?;
     let ms = start.elapsed_ms(&end)? as f64 / reps as f64;
     let bytes = 3.0 * 2.0 * n as f64;

@@ -2,6 +2,7 @@
 //!
 //! `cargo run --release --example gemm -- [M N K]` (default 8192³, bf16, TN)
 
+use cudarc::driver::sys::CUevent_flags;
 use half::bf16;
 use oxtile::Gpu;
 use oxtile::ops::gemm::{GemmOptions, GemmPlan, GemmShape};
@@ -28,11 +29,11 @@ fn main() -> Result<(), oxtile::Error> {
         plan.launch(&gpu, &a, &b, &mut d)?;
     }
     let reps = 20;
-    let start = stream.record_event(None)?;
+    let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     for _ in 0..reps {
         plan.launch(&gpu, &a, &b, &mut d)?;
     }
-    let end = stream.record_event(None)?;
+    let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     end.synchronize()?;
     let ms = start.elapsed_ms(&end)? as f64 / reps as f64;
     println!(

@@ -12,6 +12,14 @@ for arg in "$@"; do
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
 done
+# A hung kernel (a barrier never completing) must not eat the whole device lease.
+limit=${OXTILE_TEST_TIMEOUT:-300}
+# Tests that read SASS use the pinned tools from PyPI; this machine has no network but has CUDA 13.0 itself.
+if [ -z "${OXTILE_CUDA_TOOLS:-}" ] && [ -x /usr/local/cuda/bin/ptxas ]; then
+  export OXTILE_CUDA_TOOLS=/tmp/oxtile-cuda-tools
+  mkdir -p "$OXTILE_CUDA_TOOLS/nvidia/cu13/bin"
+  for tool in ptxas cuobjdump nvdisasm; do ln -sf "/usr/local/cuda/bin/$tool" "$OXTILE_CUDA_TOOLS/nvidia/cu13/bin/$tool"; done
+fi
 sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 passed=0; failed=0; failures=()
 
@@ -23,21 +31,21 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 for t in "$here"/tests/*; do
   name=tests/$(basename "$t")
   echo "=== $name"
-  "$t" --include-ignored --test-threads=1
+  timeout "$limit" "$t" --include-ignored --test-threads=1
   record "$name" $?
   if [ "$memcheck" -eq 1 ]; then
     echo "=== $name (compute-sanitizer memcheck)"
-    "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --include-ignored --test-threads=1 -q
+    timeout "$limit" "$sanitizer" --tool memcheck --error-exitcode 99 "$t" --include-ignored --test-threads=1 -q
     record "$name [memcheck]" $?
   fi
 done
 for e in "$here"/examples/*; do
   name=examples/$(basename "$e")
   echo "=== $name"
-  "$e"
+  timeout "$limit" "$e"
   record "$name" $?
 done
-"$here/oxtile" check
+timeout "$limit" "$here/oxtile" check
 record "oxtile check" $?
 if [ "$bench" -eq 1 ]; then
   for b in "$here"/benches/*; do

@@ -98,7 +98,7 @@ fn cublas_gemm_ex_matches_float64_in_every_layout_and_type() {
 fn operands_of_the_wrong_length_or_type_are_refused() {
     let gpu = gpu();
     let stream = gpu.stream();
-    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: Layout::Nn };
+    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: Layout::Tt };
     let a = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
     let short = stream.alloc_zeros::<bf16>(64 * 63).unwrap();
     let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
@@ -197,4 +197,32 @@ fn memory_bench_measures_every_kernel_and_the_copy() {
     report::fill_ratios(&mut rows, copy::BASELINE);
     assert!(rows.iter().all(|r| r.ratio.is_some()));
     assert!(copy::bench_memory(&gpu, &info, &pool, 1000, &timing, &mut |_| {}).is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn oxtile_gemm_is_timed_and_cross_checked_in_its_layout_only() {
+    let gpu = gpu();
+    let info = DeviceInfo::query(&gpu).unwrap();
+    let pool = InputPool::new(fresh_seed());
+    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
+    contenders.extend(gemm::oxtile_contenders(&gpu).unwrap());
+    let config = GemmBenchConfig {
+        timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
+        ..Default::default()
+    };
+    for dtype in [Dtype::Bf16, Dtype::F16] {
+        // Partial tiles in M and N; K a multiple of 8 as TMA needs.
+        let problem = GemmProblem { shape: GemmShape::new(300, 520, 256), dtype, layout: Layout::Tn };
+        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
+        let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
+        assert_eq!(ours.kind.as_deref(), Some("oxtile"));
+        assert!(ours.error.is_none(), "{ours:?}");
+        assert_eq!(ours.check.as_deref(), Some("ok"), "{problem}: {ours:?}");
+        assert!(ours.tflops.unwrap() > 0.0);
+    }
+    let other = GemmProblem { shape: GemmShape::new(256, 256, 256), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_| {}).unwrap();
+    let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
+    assert!(ours.error.as_deref().is_some_and(|e| e.starts_with("unsupported")), "{ours:?}");
 }

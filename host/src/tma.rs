@@ -25,10 +25,10 @@ impl Tile2d {
     pub fn encode(&self, op: &'static str) -> Result<CUtensorMap> {
         const ELEMENT_BYTES: u64 = 2;
         let bad = |message: String| Err(Error::bad_argument(op, message));
-        if self.address % 16 != 0 {
+        if !self.address.is_multiple_of(16) {
             return bad(format!("TMA needs a 16-byte aligned base address, got {:#x}", self.address));
         }
-        if (self.row_stride * ELEMENT_BYTES) % 16 != 0 {
+        if !(self.row_stride * ELEMENT_BYTES).is_multiple_of(16) {
             return bad(format!("TMA needs rows {} elements apart to be a multiple of 16 bytes", self.row_stride));
         }
         if self.box_cols as u64 * ELEMENT_BYTES != 128 {

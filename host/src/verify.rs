@@ -1,7 +1,6 @@
 //! GPU results against float64 CPU references: fresh normal inputs, poisoned outputs, error bounds fitted to
 //! each kernel's precision. Used by `oxtile check` and the GPU integration tests.
 
-use cudarc::driver::DeviceRepr;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 
@@ -121,10 +120,12 @@ impl CheckElement for f16 {
 /// D = alpha·A·B + beta·D on the GPU against float64: every element must be written (poison, or a random
 /// D when beta ≠ 0) and finite; all elements (small problems) or a random sample are compared with the exact
 /// dot product, relative to |alpha|·Σ|a·b| + |beta·d|.
-pub fn gemm_check<T: CheckElement>(gpu: &Gpu, shape: GemmShape, options: GemmOptions, seed: u64) -> Result<CheckReport>
-where
-    T: DeviceRepr,
-{
+pub fn gemm_check<T: CheckElement>(
+    gpu: &Gpu,
+    shape: GemmShape,
+    options: GemmOptions,
+    seed: u64,
+) -> Result<CheckReport> {
     let GemmShape { m, n, k } = shape;
     let draw = |len, seed| -> Vec<T> { reference::randn(len, 1.0, seed).into_iter().map(T::from_f32).collect() };
     let a = draw(m * k, seed);
@@ -167,10 +168,10 @@ where
     );
     comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
     let layout = match (options.a_order, options.b_order) {
-        (Order::RowMajor, Order::ColMajor) => "tn",
         (Order::RowMajor, Order::RowMajor) => "nn",
+        (Order::RowMajor, Order::ColMajor) => "nt",
+        (Order::ColMajor, Order::RowMajor) => "tn",
         (Order::ColMajor, Order::ColMajor) => "tt",
-        (Order::ColMajor, Order::RowMajor) => "nt",
     };
     let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
         String::new()

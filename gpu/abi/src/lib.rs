@@ -64,7 +64,9 @@ pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // 128-byte swizzled tiles must start on 1024-byte boundaries.
-const _: () = assert!(GEMM_SM90_128X256.smem_a_bytes() % 1024 == 0 && GEMM_SM90_128X256.smem_b_bytes() % 1024 == 0);
+const _: () = assert!(
+    GEMM_SM90_128X256.smem_a_bytes().is_multiple_of(1024) && GEMM_SM90_128X256.smem_b_bytes().is_multiple_of(1024)
+);
 // One k-tile row of a K-major operand is one 128-byte swizzle atom row.
 const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);
 
@@ -75,4 +77,4 @@ pub const TRANSPOSE_THREADS: u32 = 256;
 pub const TRANSPOSE_SMEM_BYTES: u32 = TRANSPOSE_TILE * TRANSPOSE_TILE * 2;
 
 // Every thread moves the same number of elements.
-const _: () = assert!((TRANSPOSE_TILE * TRANSPOSE_TILE) % TRANSPOSE_THREADS == 0);
+const _: () = assert!((TRANSPOSE_TILE * TRANSPOSE_TILE).is_multiple_of(TRANSPOSE_THREADS));

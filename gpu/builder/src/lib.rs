@@ -6,12 +6,11 @@
 //! takes over, links the LLVM bitcode with `llvm-link`, keeps only the kernels (`opt`), lowers to PTX (`llc`)
 //! and then adds what rustc cannot express: launch bounds and the module-scope dynamic shared memory symbol.
 //!
+//! In `host/build.rs`, first thing in `main`:
+//!
 //! ```no_run
-//! // host/build.rs
-//! fn main() {
-//!     oxtile_builder::link_if_invoked_as_linker();
-//!     // ... oxtile_builder::build_ptx(...) for each target
-//! }
+//! oxtile_builder::link_if_invoked_as_linker();
+//! // ... then oxtile_builder::build_ptx(...) for each target
 //! ```
 
 mod link;

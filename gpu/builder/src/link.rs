@@ -58,10 +58,8 @@ pub fn link_if_invoked_as_linker() {
 fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), String> {
     let target = Target::from_cpu(target).ok_or_else(|| format!("unknown target `{target}`"))?;
     let args = LinkArgs::parse(args)?;
-    if let Some(cpu) = &args.target_cpu {
-        if cpu != target.cpu() {
-            return Err(format!("rustc compiled for {cpu} but the build asked for {}", target.cpu()));
-        }
+    if let Some(cpu) = args.target_cpu.as_deref().filter(|cpu| *cpu != target.cpu()) {
+        return Err(format!("rustc compiled for {cpu} but the build asked for {}", target.cpu()));
     }
     let output = args.output.clone().ok_or("linker called without -o")?;
     let llvm_bin = PathBuf::from(std::env::var_os(LLVM_BIN_ENV).ok_or("OXTILE_LLVM_BIN is not set")?);

@@ -45,11 +45,11 @@ pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> 
         if let Some(name) = entry_name(line) {
             pending = bounds.iter().find(|b| b.kernel == name);
         }
-        if line.trim() == "{" {
-            if let Some(b) = pending.take() {
-                out.push_str(&format!(".maxntid {}, 1, 1\n.minnctapersm {}\n", b.max_threads, b.min_blocks));
-                applied += 1;
-            }
+        if line.trim() == "{"
+            && let Some(b) = pending.take()
+        {
+            out.push_str(&format!(".maxntid {}, 1, 1\n.minnctapersm {}\n", b.max_threads, b.min_blocks));
+            applied += 1;
         }
         out.push_str(line);
         out.push('\n');

@@ -3,13 +3,14 @@
 //!
 //! Two kernels share one body and differ only in the shared-memory address function: [`swizzled_transpose_u16`]
 //! calls the composed layout, [`swizzled_transpose_u16_by_hand`] spells the same permutation out in shifts and
-//! masks. CI (tests/layout_demo.rs) checks that the layout version's PTX holds no integer division, remainder or
-//! local memory and that both compile to the same number of instructions.
+//! masks. CI (tests/layout_demo.rs) checks that the layout version's PTX and SASS hold no integer division,
+//! remainder or local memory and that both compile to the same number of instructions (today the same PTX, up
+//! to register names).
 //!
 //! Each block transposes one 64×64 tile of u16: its 256 threads read the tile's rows from global memory (each
 //! warp reads 64 consecutive bytes) into shared memory, then read it back by columns and write the rows of the
-//! transposed tile (again consecutive bytes per warp). The swizzle spreads a column over 8 of the 16-byte chunks
-//! of a 128-byte row, so the column reads hit 8 bank groups instead of one.
+//! transposed tile (again consecutive bytes per warp). The swizzle spreads a column over the 8 16-byte chunks of
+//! the 128-byte rows, so a warp's column read touches 8 banks instead of 1 (4-way conflicts instead of 32-way).
 
 use oxtile_abi::{TRANSPOSE_THREADS as THREADS, TRANSPOSE_TILE as TILE};
 use oxtile_layout::{StaticComposedLayout, StaticLayout, Swizzle};

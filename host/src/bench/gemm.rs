@@ -3,11 +3,11 @@
 //!
 //! # Layouts
 //!
-//! Matrices are stored row-major and C (M×N) = A·B is always row-major, as in torch. The layout names the
-//! storage of A, then B: `n` stores the operand as it appears in the product (A as M×K, B as K×N), `t` stores its
-//! transpose (A as K×M, B as N×K). `nn` is torch_reference.py's `a @ b`; `nt` (B given as N×K, both operands
-//! K-major, like `x @ W.T`) is what cuBLAS, being column-major, calls "TN". cuBLAS names are the reverse of ours in
-//! upper case: see [`Layout::blas_name`].
+//! C (M×N) = A (M×K) · B (K×N), C always row-major, as in torch and `oxtile::ops::gemm`. The layout names how A
+//! then B are stored, in the project's convention (that of `ops::gemm::Order`): `t` = row-major, `n` =
+//! column-major. So `tt` is torch's `a @ b` (both row-major, what torch_reference.py times), and `tn` (A
+//! row-major, B column-major, i.e. stored N×K: both operands K-major, like `x @ W.T`) is the layout of our sm90
+//! kernel. [`Layout::blas_name`] gives the op letters of the column-major cuBLAS call that computes it.
 //!
 //! # Output check
 //!
@@ -65,41 +65,47 @@ impl Dtype {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
-    Nn,
-    Nt,
+    /// A row-major, B column-major: both K-major (the sm90 kernel's layout).
     Tn,
+    /// A and B row-major: torch's `a @ b`.
     Tt,
+    /// A column-major, B row-major.
+    Nt,
+    /// A and B column-major.
+    Nn,
 }
 
 impl Layout {
-    pub const ALL: [Layout; 4] = [Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt];
+    pub const ALL: [Layout; 4] = [Layout::Tn, Layout::Tt, Layout::Nt, Layout::Nn];
 
-    /// A is stored as K×M.
-    pub fn a_transposed(self) -> bool {
-        matches!(self, Layout::Tn | Layout::Tt)
+    /// A is stored column-major, that is as a K×M row-major array.
+    pub fn a_col_major(self) -> bool {
+        matches!(self, Layout::Nt | Layout::Nn)
     }
 
-    /// B is stored as N×K.
-    pub fn b_transposed(self) -> bool {
-        matches!(self, Layout::Nt | Layout::Tt)
+    /// B is stored column-major, that is as an N×K row-major array.
+    pub fn b_col_major(self) -> bool {
+        matches!(self, Layout::Tn | Layout::Nn)
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Layout::Nn => "nn",
-            Layout::Nt => "nt",
             Layout::Tn => "tn",
             Layout::Tt => "tt",
+            Layout::Nt => "nt",
+            Layout::Nn => "nn",
         }
     }
 
-    /// The same storage in column-major BLAS terms.
+    /// The op letters (first operand, second operand) of the column-major BLAS call that computes this
+    /// layout's row-major C: see [`BlasCall`].
     pub fn blas_name(self) -> &'static str {
-        match self {
-            Layout::Nn => "NN",
-            Layout::Nt => "TN",
-            Layout::Tn => "NT",
-            Layout::Tt => "TT",
+        let call = BlasCall::of(&GemmProblem { shape: GemmShape::new(1, 1, 1), dtype: Dtype::Bf16, layout: self });
+        match (call.transa, call.transb) {
+            (false, false) => "NN",
+            (true, false) => "TN",
+            (false, true) => "NT",
+            (true, true) => "TT",
         }
     }
 }
@@ -116,13 +122,13 @@ impl GemmProblem {
     /// Rows and columns of A as stored (row-major).
     pub fn a_dims(&self) -> (usize, usize) {
         let GemmShape { m, k, .. } = self.shape;
-        if self.layout.a_transposed() { (k, m) } else { (m, k) }
+        if self.layout.a_col_major() { (k, m) } else { (m, k) }
     }
 
     /// Rows and columns of B as stored (row-major).
     pub fn b_dims(&self) -> (usize, usize) {
         let GemmShape { n, k, .. } = self.shape;
-        if self.layout.b_transposed() { (n, k) } else { (k, n) }
+        if self.layout.b_col_major() { (n, k) } else { (k, n) }
     }
 
     pub fn a_len(&self) -> usize {
@@ -139,12 +145,12 @@ impl GemmProblem {
 
     /// Index in A's storage of the element at row `i`, column `p` of the M×K operand.
     pub fn a_index(&self, i: usize, p: usize) -> usize {
-        if self.layout.a_transposed() { p * self.shape.m + i } else { i * self.shape.k + p }
+        if self.layout.a_col_major() { p * self.shape.m + i } else { i * self.shape.k + p }
     }
 
     /// Index in B's storage of the element at row `p`, column `j` of the K×N operand.
     pub fn b_index(&self, p: usize, j: usize) -> usize {
-        if self.layout.b_transposed() { j * self.shape.k + p } else { p * self.shape.n + j }
+        if self.layout.b_col_major() { j * self.shape.k + p } else { p * self.shape.n + j }
     }
 
     /// Bytes of A, B and C together: what one launch touches at least once.
@@ -184,9 +190,9 @@ pub fn reference_f64(problem: &GemmProblem, a: &[f64], b: &[f64]) -> Vec<f64> {
 /// A buffer; `m`, `n`, `k` and the leading dimensions are in BLAS's terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlasCall {
-    /// op(first) = firstᵀ: our B is stored N×K.
+    /// op(first) = firstᵀ: our B is column-major.
     pub transa: bool,
-    /// op(second) = secondᵀ: our A is stored K×M.
+    /// op(second) = secondᵀ: our A is column-major.
     pub transb: bool,
     pub m: usize,
     pub n: usize,
@@ -199,8 +205,8 @@ pub struct BlasCall {
 impl BlasCall {
     pub fn of(problem: &GemmProblem) -> BlasCall {
         let GemmShape { m, n, k } = problem.shape;
-        let transa = problem.layout.b_transposed();
-        let transb = problem.layout.a_transposed();
+        let transa = problem.layout.b_col_major();
+        let transb = problem.layout.a_col_major();
         BlasCall {
             transa,
             transb,
@@ -266,8 +272,9 @@ impl GemmElement for f16 {
 }
 
 /// One GEMM implementation in the benchmark: ours or a peer's. The harness calls, for each problem,
-/// [`supports`](Self::supports), then [`prepare`](Self::prepare) once (untimed), then
-/// [`launch`](Self::launch) once for the output check and many times under the CUDA-event timer.
+/// [`supports`](Self::supports), then [`prepare`](Self::prepare) once and [`bind`](Self::bind) once per input
+/// set (untimed), then [`launch`](Self::launch) once for the output check and many times under the CUDA-event
+/// timer.
 pub trait GemmContender {
     /// Name printed in the table's `impl` column, e.g. "oxtile", "cublasLt".
     fn name(&self) -> &str;
@@ -288,17 +295,25 @@ pub trait GemmContender {
         Ok(())
     }
 
+    /// Called once for every input set, after [`prepare`](Self::prepare) and before any launch on it, untimed:
+    /// for a contender whose launch state is tied to the buffers (our GEMM's plans hold TMA descriptors that
+    /// encode the addresses of A and B).
+    fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        let _ = (gpu, problem, operands);
+        Ok(())
+    }
+
     /// Enqueues C = A·B on `gpu.stream()`. Must not synchronize: the timer brackets each call with CUDA events
     /// and enqueues many calls ahead. Errors of the enqueue (bad argument, failed launch) are returned.
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()>;
 }
 
-/// Our GEMM kernels, benchmarked beside the peers. Empty until the GEMM lands: its author implements
-/// [`GemmContender`] for it and returns it here, and every `oxtile bench gemm` run then times it, checks its output
-/// against cuBLASLt's and prints its row.
+/// Our GEMM kernels, benchmarked beside the peers: each implements [`GemmContender`] (see
+/// [`super::oxtile::OxtileSm90`]) and is listed here; every `oxtile bench gemm` run and the criterion GEMM bench
+/// then time it, and the harness checks its output against cuBLASLt's.
 pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     let _ = gpu;
-    Ok(Vec::new())
+    Ok(vec![Box::new(super::oxtile::OxtileSm90::new())])
 }
 
 /// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), then
@@ -547,6 +562,9 @@ fn measure<T: GemmElement>(
 ) -> Result<(Stats, Option<Check>)> {
     let stream = gpu.stream();
     contender.prepare(gpu, problem)?;
+    for s in 0..sets.a.len() {
+        contender.bind(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))?;
+    }
     let check = if config.check {
         poison(gpu, &mut sets.c[0])?;
         contender.launch(gpu, problem, T::operands(&sets.a[0], &sets.b[0], &mut sets.c[0]))?;
@@ -620,7 +638,7 @@ mod tests {
     #[test]
     fn layouts_store_the_same_product() {
         let (m, n, k) = (5, 3, 4);
-        let base = problem(m, n, k, Layout::Nn);
+        let base = problem(m, n, k, Layout::Tt);
         let a = values(m * k, 1);
         let b = values(k * n, 2);
         let want = reference_f64(&base, &a, &b);
@@ -668,8 +686,12 @@ mod tests {
             let want = reference_f64(&p, &a, &b);
             assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{layout:?}");
         }
-        assert_eq!(Layout::Nt.blas_name(), "TN");
-        let call = BlasCall::of(&problem(7, 5, 3, Layout::Nn));
+        // torch's a @ b is cuBLAS NN on swapped operands; our kernel's tn is cuBLAS TN.
+        assert_eq!(Layout::Tt.blas_name(), "NN");
+        assert_eq!(Layout::Tn.blas_name(), "TN");
+        assert_eq!(Layout::Nt.blas_name(), "NT");
+        assert_eq!(Layout::Nn.blas_name(), "TT");
+        let call = BlasCall::of(&problem(7, 5, 3, Layout::Tt));
         assert_eq!((call.transa, call.transb, call.m, call.n, call.k), (false, false, 5, 7, 3));
     }
 
@@ -706,9 +728,9 @@ mod tests {
 
     #[test]
     fn bytes_and_names() {
-        let p = GemmProblem { shape: GemmShape::new(128, 8192, 8192), dtype: Dtype::F16, layout: Layout::Tn };
+        let p = GemmProblem { shape: GemmShape::new(128, 8192, 8192), dtype: Dtype::F16, layout: Layout::Nt };
         assert_eq!(p.bytes_per_set(), (128 * 8192 * 2 + 8192 * 8192) * 2);
-        assert_eq!(p.to_string(), "128x8192x8192 fp16 tn");
+        assert_eq!(p.to_string(), "128x8192x8192 fp16 nt");
         assert_eq!(p.a_dims(), (8192, 128));
         assert_eq!(p.b_dims(), (8192, 8192));
     }

@@ -7,6 +7,7 @@
 //! - [`device`]: SM count, clock and L2 size from the device; the dense peak; how many input sets to rotate.
 //! - [`gemm`]: the [`gemm::GemmContender`] interface our GEMM and the peers implement, input sets, the output
 //!   cross-check, one row per contender and problem.
+//! - [`oxtile`]: our GEMM kernels as contenders.
 //! - [`peers`]: cuBLASLt and cublasGemmEx.
 //! - [`copy`]: elementwise kernels against the device-to-device copy ceiling.
 //! - [`report`]: rows, the table, JSON and CSV, and the merge of torch_reference.py's rows.
@@ -15,6 +16,7 @@
 pub mod copy;
 pub mod device;
 pub mod gemm;
+pub mod oxtile;
 pub mod peers;
 pub mod plot;
 pub mod report;

@@ -26,20 +26,31 @@ pub struct Series {
 /// The series drawn, one per implementation in order of first appearance. Rows with an error, no rate or no
 /// size are left out.
 pub fn series(rows: &[Row]) -> Vec<Series> {
+    let plotted: Vec<(&Row, (f64, f64))> = rows
+        .iter()
+        .filter(|r| r.error.is_none())
+        .filter_map(|r| Some((r, (r.work?, r.rate()?))))
+        .filter(|(_, (work, rate))| *work > 0.0 && rate.is_finite())
+        .map(|(r, (work, rate))| (r, (work / 1e9, rate)))
+        .collect();
+    // With more than one layout or type in the rows, they name the series too (memory-bound rows excepted: their
+    // type is part of the implementation).
+    let varies = |field: fn(&Row) -> Option<&str>| {
+        let mut values = plotted.iter().filter(|(r, _)| r.op != "mem").map(|(r, _)| field(r));
+        values.next().is_some_and(|first| values.any(|v| v != first))
+    };
+    let (by_layout, by_dtype) = (varies(|r| r.layout.as_deref()), varies(|r| r.dtype.as_deref()));
     let mut out: Vec<Series> = Vec::new();
-    for row in rows.iter().filter(|r| r.error.is_none()) {
-        let (Some(work), Some(rate)) = (row.work, row.rate()) else { continue };
-        if !(work > 0.0 && rate.is_finite()) {
-            continue;
+    for (row, point) in plotted {
+        let mut name = row.implementation.clone();
+        for (split, value) in [(by_dtype, &row.dtype), (by_layout, &row.layout)] {
+            if let (true, Some(value)) = (split && row.op != "mem", value) {
+                name = format!("{name} {value}");
+            }
         }
-        let point = (work / 1e9, rate);
-        match out.iter_mut().find(|s| s.name == row.implementation) {
+        match out.iter_mut().find(|s| s.name == name) {
             Some(series) => series.points.push(point),
-            None => out.push(Series {
-                name: row.implementation.clone(),
-                ours: row.kind.as_deref() == Some("oxtile"),
-                points: vec![point],
-            }),
+            None => out.push(Series { name, ours: row.kind.as_deref() == Some("oxtile"), points: vec![point] }),
         }
     }
     for series in &mut out {
@@ -76,7 +87,8 @@ pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
-            .x_label_formatter(&|x| format!("{x:.3}"))
+            .x_labels(10)
+            .x_label_formatter(&|x| short(*x))
             .draw()
             .map_err(plot_error)?;
         for (index, Series { name, ours, points }) in series.iter().enumerate() {
@@ -103,6 +115,18 @@ pub fn render_svg(title: &str, rows: &[Row]) -> Result<String> {
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
+}
+
+/// A size label with as few digits as it needs: 0.25, 3, 17.2, 1100.
+fn short(x: f64) -> String {
+    let text = if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    };
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
 
 pub fn write_svg(path: &Path, title: &str, rows: &[Row]) -> Result<()> {
@@ -140,6 +164,25 @@ mod tests {
             Series { name: "cublasLt".into(), ours: false, points: vec![(2.0, 400.0), (8.0, 600.0)] }
         );
         assert_eq!(series[1], Series { name: "oxtile".into(), ours: true, points: vec![(8.0, 500.0)] });
+    }
+
+    #[test]
+    fn size_labels_are_short() {
+        assert_eq!(short(0.25), "0.25");
+        assert_eq!(short(3.0), "3");
+        assert_eq!(short(17.18), "17.2");
+        assert_eq!(short(1099.5), "1100");
+    }
+
+    #[test]
+    fn series_names_carry_the_layout_when_it_varies() {
+        let mut tt = row("cublasLt", "peer", 8e9, Some(600.0));
+        tt.layout = Some("tt".into());
+        let mut tn = row("cublasLt", "peer", 8e9, Some(610.0));
+        tn.layout = Some("tn".into());
+        let names: Vec<String> = series(&[tt.clone(), tn]).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["cublasLt tt", "cublasLt tn"]);
+        assert_eq!(series(&[tt])[0].name, "cublasLt");
     }
 
     #[test]

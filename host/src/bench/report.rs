@@ -82,10 +82,12 @@ impl Row {
         self.check.as_deref().is_some_and(|c| c.starts_with("FAIL"))
     }
 
-    /// Rows that are compared with each other: same op, shape, dtype and layout.
+    /// Rows that are compared with each other: same op, shape, dtype and layout; memory-bound (`mem`) rows of
+    /// one buffer size are compared across element types, since bandwidth is what they measure.
     fn problem_key(&self) -> (String, String, String, String) {
         let field = |f: &Option<String>| f.clone().unwrap_or_default();
-        (self.op.clone(), self.shape.clone(), field(&self.dtype), field(&self.layout))
+        let dtype = if self.op == "mem" { String::new() } else { field(&self.dtype) };
+        (self.op.clone(), self.shape.clone(), dtype, field(&self.layout))
     }
 }
 
@@ -117,7 +119,7 @@ pub fn group_by_problem(rows: &mut [Row]) {
 
 /// Reads a JSON array of rows written by torch_reference.py `--json` (or by `oxtile bench --json`) and makes
 /// them fit beside ours: origin `peers:FILE`, kind `peer` where not given; torch_reference.py's GEMMs are bf16
-/// `nn` (A M×K and B K×N, both row-major) and its attention bf16; `work` and `pct_peak` from the shape and
+/// `tt` (A M×K and B K×N, both row-major) and its attention bf16; `work` and `pct_peak` from the shape and
 /// TFLOP/s. A row the shape of which cannot be parsed keeps what it had.
 pub fn read_peer_rows(path: &Path) -> Result<Vec<Row>> {
     let text = std::fs::read_to_string(path).map_err(|e| file_error(path, e))?;
@@ -137,7 +139,7 @@ pub fn parse_peer_rows(json: &str) -> std::result::Result<Vec<Row>, serde_json::
         match row.op.as_str() {
             "gemm" => {
                 row.dtype.get_or_insert_with(|| "bf16".into());
-                row.layout.get_or_insert_with(|| "nn".into());
+                row.layout.get_or_insert_with(|| "tt".into());
                 if row.work.is_none() {
                     row.work = row.shape.parse::<GemmShape>().ok().map(|s| s.flops());
                 }
@@ -320,7 +322,7 @@ mod tests {
         row.kind = Some("peer".into());
         row.origin = Some("in-process".into());
         row.dtype = Some("bf16".into());
-        row.layout = Some("nn".into());
+        row.layout = Some("tt".into());
         row.set_stats(&Stats::from_samples(&[0.19, 0.2, 0.21]).unwrap());
         row.tflops = Some(tflops);
         row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
@@ -335,7 +337,7 @@ mod tests {
         assert_eq!(peers.len(), 3);
         let torch = &peers[0];
         assert_eq!(torch.implementation, "cublas(torch)");
-        assert_eq!((torch.dtype.as_deref(), torch.layout.as_deref()), (Some("bf16"), Some("nn")));
+        assert_eq!((torch.dtype.as_deref(), torch.layout.as_deref()), (Some("bf16"), Some("tt")));
         assert_eq!(torch.work, Some(2.0 * 4096f64.powi(3)));
         assert!((torch.pct_peak.unwrap() - 70.18).abs() < 0.01);
         assert_eq!(peers[2].error.as_deref(), Some("No available kernel. Aborting execution."));
@@ -441,7 +443,7 @@ mod tests {
         rows[1].check = Some("FAIL".into());
         rows[1].max_rel_err = Some(0.25);
         let mut unsupported = Row::new("gemm", "4096x4096x4096", "oxtile");
-        unsupported.error = Some("unsupported: layout nn".into());
+        unsupported.error = Some("unsupported: layout tt".into());
         rows.push(unsupported);
         rows.extend(parse_peer_rows(TORCH_SAMPLE).unwrap().into_iter().take(1));
         fill_ratios(&mut rows, "cublasLt");
@@ -462,7 +464,7 @@ mod tests {
         assert_eq!(ending(4), "694.1", "{table}");
         assert!(lines[1].contains("1.000") && lines[1].contains("ref"));
         assert!(lines[2].contains("0.971") && lines[2].contains("2.50e-1") && lines[2].contains("FAIL"));
-        assert!(lines[3].contains("error: unsupported: layout nn"));
+        assert!(lines[3].contains("error: unsupported: layout tt"));
         assert!(lines[4].contains("cublas(torch)"));
         assert!(rows[1].failed_check() && !rows[0].failed_check());
         // Spread: (p90 - p10) / median of 0.19, 0.2, 0.21 = 0.016 / 0.2 = 8%.
@@ -476,8 +478,17 @@ mod tests {
         copy.ms = Some(0.134);
         let mut axpy = Row::new("mem", "256MiB", "axpy_f32");
         axpy.gbps = Some(3600.0);
-        let mut rows = vec![copy, axpy];
+        axpy.dtype = Some("f32".into());
+        let mut axpy_bf16 = Row::new("mem", "256MiB", "axpy_bf16");
+        axpy_bf16.gbps = Some(3800.0);
+        axpy_bf16.dtype = Some("bf16".into());
+        let mut rows = vec![copy, axpy, axpy_bf16];
+        group_by_problem(&mut rows);
         fill_ratios(&mut rows, "memcpy_dtod");
+        // One buffer size is one problem whatever the element type: the order stays, every row gets a ratio.
+        let names: Vec<&str> = rows.iter().map(|r| r.implementation.as_str()).collect();
+        assert_eq!(names, ["memcpy_dtod", "axpy_f32", "axpy_bf16"]);
+        assert_eq!(rows[2].ratio, Some(0.95));
         let table = render_table(&rows, "memcpy_dtod");
         assert!(table.contains("GB/s") && !table.contains("TFLOP/s") && !table.contains("check"), "{table}");
         assert!(table.contains("0.900"), "{table}");

@@ -103,7 +103,7 @@ impl<T: GemmElement> GemmPlan<T> {
                 ),
             ));
         }
-        if shape.k % 8 != 0 {
+        if !shape.k.is_multiple_of(8) {
             return Err(Error::unsupported(
                 OP,
                 format!("K = {} is not a multiple of 8: TMA needs 16-byte row strides", shape.k),

@@ -44,7 +44,7 @@ fn transpose(
     cols: usize,
 ) -> Result<()> {
     let tile = TRANSPOSE_TILE as usize;
-    if rows % tile != 0 || cols % tile != 0 {
+    if !rows.is_multiple_of(tile) || !cols.is_multiple_of(tile) {
         return Err(Error::bad_argument(kernel.name, format!("{rows}x{cols} is not a multiple of {tile}x{tile}")));
     }
     if rows > u32::MAX as usize || cols > u32::MAX as usize || rows / tile > MAX_GRID_Y {

@@ -48,7 +48,7 @@ fn check_len(op: &'static str, what: &str, have: usize, want: usize) -> Result<(
 }
 
 fn check_align(op: &'static str, what: &str, ptr: u64, align: u64) -> Result<()> {
-    if ptr % align == 0 {
+    if ptr.is_multiple_of(align) {
         Ok(())
     } else {
         Err(Error::bad_argument(op, format!("{what} at {ptr:#x} is not {align}-byte aligned")))

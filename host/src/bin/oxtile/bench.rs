@@ -85,9 +85,10 @@ struct GemmArgs {
     /// Input and output type (fp32 accumulation); comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
     dtype: Vec<Dtype>,
-    /// Storage of A then B, row-major: n = as in the product (A MxK, B KxN), t = transposed (A KxM, B NxK).
-    /// nn is torch's `a @ b`; nt is what column-major cuBLAS calls TN. Comma-separated for several.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "nn")]
+    /// Storage of A then B: t = row-major, n = column-major (C is row-major). tt is torch's `a @ b` (what
+    /// torch_reference.py times); tn (B column-major, both operands K-major) is the layout of oxtile's sm90
+    /// kernel. Comma-separated for several.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "tt,tn")]
     layout: Vec<Layout>,
     /// Skip comparing each implementation's output with cuBLASLt's.
     #[arg(long)]
@@ -225,6 +226,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     if !has_ours {
         println!("# no oxtile GEMM yet: the table holds the cuBLAS peers only");
     }
+    println!("# layouts (A, B; t = row-major, n = column-major): torch_reference.py's rows are tt");
 
     let pool = InputPool::new(seed);
     let mut problems = Vec::new();

@@ -1,0 +1,105 @@
+//! Our GEMM kernels as benchmark contenders.
+
+use cudarc::driver::{CudaSlice, DevicePtr};
+use half::{bf16, f16};
+
+use super::gemm::{GemmContender, GemmProblem, Layout, Operands};
+use crate::error::Result;
+use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan};
+use crate::runtime::Gpu;
+
+pub const OXTILE: &str = "oxtile";
+
+/// A plan per (A, B) address pair: a plan's tensor maps encode its operands' addresses.
+type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
+
+/// The sm90 TN GEMM through [`ops_gemm::GemmPlan`]: A row-major, B column-major (layout `tn`), C row-major,
+/// bf16 or fp16 with fp32 accumulation, alpha = 1, beta = 0. One plan is made per input set, in
+/// [`GemmContender::bind`], so the timed launches pay only the launch.
+#[derive(Default)]
+pub struct OxtileSm90 {
+    problem: Option<GemmProblem>,
+    bf16_plans: Plans<bf16>,
+    f16_plans: Plans<f16>,
+}
+
+impl OxtileSm90 {
+    pub fn new() -> OxtileSm90 {
+        OxtileSm90::default()
+    }
+}
+
+fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
+    let (a_address, _a_use) = a.device_ptr(gpu.stream());
+    let (b_address, _b_use) = b.device_ptr(gpu.stream());
+    (a_address, b_address)
+}
+
+/// The plan for these buffers, made on first use.
+fn plan_for<'p, T: ops_gemm::GemmElement>(
+    plans: &'p mut Plans<T>,
+    gpu: &Gpu,
+    problem: &GemmProblem,
+    a: &CudaSlice<T>,
+    b: &CudaSlice<T>,
+) -> Result<&'p GemmPlan<T>> {
+    let key = addresses(gpu, a, b);
+    let index = match plans.iter().position(|(k, _)| *k == key) {
+        Some(index) => index,
+        None => {
+            let shape = ops_gemm::GemmShape::new(problem.shape.m, problem.shape.n, problem.shape.k);
+            plans.push((key, GemmPlan::new(gpu, shape, GemmOptions::default(), a, b)?));
+            plans.len() - 1
+        }
+    };
+    Ok(&plans[index].1)
+}
+
+impl GemmContender for OxtileSm90 {
+    fn name(&self) -> &str {
+        OXTILE
+    }
+
+    fn is_peer(&self) -> bool {
+        false
+    }
+
+    fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
+        if problem.layout != Layout::Tn {
+            return Err(format!(
+                "layout {}: the sm90 kernel takes A row-major and B column-major (layout tn)",
+                problem.layout.name()
+            ));
+        }
+        if !problem.shape.k.is_multiple_of(8) {
+            return Err(format!("K = {} is not a multiple of 8 (TMA needs 16-byte row strides)", problem.shape.k));
+        }
+        Ok(())
+    }
+
+    fn prepare(&mut self, _gpu: &Gpu, problem: &GemmProblem) -> Result<()> {
+        if self.problem != Some(*problem) {
+            // Buffers of an earlier problem are gone, and their addresses may come back with other shapes.
+            self.bf16_plans.clear();
+            self.f16_plans.clear();
+            self.problem = Some(*problem);
+        }
+        Ok(())
+    }
+
+    fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        self.prepare(gpu, problem)?;
+        match operands {
+            Operands::Bf16 { a, b, .. } => plan_for(&mut self.bf16_plans, gpu, problem, a, b).map(drop),
+            Operands::F16 { a, b, .. } => plan_for(&mut self.f16_plans, gpu, problem, a, b).map(drop),
+        }
+    }
+
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        self.prepare(gpu, problem)?;
+        match operands {
+            Operands::Bf16 { a, b, c } => plan_for(&mut self.bf16_plans, gpu, problem, a, b)?.launch(gpu, a, b, c),
+            Operands::F16 { a, b, c } => plan_for(&mut self.f16_plans, gpu, problem, a, b)?.launch(gpu, a, b, c),
+        }
+    }
+}
