@@ -1,7 +1,7 @@
 //! The Hopper GEMM on the GPU against float64 references, and its argument checks.
 
 use half::{bf16, f16};
-use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Order};
+use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Order, Variant};
 use oxtile::reference::fresh_seed;
 use oxtile::verify::{self, CheckElement, CheckReport, GEMM_SHAPES};
 use oxtile::{Error, Gpu};
@@ -25,13 +25,20 @@ fn assert_pass<T: CheckElement>(gpu: &Gpu, shapes: &[(usize, usize, usize)], opt
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
-    assert_pass::<bf16>(&gpu(), GEMM_SHAPES, GemmOptions::default());
+    let gpu = gpu();
+    for variant in [Variant::Single, Variant::Cluster2] {
+        assert_pass::<bf16>(&gpu, GEMM_SHAPES, GemmOptions { variant, ..GemmOptions::default() });
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f16_tn_matches_reference() {
-    assert_pass::<f16>(&gpu(), &[(1, 1, 8), (1000, 1000, 1000), (257, 129, 136)], GemmOptions::default());
+    let gpu = gpu();
+    for variant in [Variant::Single, Variant::Cluster2] {
+        let options = GemmOptions { variant, ..GemmOptions::default() };
+        assert_pass::<f16>(&gpu, &[(1, 1, 8), (1000, 1000, 1000), (257, 129, 136)], options);
+    }
 }
 
 #[test]
@@ -39,7 +46,13 @@ fn f16_tn_matches_reference() {
 fn alpha_and_beta_scale_product_and_existing_output() {
     let gpu = gpu();
     for (alpha, beta) in [(2.0, 0.0), (1.0, 1.0), (-0.5, 0.75)] {
-        assert_pass::<bf16>(&gpu, &[(333, 777, 264)], GemmOptions { alpha, beta, ..GemmOptions::default() });
+        for variant in [Variant::Single, Variant::Cluster2] {
+            assert_pass::<bf16>(
+                &gpu,
+                &[(333, 777, 264)],
+                GemmOptions { alpha, beta, variant, ..GemmOptions::default() },
+            );
+        }
     }
 }
 

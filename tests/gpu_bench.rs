@@ -226,3 +226,43 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_its_layout_only() {
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
     assert!(ours.error.as_deref().is_some_and(|e| e.starts_with("unsupported")), "{ours:?}");
 }
+
+/// cuBLASLt computing the wrong product (B's storage read as the other order): a fast wrong kernel.
+struct Wrong(CublasLt);
+
+impl GemmContender for Wrong {
+    fn name(&self) -> &str {
+        "wrong"
+    }
+
+    fn is_peer(&self) -> bool {
+        false
+    }
+
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> oxtile::Result<()> {
+        let swapped = if problem.layout == Layout::Tt { Layout::Tn } else { Layout::Tt };
+        self.0.launch(gpu, &GemmProblem { layout: swapped, ..*problem }, operands)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_wrong_result_fails_the_cross_check() {
+    let gpu = gpu();
+    let info = DeviceInfo::query(&gpu).unwrap();
+    let pool = InputPool::new(fresh_seed());
+    let mut contenders: Vec<Box<dyn GemmContender>> =
+        vec![Box::new(CublasLt::new(&gpu).unwrap()), Box::new(Wrong(CublasLt::new(&gpu).unwrap()))];
+    let config = GemmBenchConfig {
+        timing: TimingConfig { warmup: 1, runs: 3, ..TimingConfig::default() },
+        ..Default::default()
+    };
+    let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let mut rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
+    assert_eq!(rows[0].check.as_deref(), Some("ref"));
+    assert_eq!(rows[1].check.as_deref(), Some("FAIL"), "{:?}", rows[1]);
+    assert!(rows[1].max_rel_err.unwrap() > 0.1 && rows[1].failed_check());
+    // The table says so.
+    report::fill_ratios(&mut rows, gemm::BASELINE);
+    assert!(report::render_table(&rows, gemm::BASELINE).contains("FAIL"));
+}

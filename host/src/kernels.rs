@@ -37,6 +37,8 @@ pub const EXP2_F32: Kernel = Kernel::hopper("exp2_f32");
 
 pub const GEMM_BF16_TN_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_sm90");
 pub const GEMM_F16_TN_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_sm90");
+pub const GEMM_BF16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_sm90");
+pub const GEMM_F16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_c2_sm90");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
@@ -50,6 +52,8 @@ pub const ALL: &[Kernel] = &[
     EXP2_F32,
     GEMM_BF16_TN_SM90,
     GEMM_F16_TN_SM90,
+    GEMM_BF16_TN_C2_SM90,
+    GEMM_F16_TN_C2_SM90,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
 ];

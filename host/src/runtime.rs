@@ -104,3 +104,55 @@ impl Gpu {
         }
     }
 }
+
+/// A launch in thread-block clusters, which cudarc's launch builder does not offer: `cuLaunchKernelEx` with
+/// the cluster-dimension attribute.
+pub struct ClusterLaunch {
+    pub grid_dim: (u32, u32, u32),
+    pub block_dim: (u32, u32, u32),
+    pub cluster_dim: (u32, u32, u32),
+    pub shared_mem_bytes: u32,
+}
+
+impl Gpu {
+    /// Launches `function` on this GPU's stream with `args` (pointers to each argument's value, in order).
+    ///
+    /// # Safety
+    /// `args` matches the kernel's signature and every pointer it passes is valid for the kernel's accesses;
+    /// the grid is a multiple of the cluster shape.
+    pub unsafe fn launch_cluster(
+        &self,
+        kernel: &'static str,
+        function: &CudaFunction,
+        launch: &ClusterLaunch,
+        args: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
+        use cudarc::driver::sys;
+        self.ctx.bind_to_thread()?;
+        // SAFETY: zeroed is a valid bit pattern for this plain C union; only clusterDim is set.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        let (x, y, z) = launch.cluster_dim;
+        value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+        let mut attributes = [sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        }];
+        let config = sys::CUlaunchConfig {
+            gridDimX: launch.grid_dim.0,
+            gridDimY: launch.grid_dim.1,
+            gridDimZ: launch.grid_dim.2,
+            blockDimX: launch.block_dim.0,
+            blockDimY: launch.block_dim.1,
+            blockDimZ: launch.block_dim.2,
+            sharedMemBytes: launch.shared_mem_bytes,
+            hStream: self.stream.cu_stream(),
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: attributes.len() as u32,
+        };
+        // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
+        unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .map_err(|source| Error::Launch { kernel, source })
+    }
+}

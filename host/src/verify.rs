@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::error::Result;
 use crate::ops::elementwise;
-use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmShape, Order};
+use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmShape, Order, Variant};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
 
@@ -61,7 +61,10 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
     }
     for (i, &(m, n, k)) in GEMM_SHAPES.iter().enumerate() {
         let shape = GemmShape::new(m, n, k);
-        reports.push(gemm_check::<bf16>(gpu, shape, GemmOptions::default(), seed + 100 + i as u64)?);
+        for variant in [Variant::Single, Variant::Cluster2] {
+            let options = GemmOptions { variant, ..GemmOptions::default() };
+            reports.push(gemm_check::<bf16>(gpu, shape, options, seed + 100 + i as u64)?);
+        }
     }
     let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..GemmOptions::default() };
     reports.push(gemm_check::<bf16>(gpu, GemmShape::new(1000, 1000, 1000), scaled, seed + 200)?);
@@ -134,7 +137,9 @@ pub fn gemm_check<T: CheckElement>(
     let stream = gpu.stream();
     let (a_dev, b_dev) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
     let mut d_dev = stream.clone_htod(&d_in)?;
-    gemm::gemm(gpu, shape, &a_dev, &b_dev, &mut d_dev, options)?;
+    let plan = gemm::GemmPlan::new(gpu, shape, options, &a_dev, &b_dev)?;
+    let kernel = plan.kernel();
+    plan.launch(gpu, &a_dev, &b_dev, &mut d_dev)?;
     let d = stream.clone_dtoh(&d_dev)?;
 
     let a_at = |i: usize, p: usize| match options.a_order {
@@ -168,10 +173,11 @@ pub fn gemm_check<T: CheckElement>(
     );
     comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
     let layout = match (options.a_order, options.b_order) {
-        (Order::RowMajor, Order::RowMajor) => "nn",
-        (Order::RowMajor, Order::ColMajor) => "nt",
-        (Order::ColMajor, Order::RowMajor) => "tn",
-        (Order::ColMajor, Order::ColMajor) => "tt",
+        // BLAS letters per operand, as `oxtile bench` writes them: t = row-major, n = column-major.
+        (Order::RowMajor, Order::RowMajor) => "tt",
+        (Order::RowMajor, Order::ColMajor) => "tn",
+        (Order::ColMajor, Order::RowMajor) => "nt",
+        (Order::ColMajor, Order::ColMajor) => "nn",
     };
     let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
         String::new()
@@ -179,7 +185,7 @@ pub fn gemm_check<T: CheckElement>(
         format!(" a={} b={}", options.alpha, options.beta)
     };
     Ok(CheckReport {
-        kernel: T::KERNEL.name,
+        kernel: kernel.name,
         problem: format!("{m}x{n}x{k} {layout} {}{scalars}", T::NAME),
         comparison,
         bound: T::BOUND,

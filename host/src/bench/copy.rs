@@ -47,7 +47,7 @@ pub fn bench_memory(
         ));
     }
     let l2 = if info.l2_bytes > 0 { info.l2_bytes } else { 128 << 20 };
-    let sets = rotation_sets(2 * bytes, l2, 3.0, 64, budget);
+    let sets = rotation_sets(2 * bytes, l2, 3.0, 1024, budget);
     let stream = gpu.stream();
     let shape = size_name(bytes);
     let mut rows = Vec::new();

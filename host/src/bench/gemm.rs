@@ -313,7 +313,13 @@ pub trait GemmContender {
 /// then time it, and the harness checks its output against cuBLASLt's.
 pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     let _ = gpu;
-    Ok(vec![Box::new(super::oxtile::OxtileSm90::new())])
+    use super::oxtile::OxtileSm90;
+    use crate::ops::gemm::Variant;
+    Ok(vec![
+        Box::new(OxtileSm90::new()),
+        Box::new(OxtileSm90::variant("oxtile-c1", Variant::Single)),
+        Box::new(OxtileSm90::variant("oxtile-c2", Variant::Cluster2)),
+    ])
 }
 
 /// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), then
@@ -423,12 +429,13 @@ pub struct GemmBenchConfig {
     pub check: bool,
     /// Rotate through enough input sets to exceed this many L2s.
     pub l2_multiple: f64,
+    /// At most this many sets (a 64×64×64 problem would want thousands).
     pub max_sets: usize,
 }
 
 impl Default for GemmBenchConfig {
     fn default() -> GemmBenchConfig {
-        GemmBenchConfig { timing: TimingConfig::default(), check: true, l2_multiple: 3.0, max_sets: 64 }
+        GemmBenchConfig { timing: TimingConfig::default(), check: true, l2_multiple: 3.0, max_sets: 1024 }
     }
 }
 

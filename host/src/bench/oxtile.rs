@@ -5,7 +5,7 @@ use half::{bf16, f16};
 
 use super::gemm::{GemmContender, GemmProblem, Layout, Operands};
 use crate::error::Result;
-use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan};
+use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Variant};
 use crate::runtime::Gpu;
 
 pub const OXTILE: &str = "oxtile";
@@ -16,16 +16,29 @@ type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 /// The sm90 TN GEMM through [`ops_gemm::GemmPlan`]: A row-major, B column-major (layout `tn`), C row-major,
 /// bf16 or fp16 with fp32 accumulation, alpha = 1, beta = 0. One plan is made per input set, in
 /// [`GemmContender::bind`], so the timed launches pay only the launch.
-#[derive(Default)]
 pub struct OxtileSm90 {
+    name: &'static str,
+    variant: Variant,
     problem: Option<GemmProblem>,
     bf16_plans: Plans<bf16>,
     f16_plans: Plans<f16>,
 }
 
 impl OxtileSm90 {
+    /// The library's choice of kernel per shape, as users get it.
     pub fn new() -> OxtileSm90 {
-        OxtileSm90::default()
+        OxtileSm90::variant(OXTILE, Variant::Auto)
+    }
+
+    /// One kernel variant forced, to measure what a design choice is worth.
+    pub fn variant(name: &'static str, variant: Variant) -> OxtileSm90 {
+        OxtileSm90 { name, variant, problem: None, bf16_plans: Vec::new(), f16_plans: Vec::new() }
+    }
+}
+
+impl Default for OxtileSm90 {
+    fn default() -> Self {
+        OxtileSm90::new()
     }
 }
 
@@ -38,6 +51,7 @@ fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
 /// The plan for these buffers, made on first use.
 fn plan_for<'p, T: ops_gemm::GemmElement>(
     plans: &'p mut Plans<T>,
+    variant: Variant,
     gpu: &Gpu,
     problem: &GemmProblem,
     a: &CudaSlice<T>,
@@ -48,7 +62,7 @@ fn plan_for<'p, T: ops_gemm::GemmElement>(
         Some(index) => index,
         None => {
             let shape = ops_gemm::GemmShape::new(problem.shape.m, problem.shape.n, problem.shape.k);
-            plans.push((key, GemmPlan::new(gpu, shape, GemmOptions::default(), a, b)?));
+            plans.push((key, GemmPlan::new(gpu, shape, GemmOptions { variant, ..GemmOptions::default() }, a, b)?));
             plans.len() - 1
         }
     };
@@ -57,7 +71,7 @@ fn plan_for<'p, T: ops_gemm::GemmElement>(
 
 impl GemmContender for OxtileSm90 {
     fn name(&self) -> &str {
-        OXTILE
+        self.name
     }
 
     fn is_peer(&self) -> bool {
@@ -90,16 +104,20 @@ impl GemmContender for OxtileSm90 {
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
         match operands {
-            Operands::Bf16 { a, b, .. } => plan_for(&mut self.bf16_plans, gpu, problem, a, b).map(drop),
-            Operands::F16 { a, b, .. } => plan_for(&mut self.f16_plans, gpu, problem, a, b).map(drop),
+            Operands::Bf16 { a, b, .. } => plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b).map(drop),
+            Operands::F16 { a, b, .. } => plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b).map(drop),
         }
     }
 
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
         match operands {
-            Operands::Bf16 { a, b, c } => plan_for(&mut self.bf16_plans, gpu, problem, a, b)?.launch(gpu, a, b, c),
-            Operands::F16 { a, b, c } => plan_for(&mut self.f16_plans, gpu, problem, a, b)?.launch(gpu, a, b, c),
+            Operands::Bf16 { a, b, c } => {
+                plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b)?.launch(gpu, a, b, c)
+            }
+            Operands::F16 { a, b, c } => {
+                plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b)?.launch(gpu, a, b, c)
+            }
         }
     }
 }

@@ -4,14 +4,14 @@
 //! row-major and B column-major ("TN"). Every argument is checked before launch.
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 use oxtile_abi::GEMM_SM90_128X256 as TILE;
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
-use crate::runtime::Gpu;
+use crate::runtime::{ClusterLaunch, Gpu};
 use crate::tma::{self, Tile2d};
 
 const OP: &str = "gemm";
@@ -41,34 +41,67 @@ impl GemmShape {
     }
 }
 
-/// Operand orders and the epilogue's scalars. The default is TN with D = A·B.
+/// Which sm90 kernel runs a problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Variant {
+    /// The heuristic's choice for the shape.
+    #[default]
+    Auto,
+    /// One block per 128×256 tile.
+    Single,
+    /// Clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
+    Cluster2,
+}
+
+/// Operand orders, the epilogue's scalars and the kernel variant. The default is A row-major, B column-major
+/// (both K-major) with D = A·B.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOptions {
     pub a_order: Order,
     pub b_order: Order,
     pub alpha: f32,
     pub beta: f32,
+    pub variant: Variant,
 }
 
 impl Default for GemmOptions {
     fn default() -> Self {
-        GemmOptions { a_order: Order::RowMajor, b_order: Order::ColMajor, alpha: 1.0, beta: 0.0 }
+        GemmOptions {
+            a_order: Order::RowMajor,
+            b_order: Order::ColMajor,
+            alpha: 1.0,
+            beta: 0.0,
+            variant: Variant::Auto,
+        }
+    }
+}
+
+impl Variant {
+    /// Blocks per cluster for `shape`: pairs need two tile rows to share B.
+    fn cluster_size(self, shape: GemmShape) -> u32 {
+        match self {
+            Variant::Single => 1,
+            Variant::Cluster2 => 2,
+            Variant::Auto if shape.m > TILE.tile_m as usize => 2,
+            Variant::Auto => 1,
+        }
     }
 }
 
 /// The 16-bit input types the tensor-core kernels take.
 pub trait GemmElement: cudarc::driver::DeviceRepr {
-    const KERNEL: Kernel;
+    /// The kernel for clusters of 1 and of 2 blocks.
+    const KERNELS: [Kernel; 2];
     const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmElement for bf16 {
-    const KERNEL: Kernel = kernels::GEMM_BF16_TN_SM90;
+    const KERNELS: [Kernel; 2] = [kernels::GEMM_BF16_TN_SM90, kernels::GEMM_BF16_TN_C2_SM90];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
 impl GemmElement for f16 {
-    const KERNEL: Kernel = kernels::GEMM_F16_TN_SM90;
+    const KERNELS: [Kernel; 2] = [kernels::GEMM_F16_TN_SM90, kernels::GEMM_F16_TN_C2_SM90];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
@@ -77,11 +110,12 @@ impl GemmElement for f16 {
 pub struct GemmPlan<T: GemmElement> {
     shape: GemmShape,
     options: GemmOptions,
+    kernel: Kernel,
     function: CudaFunction,
     tensor_maps: CudaSlice<u64>,
     a_address: u64,
     b_address: u64,
-    config: LaunchConfig,
+    launch: ClusterLaunch,
     _element: std::marker::PhantomData<T>,
 }
 
@@ -120,37 +154,49 @@ impl<T: GemmElement> GemmPlan<T> {
             box_rows,
             box_cols: TILE.tile_k,
         };
+        // In a cluster each block loads (and multicasts) its share of the B tile's rows.
+        let cluster = options.variant.cluster_size(shape);
         let maps = [
             operand(a_address, shape.m, TILE.tile_m).encode(OP)?,
-            operand(b_address, shape.n, TILE.tile_n).encode(OP)?,
+            operand(b_address, shape.n, TILE.tile_n / cluster).encode(OP)?,
         ];
         let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
 
-        let function = gpu.function(T::KERNEL)?;
+        let kernel = T::KERNELS[cluster as usize - 1];
+        let function = gpu.function(kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             TILE.smem_bytes() as i32,
         )?;
-        let tiles = shape.m.div_ceil(TILE.tile_m as usize) * shape.n.div_ceil(TILE.tile_n as usize);
-        let config = LaunchConfig {
-            grid_dim: (tiles.min(gpu.sm_count() as usize) as u32, 1, 1),
+        // Persistent: at most one block per SM, whole clusters, each cluster walking cluster tiles.
+        let cluster_tiles = shape.m.div_ceil((TILE.tile_m * cluster) as usize) * shape.n.div_ceil(TILE.tile_n as usize);
+        let clusters = cluster_tiles.min((gpu.sm_count() / cluster) as usize) as u32;
+        let launch = ClusterLaunch {
+            grid_dim: (clusters * cluster, 1, 1),
             block_dim: (TILE.threads(), 1, 1),
+            cluster_dim: (cluster, 1, 1),
             shared_mem_bytes: TILE.smem_bytes(),
         };
         Ok(GemmPlan {
             shape,
             options,
+            kernel,
             function,
             tensor_maps,
             a_address,
             b_address,
-            config,
+            launch,
             _element: std::marker::PhantomData,
         })
     }
 
     pub fn shape(&self) -> GemmShape {
         self.shape
+    }
+
+    /// The kernel the plan launches.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// D = alpha·A·B + beta·D with the A and B the plan was made for.
@@ -170,23 +216,23 @@ impl<T: GemmElement> GemmPlan<T> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
         let (maps, _maps_use) = self.tensor_maps.device_ptr(gpu.stream());
         let map_b = maps + std::mem::size_of::<cudarc::driver::sys::CUtensorMap>() as u64;
-        let (m, n, k, ldd) = (m as u32, n as u32, k as u32, n as u32);
-        let mut launch = gpu.stream().launch_builder(&self.function);
-        launch
-            .arg(&maps)
-            .arg(&map_b)
-            .arg(&d_address)
-            .arg(&m)
-            .arg(&n)
-            .arg(&k)
-            .arg(&ldd)
-            .arg(&self.options.alpha)
-            .arg(&self.options.beta);
+        let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
+        let (mut map_a, mut map_b, mut d_address) = (maps, map_b, d_address);
+        let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
+        let mut args = [
+            arg(&mut map_a),
+            arg(&mut map_b),
+            arg(&mut d_address),
+            arg(&mut m),
+            arg(&mut n),
+            arg(&mut k),
+            arg(&mut ldd),
+            arg(&mut alpha),
+            arg(&mut beta),
+        ];
         // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B (checked above), D
-        // holds M×N elements, 16-byte aligned; block and shared-memory sizes are the kernel's own (oxtile-abi).
-        unsafe { launch.launch(self.config) }
-            .map(drop)
-            .map_err(|source| Error::Launch { kernel: T::KERNEL.name, source })
+        // holds M×N elements, 16-byte aligned; block, cluster and shared-memory sizes are the kernel's own.
+        unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args) }
     }
 }
 
@@ -200,6 +246,10 @@ pub fn gemm<T: GemmElement>(
     options: GemmOptions,
 ) -> Result<()> {
     GemmPlan::new(gpu, shape, options, a, b)?.launch(gpu, a, b, d)
+}
+
+fn arg<T>(value: &mut T) -> *mut std::ffi::c_void {
+    value as *mut T as *mut std::ffi::c_void
 }
 
 fn check_shape(shape: GemmShape) -> Result<()> {

@@ -43,6 +43,19 @@ pub unsafe fn arrive(bar: u32) {
     unsafe { core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{bar}];", bar = in(reg32) bar, options(nostack)) };
 }
 
+/// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on a barrier in any block of the cluster,
+/// `bar` being a `.shared::cluster` address from [`crate::arch::cluster::map_shared`].
+///
+/// # Safety
+/// `bar` is an initialized barrier of a block in this cluster that is still running.
+#[inline(always)]
+pub unsafe fn arrive_cluster(bar: u32) {
+    unsafe {
+        core::arch::asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{bar}];", bar = in(reg32) bar,
+            options(nostack));
+    }
+}
+
 /// `mbarrier.try_wait.parity`: whether the phase with parity `phase` has completed (the hardware may
 /// suspend the thread for a while before answering false).
 ///

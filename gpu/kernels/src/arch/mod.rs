@@ -5,6 +5,7 @@
 //! addresses (what [`smem::dynamic_smem_base`] returns), never generic pointers.
 
 pub mod barrier;
+pub mod cluster;
 pub mod convert;
 pub mod mbarrier;
 pub mod mufu;

@@ -27,3 +27,19 @@ pub unsafe fn load_2d(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32) {
             options(nostack));
     }
 }
+
+/// As [`load_2d`], but the box lands at the same shared-memory offset `dst` in every block of the cluster
+/// whose bit is set in `block_mask`, each signalling its own barrier at offset `bar`
+/// (`.multicast::cluster`).
+///
+/// # Safety
+/// As [`load_2d`], in every block of the mask; each of their barriers expects these bytes.
+#[inline(always)]
+pub unsafe fn load_2d_multicast(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32, block_mask: u16) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{dst}], [{map}, {{{x}, {y}}}], [{bar}], {mask};",
+            dst = in(reg32) dst, map = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y, bar = in(reg32) bar,
+            mask = in(reg16) block_mask, options(nostack));
+    }
+}

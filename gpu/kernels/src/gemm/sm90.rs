@@ -10,6 +10,9 @@
 //!   and frees the stage that the previous group read;
 //! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
 //!   while the producer is already loading the next tile's stages.
+//!
+//! The `_c2` kernels run in clusters of two blocks that share the B tile: each block's producer loads half of it
+//! and multicasts that half into both blocks' rings, halving B's traffic from L2.
 
 use oxtile_abi::{GEMM_SM90_128X256 as CFG, GemmTile};
 
@@ -18,7 +21,7 @@ use seq_macro::seq;
 use super::schedule::TileScheduler;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{barrier, convert, setmaxnreg, smem, tma, wgmma};
+use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, tma, wgmma};
 
 const STAGES: u32 = CFG.stages;
 type Ring = RingState<STAGES>;
@@ -88,79 +91,83 @@ impl Element for F16 {
 const K_STEP_BYTES: u32 = 16 * CFG.element_bytes;
 const K_STEPS: u32 = CFG.tile_k / 16;
 
-/// Kernel arguments, in the order the host pushes them.
-///
-/// # Safety
-/// `tensor_map_a` / `tensor_map_b` are tensor maps over A (dims K, M) and B (dims K, N) with boxes of
-/// 64×128 and 64×256 and 128-byte swizzle; `d` holds M×N elements row-major with leading dimension `ldd`
-/// (even, 4-byte aligned base); launched with `CFG.threads()` threads and `CFG.smem_bytes()` bytes of dynamic
-/// shared memory.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_128x256_sm90(
-    tensor_map_a: u64,
-    tensor_map_b: u64,
-    d: *mut u16,
-    m: u32,
-    n: u32,
-    k: u32,
-    ldd: u32,
-    alpha: f32,
-    beta: f32,
-) {
-    unsafe { gemm_tn::<Bf16>(tensor_map_a, tensor_map_b, d, m, n, k, ldd, alpha, beta) }
+/// Defines one exported kernel over [`gemm_tn`]; the host pushes the arguments in this order.
+macro_rules! gemm_kernel {
+    ($(#[$doc:meta])* $name:ident, $element:ty, cluster = $cluster:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `tensor_map_a` / `tensor_map_b` are tensor maps over A (dims K, M) and B (dims K, N), 128-byte
+        /// swizzled, with boxes of 64×`tile_m` and 64×(`tile_n` / cluster); `d` holds M×N elements row-major with
+        /// leading dimension `ldd` (4-byte aligned base); launched with `CFG.threads()` threads,
+        /// `CFG.smem_bytes()` bytes of dynamic shared memory, clusters of (cluster, 1, 1) and a grid that is a
+        /// multiple of the cluster size.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            tensor_map_a: u64,
+            tensor_map_b: u64,
+            d: *mut u16,
+            m: u32,
+            n: u32,
+            k: u32,
+            ldd: u32,
+            alpha: f32,
+            beta: f32,
+        ) {
+            let out = Output { d, ldd, m, n, alpha, beta };
+            unsafe { gemm_tn::<$element, $cluster>(tensor_map_a, tensor_map_b, k, out) }
+        }
+        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    };
 }
-crate::launch_bounds!(gemm_bf16_tn_128x256_sm90, max_threads = 384, min_blocks = 1);
 
-/// As [`gemm_bf16_tn_128x256_sm90`], for f16.
-///
-/// # Safety
-/// As [`gemm_bf16_tn_128x256_sm90`].
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn gemm_f16_tn_128x256_sm90(
-    tensor_map_a: u64,
-    tensor_map_b: u64,
-    d: *mut u16,
-    m: u32,
-    n: u32,
-    k: u32,
-    ldd: u32,
-    alpha: f32,
-    beta: f32,
-) {
-    unsafe { gemm_tn::<F16>(tensor_map_a, tensor_map_b, d, m, n, k, ldd, alpha, beta) }
-}
-crate::launch_bounds!(gemm_f16_tn_128x256_sm90, max_threads = 384, min_blocks = 1);
+gemm_kernel!(
+    /// bf16 GEMM, one block per tile.
+    gemm_bf16_tn_128x256_sm90, Bf16, cluster = 1
+);
+gemm_kernel!(
+    /// f16 GEMM, one block per tile.
+    gemm_f16_tn_128x256_sm90, F16, cluster = 1
+);
+gemm_kernel!(
+    /// bf16 GEMM, clusters of two blocks on vertically adjacent tiles sharing B by TMA multicast.
+    gemm_bf16_tn_128x256_c2_sm90, Bf16, cluster = 2
+);
+gemm_kernel!(
+    /// f16 GEMM, clusters of two blocks on vertically adjacent tiles sharing B by TMA multicast.
+    gemm_f16_tn_128x256_c2_sm90, F16, cluster = 2
+);
 
-#[allow(clippy::too_many_arguments)]
+/// The data path. With `CLUSTER` = 2 the blocks of a cluster compute tiles (2i, j) and (2i + 1, j): each loads
+/// its own A box and half of the shared B box, multicast into both blocks; a stage is refilled only after the
+/// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
 #[inline(always)]
-unsafe fn gemm_tn<E: Element>(
-    tensor_map_a: u64,
-    tensor_map_b: u64,
-    d: *mut u16,
-    m: u32,
-    n: u32,
-    k: u32,
-    ldd: u32,
-    alpha: f32,
-    beta: f32,
-) {
+unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b: u64, k: u32, out: Output) {
     let smem = SmemMap { base: smem::dynamic_smem_base() };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % GemmTile::WARPGROUP_THREADS;
+    let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
     if thread_idx_x() == 0 {
         for stage in 0..STAGES {
             unsafe {
                 mbarrier::init(smem.full(stage), 1);
-                mbarrier::init(smem.empty(stage), CFG.consumers);
+                mbarrier::init(smem.empty(stage), CFG.consumers * CLUSTER);
             }
         }
         mbarrier::fence_init();
     }
-    barrier::sync_threads();
+    // Peers multicast into this block's ring and arrive on its barriers: all must be initialized first.
+    if CLUSTER > 1 {
+        cluster::sync();
+    } else {
+        barrier::sync_threads();
+    }
 
-    let scheduler = TileScheduler::new(m, n, CFG.tile_m, CFG.tile_n);
+    // Work items are cluster tiles: CLUSTER vertically adjacent output tiles.
+    let scheduler = TileScheduler::new(out.m, out.n, CFG.tile_m * CLUSTER, CFG.tile_n);
     let k_tiles = k.div_ceil(CFG.tile_k);
-    let (first_tile, tile_stride) = (block_idx_x(), grid_dim_x());
+    let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
+    let b_rows_per_block = CFG.tile_n / CLUSTER;
 
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
@@ -168,15 +175,22 @@ unsafe fn gemm_tn<E: Element>(
             tma::prefetch_tensormap(tensor_map_a);
             tma::prefetch_tensormap(tensor_map_b);
             let mut ring = Ring::START;
-            for tile in scheduler.tiles_from(first_tile, tile_stride) {
+            for tile in scheduler.tiles_from(first, stride) {
+                let a_row = ((tile.m * CLUSTER + rank) * CFG.tile_m) as i32;
+                let b_row = (tile.n * CFG.tile_n + rank * b_rows_per_block) as i32;
                 for k_tile in 0..k_tiles {
                     let x = (k_tile * CFG.tile_k) as i32;
+                    let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
-                        mbarrier::wait(smem.empty(ring.stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(smem.full(ring.stage), CFG.stage_bytes());
-                        let full = smem.full(ring.stage);
-                        tma::load_2d(smem.a(ring.stage), tensor_map_a, x, (tile.m * CFG.tile_m) as i32, full);
-                        tma::load_2d(smem.b(ring.stage), tensor_map_b, x, (tile.n * CFG.tile_n) as i32, full);
+                        mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
+                        mbarrier::arrive_expect_tx(full, CFG.stage_bytes());
+                        tma::load_2d(smem.a(stage), tensor_map_a, x, a_row, full);
+                        let b_half = smem.b(stage) + rank * b_rows_per_block * CFG.tile_k * CFG.element_bytes;
+                        if CLUSTER > 1 {
+                            tma::load_2d_multicast(b_half, tensor_map_b, x, b_row, full, (1 << CLUSTER) - 1);
+                        } else {
+                            tma::load_2d(b_half, tensor_map_b, x, b_row, full);
+                        }
                     }
                     ring.advance();
                 }
@@ -186,9 +200,20 @@ unsafe fn gemm_tn<E: Element>(
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
         let a_rows_offset = consumer * CFG.consumer_rows() * CFG.tile_k * CFG.element_bytes;
+        let release = |stage: u32| {
+            if thread == 0 {
+                for peer in 0..CLUSTER {
+                    if CLUSTER > 1 {
+                        unsafe { mbarrier::arrive_cluster(cluster::map_shared(smem.empty(stage), peer)) };
+                    } else {
+                        unsafe { mbarrier::arrive(smem.empty(stage)) };
+                    }
+                }
+            }
+        };
         let mut acc = [0f32; 128];
         let mut ring = Ring::START;
-        for tile in scheduler.tiles_from(first_tile, tile_stride) {
+        for tile in scheduler.tiles_from(first, stride) {
             let mut reading: Option<u32> = None;
             for k_tile in 0..k_tiles {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
@@ -202,20 +227,21 @@ unsafe fn gemm_tn<E: Element>(
                 // The group before this one has finished reading its stage: hand that stage back.
                 wgmma::wait_group::<1>();
                 if let Some(stage) = reading.replace(ring.stage) {
-                    if thread == 0 {
-                        unsafe { mbarrier::arrive(smem.empty(stage)) };
-                    }
+                    release(stage);
                 }
                 ring.advance();
             }
             wgmma::wait_group::<0>();
-            if let (Some(stage), 0) = (reading, thread) {
-                unsafe { mbarrier::arrive(smem.empty(stage)) };
+            if let Some(stage) = reading {
+                release(stage);
             }
-            let row0 = tile.m * CFG.tile_m + consumer * CFG.consumer_rows();
-            let out = Output { d, ldd, m, n, alpha, beta };
+            let row0 = (tile.m * CLUSTER + rank) * CFG.tile_m + consumer * CFG.consumer_rows();
             unsafe { out.store_fragment::<E>(&acc, row0, tile.n * CFG.tile_n, thread) };
         }
+    }
+    // No block may leave while a peer can still multicast into it or arrive on its barriers.
+    if CLUSTER > 1 {
+        cluster::sync();
     }
 }
 

@@ -21,7 +21,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum What {
-    /// GEMM: cuBLASLt and cublasGemmEx in this process (and oxtile's GEMM once it exists), outputs cross-checked.
+    /// GEMM: oxtile's kernels beside cuBLASLt and cublasGemmEx in this process, outputs cross-checked.
     Gemm(GemmArgs),
     /// Attention: no oxtile kernel yet; shows the rows of torch_reference.py given with --peers.
     Attn(AttnArgs),
@@ -224,7 +224,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         config.l2_multiple
     );
     if !has_ours {
-        println!("# no oxtile GEMM yet: the table holds the cuBLAS peers only");
+        println!("# no oxtile GEMM registered: the table holds the cuBLAS peers only");
     }
     println!("# layouts (A, B; t = row-major, n = column-major): torch_reference.py's rows are tt");
 
@@ -250,6 +250,22 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         }
     }
     progress.finish();
+    // A contender that does not take a problem (oxtile's kernel takes layout tn only) gets one line, not a row
+    // per problem.
+    let (skipped, mut rows): (Vec<Row>, Vec<Row>) =
+        rows.into_iter().partition(|r| r.error.as_deref().is_some_and(|e| e.starts_with("unsupported")));
+    let mut reasons: Vec<(String, String)> = Vec::new();
+    for row in &skipped {
+        let reason = (row.implementation.clone(), row.error.clone().unwrap_or_default());
+        if !reasons.contains(&reason) {
+            reasons.push(reason);
+        }
+    }
+    for (implementation, reason) in &reasons {
+        let count =
+            skipped.iter().filter(|r| r.implementation == *implementation && r.error.as_ref() == Some(reason)).count();
+        println!("# {implementation} skipped {count} problems, {reason}");
+    }
 
     let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();
     merge_peers(&args.output, &mut rows, |row| row.op == "gemm" && names.contains(&row.shape))?;
