@@ -14,12 +14,12 @@ pub fn block_rank() -> u32 {
 }
 
 /// `barrier.cluster.arrive.release` then `barrier.cluster.wait.acquire`: every thread of every block of the
-/// cluster meets here; shared-memory writes before it are visible cluster-wide after it.
+/// cluster meets here; shared-memory writes before it are visible cluster-wide after it. Not `.aligned`: threads
+/// of a warp may arrive at different times (a producer warp whose one issuing thread is still looping).
 #[inline(always)]
 pub fn sync() {
     unsafe {
-        core::arch::asm!("barrier.cluster.arrive.release.aligned;", "barrier.cluster.wait.acquire.aligned;",
-            options(nostack));
+        core::arch::asm!("barrier.cluster.arrive.release;", "barrier.cluster.wait.acquire;", options(nostack));
     }
 }
 
