@@ -26,7 +26,7 @@ fn assert_pass<T: CheckElement>(gpu: &Gpu, shapes: &[(usize, usize, usize)], opt
 #[ignore = "needs a CUDA GPU"]
 fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
     let gpu = gpu();
-    for variant in [Variant::Single, Variant::Cluster2] {
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
         assert_pass::<bf16>(&gpu, GEMM_SHAPES, GemmOptions { variant, ..GemmOptions::default() });
     }
 }
@@ -35,7 +35,7 @@ fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
 #[ignore = "needs a CUDA GPU"]
 fn f16_tn_matches_reference() {
     let gpu = gpu();
-    for variant in [Variant::Single, Variant::Cluster2] {
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
         let options = GemmOptions { variant, ..GemmOptions::default() };
         assert_pass::<f16>(&gpu, &[(1, 1, 8), (1000, 1000, 1000), (257, 129, 136)], options);
     }
@@ -46,7 +46,7 @@ fn f16_tn_matches_reference() {
 fn alpha_and_beta_scale_product_and_existing_output() {
     let gpu = gpu();
     for (alpha, beta) in [(2.0, 0.0), (1.0, 1.0), (-0.5, 0.75)] {
-        for variant in [Variant::Single, Variant::Cluster2] {
+        for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
             assert_pass::<bf16>(
                 &gpu,
                 &[(333, 777, 264)],

@@ -39,6 +39,8 @@ pub const GEMM_BF16_TN_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_sm90"
 pub const GEMM_F16_TN_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_sm90");
 pub const GEMM_BF16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_sm90");
 pub const GEMM_F16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_c2_sm90");
+pub const GEMM_BF16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x64_sm90");
+pub const GEMM_F16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x64_sm90");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
@@ -54,6 +56,8 @@ pub const ALL: &[Kernel] = &[
     GEMM_F16_TN_SM90,
     GEMM_BF16_TN_C2_SM90,
     GEMM_F16_TN_C2_SM90,
+    GEMM_BF16_TN_NARROW_SM90,
+    GEMM_F16_TN_NARROW_SM90,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
 ];

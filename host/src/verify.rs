@@ -61,7 +61,7 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
     }
     for (i, &(m, n, k)) in GEMM_SHAPES.iter().enumerate() {
         let shape = GemmShape::new(m, n, k);
-        for variant in [Variant::Single, Variant::Cluster2] {
+        for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
             let options = GemmOptions { variant, ..GemmOptions::default() };
             reports.push(gemm_check::<bf16>(gpu, shape, options, seed + 100 + i as u64)?);
         }

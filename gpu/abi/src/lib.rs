@@ -59,10 +59,15 @@ impl GemmTile {
 pub const GEMM_SM90_128X256: GemmTile =
     GemmTile { tile_m: 128, tile_n: 256, tile_k: 64, stages: 4, consumers: 2, element_bytes: 2 };
 
+/// Hopper TN GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma.
+pub const GEMM_SM90_128X64: GemmTile =
+    GemmTile { tile_m: 128, tile_n: 64, tile_k: 64, stages: 8, consumers: 2, element_bytes: 2 };
+
 /// Shared memory one block may use on sm_90 (227 KiB of the SM's 228 KiB).
 pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // 128-byte swizzled tiles must start on 1024-byte boundaries.
 const _: () = assert!(
     GEMM_SM90_128X256.smem_a_bytes().is_multiple_of(1024) && GEMM_SM90_128X256.smem_b_bytes().is_multiple_of(1024)

@@ -317,8 +317,9 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     use crate::ops::gemm::Variant;
     Ok(vec![
         Box::new(OxtileSm90::new()),
-        Box::new(OxtileSm90::variant("oxtile-c1", Variant::Single)),
-        Box::new(OxtileSm90::variant("oxtile-c2", Variant::Cluster2)),
+        Box::new(OxtileSm90::variant("oxtile-wide", Variant::Wide)),
+        Box::new(OxtileSm90::variant("oxtile-wide-c2", Variant::WideCluster2)),
+        Box::new(OxtileSm90::variant("oxtile-narrow", Variant::Narrow)),
     ])
 }
 

@@ -6,7 +6,7 @@
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use oxtile_abi::GEMM_SM90_128X256 as TILE;
+use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
@@ -47,10 +47,46 @@ pub enum Variant {
     /// The heuristic's choice for the shape.
     #[default]
     Auto,
-    /// One block per 128×256 tile.
-    Single,
-    /// Clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
-    Cluster2,
+    /// 128×256 tiles, one block each: large problems.
+    Wide,
+    /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
+    WideCluster2,
+    /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
+    Narrow,
+}
+
+impl Variant {
+    /// The concrete kernel for `shape` on a GPU with `sm_count` SMs.
+    pub fn resolve(self, shape: GemmShape, sm_count: u32) -> Variant {
+        if self != Variant::Auto {
+            return self;
+        }
+        // Measured 2026-11-30 (docs/perf-notes.md): wide tiles win once they fill the GPU; with under half an
+        // SM's worth of wide tiles per SM, four times as many narrow ones do better.
+        let wide_tiles =
+            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        if 2 * wide_tiles <= sm_count as usize { Variant::Narrow } else { Variant::Wide }
+    }
+
+    fn tile(self) -> GemmTile {
+        match self {
+            Variant::Narrow => GEMM_SM90_128X64,
+            _ => GEMM_SM90_128X256,
+        }
+    }
+
+    fn cluster_size(self) -> u32 {
+        if self == Variant::WideCluster2 { 2 } else { 1 }
+    }
+
+    /// Index into [`GemmElement::KERNELS`].
+    fn kernel_index(self) -> usize {
+        match self {
+            Variant::Auto | Variant::Wide => 0,
+            Variant::WideCluster2 => 1,
+            Variant::Narrow => 2,
+        }
+    }
 }
 
 /// Operand orders, the epilogue's scalars and the kernel variant. The default is A row-major, B column-major
@@ -76,32 +112,22 @@ impl Default for GemmOptions {
     }
 }
 
-impl Variant {
-    /// Blocks per cluster for `shape`: pairs need two tile rows to share B.
-    fn cluster_size(self, _shape: GemmShape) -> u32 {
-        match self {
-            Variant::Single => 1,
-            Variant::Cluster2 => 2,
-            // Measured 2026-11-30: the cluster kernel ran at 0.56–0.67× the single-block one (docs/perf-notes.md).
-            Variant::Auto => 1,
-        }
-    }
-}
-
 /// The 16-bit input types the tensor-core kernels take.
 pub trait GemmElement: cudarc::driver::DeviceRepr {
-    /// The kernel for clusters of 1 and of 2 blocks.
-    const KERNELS: [Kernel; 2];
+    /// The kernels of [`Variant::Wide`], [`Variant::WideCluster2`] and [`Variant::Narrow`].
+    const KERNELS: [Kernel; 3];
     const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmElement for bf16 {
-    const KERNELS: [Kernel; 2] = [kernels::GEMM_BF16_TN_SM90, kernels::GEMM_BF16_TN_C2_SM90];
+    const KERNELS: [Kernel; 3] =
+        [kernels::GEMM_BF16_TN_SM90, kernels::GEMM_BF16_TN_C2_SM90, kernels::GEMM_BF16_TN_NARROW_SM90];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
 impl GemmElement for f16 {
-    const KERNELS: [Kernel; 2] = [kernels::GEMM_F16_TN_SM90, kernels::GEMM_F16_TN_C2_SM90];
+    const KERNELS: [Kernel; 3] =
+        [kernels::GEMM_F16_TN_SM90, kernels::GEMM_F16_TN_C2_SM90, kernels::GEMM_F16_TN_NARROW_SM90];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
@@ -145,6 +171,8 @@ impl<T: GemmElement> GemmPlan<T> {
         }
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
+        let variant = options.variant.resolve(shape, gpu.sm_count());
+        let (tile, cluster) = (variant.tile(), variant.cluster_size());
         let operand = |address, rows, box_rows| Tile2d {
             data_type: T::TENSOR_MAP_TYPE,
             address,
@@ -152,30 +180,29 @@ impl<T: GemmElement> GemmPlan<T> {
             cols: shape.k as u64,
             row_stride: shape.k as u64,
             box_rows,
-            box_cols: TILE.tile_k,
+            box_cols: tile.tile_k,
         };
         // In a cluster each block loads (and multicasts) its share of the B tile's rows.
-        let cluster = options.variant.cluster_size(shape);
         let maps = [
-            operand(a_address, shape.m, TILE.tile_m).encode(OP)?,
-            operand(b_address, shape.n, TILE.tile_n / cluster).encode(OP)?,
+            operand(a_address, shape.m, tile.tile_m).encode(OP)?,
+            operand(b_address, shape.n, tile.tile_n / cluster).encode(OP)?,
         ];
         let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
 
-        let kernel = T::KERNELS[cluster as usize - 1];
+        let kernel = T::KERNELS[variant.kernel_index()];
         let function = gpu.function(kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            TILE.smem_bytes() as i32,
+            tile.smem_bytes() as i32,
         )?;
         // Persistent: at most one block per SM, whole clusters, each cluster walking cluster tiles.
-        let cluster_tiles = shape.m.div_ceil((TILE.tile_m * cluster) as usize) * shape.n.div_ceil(TILE.tile_n as usize);
+        let cluster_tiles = shape.m.div_ceil((tile.tile_m * cluster) as usize) * shape.n.div_ceil(tile.tile_n as usize);
         let clusters = cluster_tiles.min((gpu.sm_count() / cluster) as usize) as u32;
         let launch = ClusterLaunch {
             grid_dim: (clusters * cluster, 1, 1),
-            block_dim: (TILE.threads(), 1, 1),
+            block_dim: (tile.threads(), 1, 1),
             cluster_dim: (cluster, 1, 1),
-            shared_mem_bytes: TILE.smem_bytes(),
+            shared_mem_bytes: tile.smem_bytes(),
         };
         Ok(GemmPlan {
             shape,

@@ -85,21 +85,24 @@ pub unsafe fn wait(bar: u32, phase: u32) {
     while !unsafe { try_wait(bar, phase) } {}
 }
 
-/// Position in a ring of `STAGES` buffers guarded by full/empty barrier pairs: which stage, and the parity
+/// Position in a ring of `stages` buffers guarded by full/empty barrier pairs: which stage, and the parity
 /// of the phase the next wait on that stage's barrier expects.
 #[derive(Clone, Copy)]
-pub struct RingState<const STAGES: u32> {
+pub struct RingState {
+    stages: u32,
     pub stage: u32,
     pub phase: u32,
 }
 
-impl<const STAGES: u32> RingState<STAGES> {
-    pub const START: Self = RingState { stage: 0, phase: 0 };
+impl RingState {
+    pub const fn new(stages: u32) -> Self {
+        RingState { stages, stage: 0, phase: 0 }
+    }
 
     #[inline(always)]
     pub fn advance(&mut self) {
         self.stage += 1;
-        if self.stage == STAGES {
+        if self.stage == self.stages {
             self.stage = 0;
             self.phase ^= 1;
         }

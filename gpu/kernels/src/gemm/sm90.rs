@@ -1,21 +1,21 @@
-//! Hopper GEMM: D = alpha·A·B + beta·D with A (M×K) and B (K×N) both K-major ("TN"), bf16 or f16 in, f32
-//! accumulate, same type out, D row-major.
+//! Hopper GEMM: D = alpha·A·B + beta·D with A (M×K) and B (K×N) both K-major (BLAS "TN": A row-major, B
+//! column-major), bf16 or f16 in, f32 accumulate, same type out, D row-major.
 //!
 //! Data path, per persistent block (one per SM):
 //! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
 //!   free stage of the shared-memory ring (`empty` barrier), and has TMA load the A and B boxes into it,
 //!   128-byte swizzled, signalling the stage's `full` barrier with their byte count;
-//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 rows of the 128×256 tile, waits
-//!   for `full`, issues four m64n256k16 wgmma from shared-memory descriptors, keeps one wgmma group in flight
-//!   and frees the stage that the previous group read;
+//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 rows of the tile, waits for
+//!   `full`, issues four m64nNk16 wgmma from shared-memory descriptors, keeps one wgmma group in flight and
+//!   frees the stage that the previous group read;
 //! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
 //!   while the producer is already loading the next tile's stages.
 //!
-//! The `_c2` kernels run in clusters of two blocks that share the B tile: each block's producer loads half of it
-//! and multicasts that half into both blocks' rings, halving B's traffic from L2.
+//! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
+//! tiles with a deeper ring for problems with few large tiles. The `_c2` kernels run in clusters of two blocks
+//! that share the B tile: each block's producer loads half of it and multicasts that half into both rings.
 
-use oxtile_abi::{GEMM_SM90_128X256 as CFG, GemmTile};
-
+use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
 use seq_macro::seq;
 
 use super::schedule::TileScheduler;
@@ -23,33 +23,8 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, tma, wgmma};
 
-const STAGES: u32 = CFG.stages;
-type Ring = RingState<STAGES>;
-
-/// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
-struct SmemMap {
-    base: u32,
-}
-
-impl SmemMap {
-    fn a(&self, stage: u32) -> u32 {
-        self.base + stage * CFG.stage_bytes()
-    }
-    fn b(&self, stage: u32) -> u32 {
-        self.a(stage) + CFG.smem_a_bytes()
-    }
-    fn full(&self, stage: u32) -> u32 {
-        self.base + CFG.barriers_offset() + 8 * stage
-    }
-    fn empty(&self, stage: u32) -> u32 {
-        self.full(STAGES) + 8 * stage
-    }
-}
-
-/// A 16-bit input type of the tensor cores, with its wgmma and conversions.
+/// A 16-bit input type of the tensor cores and its conversions.
 trait Element {
-    /// m64n256k16 with f32 accumulators, both operands from shared memory.
-    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool);
     fn to_f32(bits: u16) -> f32;
     fn pack2(lo: f32, hi: f32) -> u32;
 }
@@ -58,10 +33,6 @@ struct Bf16;
 struct F16;
 
 impl Element for Bf16 {
-    #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool) {
-        unsafe { wgmma::mma_m64n256k16_f32_bf16(acc, desc_a, desc_b, accumulate) }
-    }
     #[inline(always)]
     fn to_f32(bits: u16) -> f32 {
         convert::bf16_to_f32(bits)
@@ -74,10 +45,6 @@ impl Element for Bf16 {
 
 impl Element for F16 {
     #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; 128], desc_a: u64, desc_b: u64, accumulate: bool) {
-        unsafe { wgmma::mma_m64n256k16_f32_f16(acc, desc_a, desc_b, accumulate) }
-    }
-    #[inline(always)]
     fn to_f32(bits: u16) -> f32 {
         convert::f16_to_f32(bits)
     }
@@ -87,21 +54,90 @@ impl Element for F16 {
     }
 }
 
-/// Bytes between the k16 slices of one swizzled 128-byte row.
-const K_STEP_BYTES: u32 = 16 * CFG.element_bytes;
-const K_STEPS: u32 = CFG.tile_k / 16;
+/// One kernel configuration: the tile and ring (shared with the host through oxtile-abi), the element type,
+/// and the wgmma of width `tile_n` whose accumulator fragment each consumer thread holds.
+trait Config {
+    const TILE: GemmTile;
+    type Element: Element;
+    /// `tile_n / 2` f32 per thread: the m64nNk16 accumulator fragment.
+    type Fragment: Copy;
+    const ZERO: Self::Fragment;
+    /// One m64nNk16 wgmma, both operands K-major in shared memory.
+    unsafe fn mma(acc: &mut Self::Fragment, desc_a: u64, desc_b: u64, accumulate: bool);
+    /// Writes the fragment of the warpgroup whose 64 × N block starts at (`row0`, `col0`).
+    unsafe fn store(acc: &Self::Fragment, out: &Output, row0: u32, col0: u32, thread: u32);
+}
+
+/// Implements [`Config`]. The store is unrolled by `seq!` so the fragment is only indexed by constants and stays
+/// in registers: thread `t` holds, for each 8-column block `j`, the pairs (row, col..col+1) with
+/// row = 16·(t/32) + (t%32)/4 (+8 for the second pair) and col = 8·j + 2·(t%4).
+macro_rules! config {
+    ($name:ident, $tile:path, $element:ty, $mma:path, fragment = $regs:literal, column_blocks = $blocks:literal) => {
+        struct $name;
+
+        impl Config for $name {
+            const TILE: GemmTile = $tile;
+            type Element = $element;
+            type Fragment = [f32; $regs];
+            const ZERO: Self::Fragment = [0.0; $regs];
+
+            #[inline(always)]
+            unsafe fn mma(acc: &mut Self::Fragment, desc_a: u64, desc_b: u64, accumulate: bool) {
+                unsafe { $mma(acc, desc_a, desc_b, accumulate) }
+            }
+
+            #[inline(always)]
+            unsafe fn store(acc: &Self::Fragment, out: &Output, row0: u32, col0: u32, thread: u32) {
+                let row = row0 + 16 * (thread / 32) + (thread % 32) / 4;
+                let col = col0 + 2 * (thread % 4);
+                seq!(J in 0..$blocks {
+                    seq!(HALF in 0..2 {
+                        unsafe {
+                            out.store_pair::<$element>(row + 8 * HALF, col + 8 * J, acc[4 * J + 2 * HALF], acc[4 * J + 2 * HALF + 1])
+                        };
+                    });
+                });
+            }
+        }
+    };
+}
+
+config!(Bf16Wide, GEMM_SM90_128X256, Bf16, wgmma::mma_m64n256k16_f32_bf16, fragment = 128, column_blocks = 32);
+config!(F16Wide, GEMM_SM90_128X256, F16, wgmma::mma_m64n256k16_f32_f16, fragment = 128, column_blocks = 32);
+config!(Bf16Narrow, GEMM_SM90_128X64, Bf16, wgmma::mma_m64n64k16_f32_bf16, fragment = 32, column_blocks = 8);
+config!(F16Narrow, GEMM_SM90_128X64, F16, wgmma::mma_m64n64k16_f32_f16, fragment = 32, column_blocks = 8);
+
+/// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
+struct SmemMap {
+    base: u32,
+    tile: GemmTile,
+}
+
+impl SmemMap {
+    fn a(&self, stage: u32) -> u32 {
+        self.base + stage * self.tile.stage_bytes()
+    }
+    fn b(&self, stage: u32) -> u32 {
+        self.a(stage) + self.tile.smem_a_bytes()
+    }
+    fn full(&self, stage: u32) -> u32 {
+        self.base + self.tile.barriers_offset() + 8 * stage
+    }
+    fn empty(&self, stage: u32) -> u32 {
+        self.full(self.tile.stages) + 8 * stage
+    }
+}
 
 /// Defines one exported kernel over [`gemm_tn`]; the host pushes the arguments in this order.
 macro_rules! gemm_kernel {
-    ($(#[$doc:meta])* $name:ident, $element:ty, cluster = $cluster:literal) => {
+    ($(#[$doc:meta])* $name:ident, $config:ty, cluster = $cluster:literal) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// `tensor_map_a` / `tensor_map_b` are tensor maps over A (dims K, M) and B (dims K, N), 128-byte
         /// swizzled, with boxes of 64×`tile_m` and 64×(`tile_n` / cluster); `d` holds M×N elements row-major with
-        /// leading dimension `ldd` (4-byte aligned base); launched with `CFG.threads()` threads,
-        /// `CFG.smem_bytes()` bytes of dynamic shared memory, clusters of (cluster, 1, 1) and a grid that is a
-        /// multiple of the cluster size.
+        /// leading dimension `ldd` (4-byte aligned base); launched with the configuration's threads and dynamic
+        /// shared memory (oxtile-abi), clusters of (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             tensor_map_a: u64,
@@ -115,43 +151,55 @@ macro_rules! gemm_kernel {
             beta: f32,
         ) {
             let out = Output { d, ldd, m, n, alpha, beta };
-            unsafe { gemm_tn::<$element, $cluster>(tensor_map_a, tensor_map_b, k, out) }
+            unsafe { gemm_tn::<$config, $cluster>(tensor_map_a, tensor_map_b, k, out) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 
 gemm_kernel!(
-    /// bf16 GEMM, one block per tile.
-    gemm_bf16_tn_128x256_sm90, Bf16, cluster = 1
+    /// bf16 GEMM, 128×256 tiles, one block per tile.
+    gemm_bf16_tn_128x256_sm90, Bf16Wide, cluster = 1
 );
 gemm_kernel!(
-    /// f16 GEMM, one block per tile.
-    gemm_f16_tn_128x256_sm90, F16, cluster = 1
+    /// f16 GEMM, 128×256 tiles, one block per tile.
+    gemm_f16_tn_128x256_sm90, F16Wide, cluster = 1
 );
 gemm_kernel!(
-    /// bf16 GEMM, clusters of two blocks on vertically adjacent tiles sharing B by TMA multicast.
-    gemm_bf16_tn_128x256_c2_sm90, Bf16, cluster = 2
+    /// bf16 GEMM, 128×256 tiles, clusters of two blocks on vertically adjacent tiles sharing B by multicast.
+    gemm_bf16_tn_128x256_c2_sm90, Bf16Wide, cluster = 2
 );
 gemm_kernel!(
-    /// f16 GEMM, clusters of two blocks on vertically adjacent tiles sharing B by TMA multicast.
-    gemm_f16_tn_128x256_c2_sm90, F16, cluster = 2
+    /// f16 GEMM, 128×256 tiles, clusters of two blocks on vertically adjacent tiles sharing B by multicast.
+    gemm_f16_tn_128x256_c2_sm90, F16Wide, cluster = 2
 );
+gemm_kernel!(
+    /// bf16 GEMM, 128×64 tiles: four times as many blocks for problems with few wide tiles.
+    gemm_bf16_tn_128x64_sm90, Bf16Narrow, cluster = 1
+);
+gemm_kernel!(
+    /// f16 GEMM, 128×64 tiles: four times as many blocks for problems with few wide tiles.
+    gemm_f16_tn_128x64_sm90, F16Narrow, cluster = 1
+);
+
+/// Bytes between the k16 slices of one swizzled 128-byte row.
+const K_STEP_BYTES: u32 = 32;
 
 /// The data path. With `CLUSTER` = 2 the blocks of a cluster compute tiles (2i, j) and (2i + 1, j): each loads
 /// its own A box and half of the shared B box, multicast into both blocks; a stage is refilled only after the
 /// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
 #[inline(always)]
-unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b: u64, k: u32, out: Output) {
-    let smem = SmemMap { base: smem::dynamic_smem_base() };
+unsafe fn gemm_tn<C: Config, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b: u64, k: u32, out: Output) {
+    let tile = C::TILE;
+    let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % GemmTile::WARPGROUP_THREADS;
     let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
     if thread_idx_x() == 0 {
-        for stage in 0..STAGES {
+        for stage in 0..tile.stages {
             unsafe {
                 mbarrier::init(smem.full(stage), 1);
-                mbarrier::init(smem.empty(stage), CFG.consumers * CLUSTER);
+                mbarrier::init(smem.empty(stage), tile.consumers * CLUSTER);
             }
         }
         mbarrier::fence_init();
@@ -164,32 +212,32 @@ unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_
     }
 
     // Work items are cluster tiles: CLUSTER vertically adjacent output tiles.
-    let scheduler = TileScheduler::new(out.m, out.n, CFG.tile_m * CLUSTER, CFG.tile_n);
-    let k_tiles = k.div_ceil(CFG.tile_k);
+    let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * CLUSTER, tile.tile_n);
+    let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
-    let b_rows_per_block = CFG.tile_n / CLUSTER;
+    let b_rows_per_block = tile.tile_n / CLUSTER;
 
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
         if thread == 0 {
             tma::prefetch_tensormap(tensor_map_a);
             tma::prefetch_tensormap(tensor_map_b);
-            let mut ring = Ring::START;
-            for tile in scheduler.tiles_from(first, stride) {
-                let a_row = ((tile.m * CLUSTER + rank) * CFG.tile_m) as i32;
-                let b_row = (tile.n * CFG.tile_n + rank * b_rows_per_block) as i32;
+            let mut ring = RingState::new(tile.stages);
+            for work in scheduler.tiles_from(first, stride) {
+                let a_row = ((work.m * CLUSTER + rank) * tile.tile_m) as i32;
+                let b_row = (work.n * tile.tile_n + rank * b_rows_per_block) as i32;
                 for k_tile in 0..k_tiles {
-                    let x = (k_tile * CFG.tile_k) as i32;
+                    let x = (k_tile * tile.tile_k) as i32;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
                         mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(full, CFG.stage_bytes());
+                        mbarrier::arrive_expect_tx(full, tile.stage_bytes());
                         tma::load_2d(smem.a(stage), tensor_map_a, x, a_row, full);
-                        let b_half = smem.b(stage) + rank * b_rows_per_block * CFG.tile_k * CFG.element_bytes;
+                        let b_part = smem.b(stage) + rank * b_rows_per_block * tile.tile_k * tile.element_bytes;
                         if CLUSTER > 1 {
-                            tma::load_2d_multicast(b_half, tensor_map_b, x, b_row, full, (1 << CLUSTER) - 1);
+                            tma::load_2d_multicast(b_part, tensor_map_b, x, b_row, full, (1 << CLUSTER) - 1);
                         } else {
-                            tma::load_2d(b_half, tensor_map_b, x, b_row, full);
+                            tma::load_2d(b_part, tensor_map_b, x, b_row, full);
                         }
                     }
                     ring.advance();
@@ -199,7 +247,7 @@ unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_
     } else {
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
-        let a_rows_offset = consumer * CFG.consumer_rows() * CFG.tile_k * CFG.element_bytes;
+        let a_rows_offset = consumer * tile.consumer_rows() * tile.tile_k * tile.element_bytes;
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -211,17 +259,17 @@ unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_
                 }
             }
         };
-        let mut acc = [0f32; 128];
-        let mut ring = Ring::START;
-        for tile in scheduler.tiles_from(first, stride) {
+        let mut acc = C::ZERO;
+        let mut ring = RingState::new(tile.stages);
+        for work in scheduler.tiles_from(first, stride) {
             let mut reading: Option<u32> = None;
             for k_tile in 0..k_tiles {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
                 wgmma::fence();
-                for k_step in 0..K_STEPS {
+                for k_step in 0..tile.tile_k / 16 {
                     let desc_a = wgmma::desc_k_major_sw128(smem.a(ring.stage) + a_rows_offset + k_step * K_STEP_BYTES);
                     let desc_b = wgmma::desc_k_major_sw128(smem.b(ring.stage) + k_step * K_STEP_BYTES);
-                    unsafe { E::mma(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
+                    unsafe { C::mma(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
                 }
                 wgmma::commit_group();
                 // The group before this one has finished reading its stage: hand that stage back.
@@ -235,8 +283,8 @@ unsafe fn gemm_tn<E: Element, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_
             if let Some(stage) = reading {
                 release(stage);
             }
-            let row0 = (tile.m * CLUSTER + rank) * CFG.tile_m + consumer * CFG.consumer_rows();
-            unsafe { out.store_fragment::<E>(&acc, row0, tile.n * CFG.tile_n, thread) };
+            let row0 = (work.m * CLUSTER + rank) * tile.tile_m + consumer * tile.consumer_rows();
+            unsafe { C::store(&acc, &out, row0, work.n * tile.tile_n, thread) };
         }
     }
     // No block may leave while a peer can still multicast into it or arrive on its barriers.
@@ -257,39 +305,29 @@ struct Output {
 }
 
 impl Output {
-    /// Writes a 64×256 m64nNk16 accumulator fragment with its top-left corner at (`row0`, `col0`).
-    ///
-    /// Thread `t` of the warpgroup holds, for each 8-column block `j`, the pairs (row, col..col+1) with
-    /// row = 16·(t/32) + (t%32)/4 (+8 for the second pair) and col = 8·j + 2·(t%4).
+    /// Writes columns `c` and `c + 1` of row `r` (whichever lie inside D).
     #[inline(always)]
-    unsafe fn store_fragment<E: Element>(&self, acc: &[f32; 128], row0: u32, col0: u32, thread: u32) {
-        let row = row0 + 16 * (thread / 32) + (thread % 32) / 4;
-        let col = col0 + 2 * (thread % 4);
-        let pairs_fit = self.ldd % 2 == 0;
-        seq!(J in 0..32 {
-            seq!(HALF in 0..2 {
-                let (r, c) = (row + 8 * HALF, col + 8 * J);
-                if r < self.m && c < self.n {
-                    let at = unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) };
-                    let second = c + 1 < self.n;
-                    let (mut v0, mut v1) = (self.alpha * acc[4 * J + 2 * HALF], self.alpha * acc[4 * J + 2 * HALF + 1]);
-                    if self.beta != 0.0 {
-                        v0 += self.beta * E::to_f32(unsafe { *at });
-                        if second {
-                            v1 += self.beta * E::to_f32(unsafe { *at.add(1) });
-                        }
-                    }
-                    let packed = E::pack2(v0, v1);
-                    if pairs_fit && second {
-                        unsafe { *(at as *mut u32) = packed };
-                    } else {
-                        unsafe { *at = packed as u16 };
-                        if second {
-                            unsafe { *at.add(1) = (packed >> 16) as u16 };
-                        }
-                    }
-                }
-            });
-        });
+    unsafe fn store_pair<E: Element>(&self, r: u32, c: u32, v0: f32, v1: f32) {
+        if r >= self.m || c >= self.n {
+            return;
+        }
+        let at = unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) };
+        let second = c + 1 < self.n;
+        let (mut v0, mut v1) = (self.alpha * v0, self.alpha * v1);
+        if self.beta != 0.0 {
+            v0 += self.beta * E::to_f32(unsafe { *at });
+            if second {
+                v1 += self.beta * E::to_f32(unsafe { *at.add(1) });
+            }
+        }
+        let packed = E::pack2(v0, v1);
+        if second && self.ldd.is_multiple_of(2) {
+            unsafe { *(at as *mut u32) = packed };
+        } else {
+            unsafe { *at = packed as u16 };
+            if second {
+                unsafe { *at.add(1) = (packed >> 16) as u16 };
+            }
+        }
     }
 }
