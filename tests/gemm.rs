@@ -98,3 +98,20 @@ fn bad_arguments_are_rejected_before_launch() {
     // Nothing ran: D still holds zeros.
     assert!(stream.clone_dtoh(&d).unwrap().iter().all(|v| *v == bf16::ZERO));
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn persistent_grids_fit_the_gpu() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let (m, n, k) = (8192, 8192, 64);
+    let a = stream.alloc_zeros::<bf16>(m * k).unwrap();
+    let b = stream.alloc_zeros::<bf16>(k * n).unwrap();
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
+        let options = GemmOptions { variant, ..GemmOptions::default() };
+        let plan = gemm::GemmPlan::new(&gpu, GemmShape::new(m, n, k), options, &a, &b).unwrap();
+        let (blocks, cluster) = plan.grid();
+        println!("{variant:?}: {} blocks in clusters of {cluster} on {} SMs", blocks, gpu.sm_count());
+        assert!(blocks > 0 && blocks <= gpu.sm_count() && blocks % cluster == 0);
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
@@ -127,32 +127,53 @@ impl Gpu {
         launch: &ClusterLaunch,
         args: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
-        use cudarc::driver::sys;
         self.ctx.bind_to_thread()?;
-        // SAFETY: zeroed is a valid bit pattern for this plain C union; only clusterDim is set.
-        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-        let (x, y, z) = launch.cluster_dim;
-        value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
-        let mut attributes = [sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-            pad: [0; 4],
-            value,
-        }];
-        let config = sys::CUlaunchConfig {
-            gridDimX: launch.grid_dim.0,
-            gridDimY: launch.grid_dim.1,
-            gridDimZ: launch.grid_dim.2,
-            blockDimX: launch.block_dim.0,
-            blockDimY: launch.block_dim.1,
-            blockDimZ: launch.block_dim.2,
-            sharedMemBytes: launch.shared_mem_bytes,
-            hStream: self.stream.cu_stream(),
-            attrs: attributes.as_mut_ptr(),
-            numAttrs: attributes.len() as u32,
-        };
+        let mut attributes = [launch.cluster_attribute()];
+        let config = launch.config(self.stream.cu_stream(), &mut attributes);
         // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
         unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
             .map_err(|source| Error::Launch { kernel, source })
+    }
+
+    /// How many clusters of `launch`'s shape can be resident on this GPU at once (`cuOccupancyMaxActiveClusters`):
+    /// a persistent grid larger than that runs its last clusters in a second wave.
+    pub fn max_active_clusters(&self, function: &CudaFunction, launch: &ClusterLaunch) -> Result<u32> {
+        self.ctx.bind_to_thread()?;
+        let mut attributes = [launch.cluster_attribute()];
+        let config = launch.config(self.stream.cu_stream(), &mut attributes);
+        let mut clusters = 0;
+        // SAFETY: the config and attributes outlive the call, which only reads them.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.cu_function(), &config) }.result()?;
+        Ok(clusters.max(0) as u32)
+    }
+}
+
+impl ClusterLaunch {
+    fn cluster_attribute(&self) -> sys::CUlaunchAttribute {
+        // SAFETY: zeroed is a valid bit pattern for this plain C union; only clusterDim is set.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        let (x, y, z) = self.cluster_dim;
+        value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+        sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        }
+    }
+
+    fn config(&self, stream: sys::CUstream, attributes: &mut [sys::CUlaunchAttribute]) -> sys::CUlaunchConfig {
+        sys::CUlaunchConfig {
+            gridDimX: self.grid_dim.0,
+            gridDimY: self.grid_dim.1,
+            gridDimZ: self.grid_dim.2,
+            blockDimX: self.block_dim.0,
+            blockDimY: self.block_dim.1,
+            blockDimZ: self.block_dim.2,
+            sharedMemBytes: self.shared_mem_bytes,
+            hStream: stream,
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: attributes.len() as u32,
+        }
     }
 }

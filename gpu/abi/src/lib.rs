@@ -83,3 +83,31 @@ pub const TRANSPOSE_SMEM_BYTES: u32 = TRANSPOSE_TILE * TRANSPOSE_TILE * 2;
 
 // Every thread moves the same number of elements.
 const _: () = assert!((TRANSPOSE_TILE * TRANSPOSE_TILE).is_multiple_of(TRANSPOSE_THREADS));
+
+/// The software exp2 of the attention softmax (gpu/kernels/src/softmax/exp2.rs): 2^x = 2^⌊x⌋ · p(x − ⌊x⌋) with
+/// p(f) = 1 + f·(c1 + f·(c2 + f·c3)) ≈ 2^f on [0, 1], evaluated by three FMAs; ⌊x⌋ is added into the exponent
+/// bits. The host mirrors it bit for bit (host/src/exp2.rs), so both read these constants.
+pub mod exp2 {
+    /// c1, c2, c3 of p(f) = 1 + c1·f + c2·f² + c3·f³ (the constant term is exactly 1, so p is exact at integers:
+    /// exp2(0) = 1 and the row maximum of a softmax contributes exactly 1).
+    ///
+    /// Derived here, not copied: a Remez exchange in float64 for the minimax *relative* error of
+    /// 1 + c1·f + c2·f² + c3·f³ against 2^f on [0, 1] (four reference points, equioscillation), then each
+    /// coefficient rounded to the nearest f32. The exchange is re-run by host/src/exp2.rs's tests, which also
+    /// check the levelled error. Max relative error of the f32 Horner evaluation over every fraction the kernel
+    /// can see (all multiples of 2^-24 in [0, 1]): 8.57e-5 ≈ 2^-13.5, against the 2^-10 the attention kernel
+    /// needs (bf16 keeps 8 significant bits; its rounding is 2^-9). Degree 2 levels at 2.05e-3 ≈ 2^-8.9, too much.
+    pub const POLY: [f32; 3] = [f32::from_bits(0x3f31_f32c), f32::from_bits(0x3e69_1bc5), f32::from_bits(0x3d9d_d553)];
+
+    /// The levelled relative error of [`POLY`] in float64 (before rounding the coefficients to f32).
+    pub const POLY_MAX_REL_ERROR: f64 = 8.56e-5;
+
+    /// Inputs are clamped to at least this: x ≤ −127 (and −∞) gives exactly 0. Results for x in (−127, −126)
+    /// are below f32's normal range and come out as approximate subnormals (absolute error < 2^-126);
+    /// `ex2.approx.ftz` flushes them to 0.
+    pub const MIN_INPUT: f32 = -127.0;
+
+    /// Values each thread of the throughput kernels keeps in registers, and the kernels' block size.
+    pub const THROUGHPUT_VALUES: u32 = 32;
+    pub const THROUGHPUT_THREADS: u32 = 256;
+}

@@ -12,6 +12,7 @@ pub mod arch;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
+pub mod softmax;
 
 /// Declares a kernel's launch bounds (`.maxntid threads, 1, 1` and `.minnctapersm blocks`).
 ///

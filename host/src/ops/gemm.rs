@@ -197,13 +197,14 @@ impl<T: GemmElement> GemmPlan<T> {
         )?;
         // Persistent: at most one block per SM, whole clusters, each cluster walking cluster tiles.
         let cluster_tiles = shape.m.div_ceil((tile.tile_m * cluster) as usize) * shape.n.div_ceil(tile.tile_n as usize);
-        let clusters = cluster_tiles.min((gpu.sm_count() / cluster) as usize) as u32;
-        let launch = ClusterLaunch {
-            grid_dim: (clusters * cluster, 1, 1),
+        let mut launch = ClusterLaunch {
+            grid_dim: (gpu.sm_count() / cluster * cluster, 1, 1),
             block_dim: (tile.threads(), 1, 1),
             cluster_dim: (cluster, 1, 1),
             shared_mem_bytes: tile.smem_bytes(),
         };
+        let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
+        launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;
         Ok(GemmPlan {
             shape,
             options,
@@ -224,6 +225,11 @@ impl<T: GemmElement> GemmPlan<T> {
     /// The kernel the plan launches.
     pub fn kernel(&self) -> Kernel {
         self.kernel
+    }
+
+    /// Blocks in the persistent grid and blocks per cluster.
+    pub fn grid(&self) -> (u32, u32) {
+        (self.launch.grid_dim.0, self.launch.cluster_dim.0)
     }
 
     /// D = alpha·A·B + beta·D with the A and B the plan was made for.

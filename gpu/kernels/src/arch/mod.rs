@@ -7,6 +7,7 @@
 pub mod barrier;
 pub mod cluster;
 pub mod convert;
+pub mod float;
 pub mod mbarrier;
 pub mod mufu;
 pub mod setmaxnreg;
