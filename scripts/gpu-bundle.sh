@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds every test, bench and example binary in release and gathers them, with the runner, into gpu-run/
-# (git-ignored) for the GPU machine, which has no cargo. There: `bash gpu-run/run.sh [--memcheck] [--bench]`.
+# (git-ignored; or the folder given as $1) for the GPU machine, which has no cargo. There:
+# `bash gpu-run/run.sh [--memcheck] [--bench]`.
 set -euo pipefail
+out=$(realpath -m "${1:-$(dirname "$0")/../gpu-run}")
 cd "$(dirname "$0")/.."
-out=gpu-run
+target=${CARGO_TARGET_DIR:-target}
 rm -rf "$out" && mkdir -p "$out/tests" "$out/benches" "$out/examples"
 
 collect() { # $1: folder under $out, rest: cargo build arguments
@@ -27,7 +29,7 @@ for line in sys.stdin:
 collect tests --tests
 collect benches --benches
 collect examples --examples
-cp target/release/oxtile "$out/oxtile" && strip "$out/oxtile"
+cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
 echo "gpu-run/: $(ls "$out/tests" | wc -l) test, $(ls "$out/benches" | wc -l) bench, $(ls "$out/examples" | wc -l) example binaries ($(du -sh "$out" | cut -f1))"

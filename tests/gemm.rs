@@ -26,7 +26,7 @@ fn assert_pass<T: CheckElement>(gpu: &Gpu, shapes: &[(usize, usize, usize)], opt
 #[ignore = "needs a CUDA GPU"]
 fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
     let gpu = gpu();
-    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::WideCluster2Unshared, Variant::Narrow] {
         assert_pass::<bf16>(&gpu, GEMM_SHAPES, GemmOptions { variant, ..GemmOptions::default() });
     }
 }

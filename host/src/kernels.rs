@@ -35,10 +35,20 @@ pub const AXPY_F32: Kernel = Kernel::hopper("axpy_f32");
 pub const AXPY_BF16: Kernel = Kernel::hopper("axpy_bf16");
 pub const EXP2_F32: Kernel = Kernel::hopper("exp2_f32");
 
+/// The software exp2 of the attention softmax (gpu/kernels/src/softmax/exp2.rs) over a buffer: accuracy.
+pub const EXP2_POLY_F32: Kernel = Kernel::hopper("exp2_poly_f32");
+/// Exponential throughput with the values in registers: MUFU.EX2 only, the polynomial only, and mixes.
+pub const EXP2_THROUGHPUT_MUFU: Kernel = Kernel::hopper("exp2_throughput_mufu");
+pub const EXP2_THROUGHPUT_POLY: Kernel = Kernel::hopper("exp2_throughput_poly");
+pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::hopper("exp2_throughput_mixed_1_4");
+pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::hopper("exp2_throughput_mixed_3_8");
+pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::hopper("exp2_throughput_mixed_1_2");
+
 pub const GEMM_BF16_TN_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_sm90");
 pub const GEMM_F16_TN_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_sm90");
 pub const GEMM_BF16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_sm90");
 pub const GEMM_F16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_c2_sm90");
+pub const GEMM_BF16_TN_C2_UNSHARED_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_nomc_sm90");
 pub const GEMM_BF16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x64_sm90");
 pub const GEMM_F16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x64_sm90");
 
@@ -52,10 +62,17 @@ pub const ALL: &[Kernel] = &[
     AXPY_F32,
     AXPY_BF16,
     EXP2_F32,
+    EXP2_POLY_F32,
+    EXP2_THROUGHPUT_MUFU,
+    EXP2_THROUGHPUT_POLY,
+    EXP2_THROUGHPUT_MIXED_1_4,
+    EXP2_THROUGHPUT_MIXED_3_8,
+    EXP2_THROUGHPUT_MIXED_1_2,
     GEMM_BF16_TN_SM90,
     GEMM_F16_TN_SM90,
     GEMM_BF16_TN_C2_SM90,
     GEMM_F16_TN_C2_SM90,
+    GEMM_BF16_TN_C2_UNSHARED_SM90,
     GEMM_BF16_TN_NARROW_SM90,
     GEMM_F16_TN_NARROW_SM90,
     SWIZZLED_TRANSPOSE_U16,

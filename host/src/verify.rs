@@ -5,8 +5,10 @@ use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 
 use crate::error::Result;
+use crate::exp2;
 use crate::ops::elementwise;
 use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmShape, Order, Variant};
+use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
 
@@ -58,6 +60,10 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
         reports.push(axpy_f32(gpu, len, seed)?);
         reports.push(axpy_bf16(gpu, len, seed + 1)?);
         reports.push(exp2_f32(gpu, len, seed + 2)?);
+        reports.push(exp2_poly_f32(gpu, len, seed + 3)?);
+    }
+    for mode in Exp2Mode::ALL {
+        reports.push(exp2_throughput(gpu, mode, EXP2_THROUGHPUT_ITERS)?);
     }
     for (i, &(m, n, k)) in GEMM_SHAPES.iter().enumerate() {
         let shape = GemmShape::new(m, n, k);
@@ -245,6 +251,46 @@ pub fn exp2_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
     let bound = 2f64.powi(-22) + f32::EPSILON as f64;
     let comparison = Comparison::of(out.iter().map(|&v| v as f64), want.into_iter().map(|w| (w, w)));
     Ok(CheckReport { kernel: "exp2_f32", problem: format!("n={len}"), comparison, bound })
+}
+
+/// y = exp2_poly(x) (the attention softmax's polynomial exp2) for x uniform in [−126, 0], the range the
+/// attention kernel feeds it, against float64 2^x; bound 2^-10.
+pub fn exp2_poly_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let x: Vec<f32> = (0..len).map(|_| rng.random_range(-126.0f32..=0.0)).collect();
+    let stream = gpu.stream();
+    let x_dev = stream.clone_htod(&x)?;
+    let mut y_dev = stream.clone_htod(&vec![POISON_F32; len])?;
+    softmax::exp2_poly_f32(gpu, &x_dev, &mut y_dev)?;
+    let out = stream.clone_dtoh(&y_dev)?;
+    let want = reference::exp2(&widen(&x));
+    let comparison = Comparison::of(out.iter().map(|&v| v as f64), want.into_iter().map(|w| (w, w)));
+    Ok(CheckReport { kernel: "exp2_poly_f32", problem: format!("n={len}"), comparison, bound: exp2::REL_ERROR_BOUND })
+}
+
+/// Iterations of the throughput kernels in `oxtile check`: enough for the values to settle.
+pub const EXP2_THROUGHPUT_ITERS: u32 = 64;
+
+/// One launch of a throughput kernel: every thread's sum against float64 iterations with exact exponentials
+/// (the output starts poisoned); bound 2^-10.
+pub fn exp2_throughput(gpu: &Gpu, mode: Exp2Mode, iters: u32) -> Result<CheckReport> {
+    let kernel = Exp2Throughput::new(gpu, mode)?;
+    let stream = gpu.stream();
+    let mut out_dev = stream.clone_htod(&vec![POISON_F32; kernel.threads()])?;
+    kernel.launch(gpu, iters, softmax::THROUGHPUT_BIAS, &mut out_dev)?;
+    let out = stream.clone_dtoh(&out_dev)?;
+    Ok(CheckReport {
+        kernel: mode.kernel().map_or("-", |k| k.name),
+        problem: format!("{} threads x {iters} iters", kernel.threads()),
+        comparison: exp2_throughput_comparison(&out, iters),
+        bound: exp2::REL_ERROR_BOUND,
+    })
+}
+
+/// Per-thread sums of a throughput kernel against [`exp2::throughput_reference`].
+pub fn exp2_throughput_comparison(out: &[f32], iters: u32) -> Comparison {
+    let want = [0, 1].map(|parity| exp2::throughput_reference(parity, iters, softmax::THROUGHPUT_BIAS));
+    Comparison::of(out.iter().map(|&v| v as f64), (0..out.len()).map(|t| (want[t % 2], want[t % 2])))
 }
 
 fn widen(v: &[f32]) -> Vec<f64> {

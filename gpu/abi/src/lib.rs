@@ -110,4 +110,11 @@ pub mod exp2 {
     /// Values each thread of the throughput kernels keeps in registers, and the kernels' block size.
     pub const THROUGHPUT_VALUES: u32 = 32;
     pub const THROUGHPUT_THREADS: u32 = 256;
+
+    /// The value `value` of thread `thread` of a throughput kernel starts from, in [−3.9375, 0]; it depends on
+    /// the thread's parity only.
+    #[inline(always)]
+    pub fn throughput_start(thread: u32, value: u32) -> f32 {
+        -(((thread.wrapping_mul(THROUGHPUT_VALUES).wrapping_add(value)) % 64) as f32) * 0.0625
+    }
 }

@@ -319,6 +319,7 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
         Box::new(OxtileSm90::new()),
         Box::new(OxtileSm90::variant("oxtile-wide", Variant::Wide)),
         Box::new(OxtileSm90::variant("oxtile-wide-c2", Variant::WideCluster2)),
+        Box::new(OxtileSm90::variant("oxtile-wide-c2-unshared", Variant::WideCluster2Unshared)),
         Box::new(OxtileSm90::variant("oxtile-narrow", Variant::Narrow)),
     ])
 }

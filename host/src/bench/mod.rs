@@ -10,11 +10,13 @@
 //! - [`oxtile`]: our GEMM kernels as contenders.
 //! - [`peers`]: cuBLASLt and cublasGemmEx.
 //! - [`copy`]: elementwise kernels against the device-to-device copy ceiling.
+//! - [`exp2`]: exponential throughput of MUFU.EX2, the software exp2 polynomial, and mixes of the two.
 //! - [`report`]: rows, the table, JSON and CSV, and the merge of torch_reference.py's rows.
 //! - [`plot`]: an SVG of TFLOP/s against problem size.
 
 pub mod copy;
 pub mod device;
+pub mod exp2;
 pub mod gemm;
 pub mod oxtile;
 pub mod peers;

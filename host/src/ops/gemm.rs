@@ -51,6 +51,9 @@ pub enum Variant {
     Wide,
     /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
     WideCluster2,
+    /// Ablation of [`Variant::WideCluster2`] (bf16 only): the same clusters and barriers, each block loading all
+    /// of B itself — separates the cost of multicast from the cost of coupling the blocks.
+    WideCluster2Unshared,
     /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
     Narrow,
 }
@@ -61,11 +64,19 @@ impl Variant {
         if self != Variant::Auto {
             return self;
         }
-        // Measured 2026-11-30 (docs/perf-notes.md): wide tiles win once they fill the GPU; with under half an
-        // SM's worth of wide tiles per SM, four times as many narrow ones do better.
+        // Measured 2026-11-30 (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four times
+        // as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
+        // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks.
         let wide_tiles =
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
-        if 2 * wide_tiles <= sm_count as usize { Variant::Narrow } else { Variant::Wide }
+        let sms = sm_count as usize;
+        if 2 * wide_tiles <= sms {
+            Variant::Narrow
+        } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
+            Variant::WideCluster2
+        } else {
+            Variant::Wide
+        }
     }
 
     fn tile(self) -> GemmTile {
@@ -76,16 +87,15 @@ impl Variant {
     }
 
     fn cluster_size(self) -> u32 {
-        if self == Variant::WideCluster2 { 2 } else { 1 }
+        match self {
+            Variant::WideCluster2 | Variant::WideCluster2Unshared => 2,
+            _ => 1,
+        }
     }
 
-    /// Index into [`GemmElement::KERNELS`].
-    fn kernel_index(self) -> usize {
-        match self {
-            Variant::Auto | Variant::Wide => 0,
-            Variant::WideCluster2 => 1,
-            Variant::Narrow => 2,
-        }
+    /// Blocks that share one B tile by multicast.
+    fn b_sharers(self) -> u32 {
+        if self == Variant::WideCluster2 { 2 } else { 1 }
     }
 }
 
@@ -114,20 +124,27 @@ impl Default for GemmOptions {
 
 /// The 16-bit input types the tensor-core kernels take.
 pub trait GemmElement: cudarc::driver::DeviceRepr {
-    /// The kernels of [`Variant::Wide`], [`Variant::WideCluster2`] and [`Variant::Narrow`].
-    const KERNELS: [Kernel; 3];
+    /// The kernel of each concrete variant this type has.
+    const KERNELS: &'static [(Variant, Kernel)];
     const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmElement for bf16 {
-    const KERNELS: [Kernel; 3] =
-        [kernels::GEMM_BF16_TN_SM90, kernels::GEMM_BF16_TN_C2_SM90, kernels::GEMM_BF16_TN_NARROW_SM90];
+    const KERNELS: &'static [(Variant, Kernel)] = &[
+        (Variant::Wide, kernels::GEMM_BF16_TN_SM90),
+        (Variant::WideCluster2, kernels::GEMM_BF16_TN_C2_SM90),
+        (Variant::WideCluster2Unshared, kernels::GEMM_BF16_TN_C2_UNSHARED_SM90),
+        (Variant::Narrow, kernels::GEMM_BF16_TN_NARROW_SM90),
+    ];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
 impl GemmElement for f16 {
-    const KERNELS: [Kernel; 3] =
-        [kernels::GEMM_F16_TN_SM90, kernels::GEMM_F16_TN_C2_SM90, kernels::GEMM_F16_TN_NARROW_SM90];
+    const KERNELS: &'static [(Variant, Kernel)] = &[
+        (Variant::Wide, kernels::GEMM_F16_TN_SM90),
+        (Variant::WideCluster2, kernels::GEMM_F16_TN_C2_SM90),
+        (Variant::Narrow, kernels::GEMM_F16_TN_NARROW_SM90),
+    ];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
@@ -185,11 +202,15 @@ impl<T: GemmElement> GemmPlan<T> {
         // In a cluster each block loads (and multicasts) its share of the B tile's rows.
         let maps = [
             operand(a_address, shape.m, tile.tile_m).encode(OP)?,
-            operand(b_address, shape.n, tile.tile_n / cluster).encode(OP)?,
+            operand(b_address, shape.n, tile.tile_n / variant.b_sharers()).encode(OP)?,
         ];
         let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
 
-        let kernel = T::KERNELS[variant.kernel_index()];
+        let kernel = T::KERNELS
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .map(|(_, kernel)| *kernel)
+            .ok_or_else(|| Error::unsupported(OP, format!("no {variant:?} kernel for this element type")))?;
         let function = gpu.function(kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -295,11 +316,6 @@ fn check_shape(shape: GemmShape) -> Result<()> {
     if m > limit || n > limit || k > limit {
         return Err(Error::bad_argument(OP, format!("{m}×{n}×{k} has a dimension past 2^31 - 1")));
     }
-    for (what, rows, cols) in [("A", m, k), ("B", k, n), ("D", m, n)] {
-        if rows.checked_mul(cols).is_none_or(|len| len > isize::MAX as usize / 2) {
-            return Err(Error::bad_argument(OP, format!("{what} ({rows}×{cols}) does not fit in memory")));
-        }
-    }
     Ok(())
 }
 
@@ -308,10 +324,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn auto_picks_tiles_by_how_many_fill_the_gpu() {
+        let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
+        assert_eq!(pick(128, 8192, 8192), Variant::Narrow);
+        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
+        assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
+        assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
+        assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
+        assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);
+    }
+
+    #[test]
     fn rejects_empty_and_oversized_shapes() {
         assert!(check_shape(GemmShape::new(0, 8, 8)).unwrap_err().to_string().contains("at least 1"));
         assert!(check_shape(GemmShape::new(1 << 31, 8, 8)).unwrap_err().to_string().contains("2^31"));
-        assert!(check_shape(GemmShape::new(1 << 30, 1 << 30, 8)).unwrap_err().to_string().contains("does not fit"));
         check_shape(GemmShape::new(4097, 4095, 4104)).unwrap();
     }
 }

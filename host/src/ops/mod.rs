@@ -3,6 +3,7 @@
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
+pub mod softmax;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 

@@ -3,7 +3,7 @@
 
 /// a + b rounded toward −∞ (`add.rm.f32`, one FADD.RM). With b = 1.5·2^23 and |a| < 2^22 the sum lands in
 /// [2^23, 2^24), where f32's spacing is 1, so the result is b + ⌊a⌋: a floor on the FMA pipe, where
-/// `cvt.rmi` (FRND) would take the quarter-rate conversion unit.
+/// `cvt.rmi` (FRND) is a conversion-class instruction at a fraction of the FADD rate.
 #[inline(always)]
 pub fn add_rm(a: f32, b: f32) -> f32 {
     let d: f32;

@@ -131,6 +131,9 @@ impl SmemMap {
 /// Defines one exported kernel over [`gemm_tn`]; the host pushes the arguments in this order.
 macro_rules! gemm_kernel {
     ($(#[$doc:meta])* $name:ident, $config:ty, cluster = $cluster:literal) => {
+        gemm_kernel!($(#[$doc])* $name, $config, cluster = $cluster, multicast = true);
+    };
+    ($(#[$doc:meta])* $name:ident, $config:ty, cluster = $cluster:literal, multicast = $multicast:literal) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -151,7 +154,7 @@ macro_rules! gemm_kernel {
             beta: f32,
         ) {
             let out = Output { d, ldd, m, n, alpha, beta };
-            unsafe { gemm_tn::<$config, $cluster>(tensor_map_a, tensor_map_b, k, out) }
+            unsafe { gemm_tn::<$config, $cluster, $multicast>(tensor_map_a, tensor_map_b, k, out) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -174,6 +177,10 @@ gemm_kernel!(
     gemm_f16_tn_128x256_c2_sm90, F16Wide, cluster = 2
 );
 gemm_kernel!(
+    /// Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
+    gemm_bf16_tn_128x256_c2_nomc_sm90, Bf16Wide, cluster = 2, multicast = false
+);
+gemm_kernel!(
     /// bf16 GEMM, 128×64 tiles: four times as many blocks for problems with few wide tiles.
     gemm_bf16_tn_128x64_sm90, Bf16Narrow, cluster = 1
 );
@@ -189,7 +196,12 @@ const K_STEP_BYTES: u32 = 32;
 /// its own A box and half of the shared B box, multicast into both blocks; a stage is refilled only after the
 /// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
 #[inline(always)]
-unsafe fn gemm_tn<C: Config, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b: u64, k: u32, out: Output) {
+unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
+    tensor_map_a: u64,
+    tensor_map_b: u64,
+    k: u32,
+    out: Output,
+) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
@@ -215,7 +227,8 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b
     let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * CLUSTER, tile.tile_n);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
-    let b_rows_per_block = tile.tile_n / CLUSTER;
+    let b_share = if MULTICAST { CLUSTER } else { 1 };
+    let b_rows_per_block = tile.tile_n / b_share;
 
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
@@ -225,7 +238,8 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b
             let mut ring = RingState::new(tile.stages);
             for work in scheduler.tiles_from(first, stride) {
                 let a_row = ((work.m * CLUSTER + rank) * tile.tile_m) as i32;
-                let b_row = (work.n * tile.tile_n + rank * b_rows_per_block) as i32;
+                let b_rank = if MULTICAST { rank } else { 0 };
+                let b_row = (work.n * tile.tile_n + b_rank * b_rows_per_block) as i32;
                 for k_tile in 0..k_tiles {
                     let x = (k_tile * tile.tile_k) as i32;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
@@ -233,8 +247,8 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32>(tensor_map_a: u64, tensor_map_b
                         mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
                         mbarrier::arrive_expect_tx(full, tile.stage_bytes());
                         tma::load_2d(smem.a(stage), tensor_map_a, x, a_row, full);
-                        let b_part = smem.b(stage) + rank * b_rows_per_block * tile.tile_k * tile.element_bytes;
-                        if CLUSTER > 1 {
+                        let b_part = smem.b(stage) + b_rank * b_rows_per_block * tile.tile_k * tile.element_bytes;
+                        if CLUSTER > 1 && MULTICAST {
                             tma::load_2d_multicast(b_part, tensor_map_b, x, b_row, full, (1 << CLUSTER) - 1);
                         } else {
                             tma::load_2d(b_part, tensor_map_b, x, b_row, full);

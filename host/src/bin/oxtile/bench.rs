@@ -11,7 +11,7 @@ use oxtile::Gpu;
 use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
 use oxtile::bench::report::{self, Row};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
-use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, plot};
+use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,6 +27,8 @@ enum What {
     Attn(AttnArgs),
     /// Memory-bound: the elementwise kernels against a device-to-device copy, the bandwidth ceiling.
     Copy(CopyArgs),
+    /// Exponential throughput: MUFU.EX2 only, the software exp2 polynomial only, and mixes (values in registers).
+    Exp2(Exp2Args),
 }
 
 #[derive(clap::Args)]
@@ -125,11 +127,27 @@ struct CopyArgs {
     output: Output,
 }
 
+#[derive(clap::Args)]
+struct Exp2Args {
+    /// Iterations per launch; each thread computes 32 exponentials per iteration.
+    #[arg(long, default_value_t = exp2::DEFAULT_ITERS, value_parser = clap::value_parser!(u32).range(1..))]
+    iters: u32,
+    #[command(flatten)]
+    timing: Timing,
+    /// Write the rows as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the rows as CSV.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+}
+
 pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     match &args.what {
         What::Gemm(args) => run_gemm(args),
         What::Attn(args) => run_attn(args),
         What::Copy(args) => run_copy(args),
+        What::Exp2(args) => run_exp2(args),
     }
 }
 
@@ -139,7 +157,7 @@ fn open_gpu() -> oxtile::Result<Option<Gpu>> {
         Ok(gpu) => Ok(Some(gpu)),
         Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
             eprintln!("{error}");
-            eprintln!("`oxtile bench gemm` and `oxtile bench copy` time kernels on a CUDA GPU; this machine has none.");
+            eprintln!("`oxtile bench gemm`, `copy` and `exp2` time kernels on a CUDA GPU; this machine has none.");
             Ok(None)
         }
         Err(error) => Err(error),
@@ -345,5 +363,30 @@ fn run_copy(args: &CopyArgs) -> oxtile::Result<ExitCode> {
     print!("{}", report::render_table(&rows, copy::BASELINE));
     println!("# vs {}: GB/s over the device-to-device copy's for the same buffer size", copy::BASELINE);
     write_outputs(&args.output, &rows, &format!("Memory-bound kernels on {}", info.name))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_exp2(args: &Exp2Args) -> oxtile::Result<ExitCode> {
+    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
+    let info = DeviceInfo::query(&gpu)?;
+    println!("{}", info.header());
+    println!("# {}", args.timing.describe());
+    println!(
+        "# per launch: one wave of 256-thread blocks, 32 values per thread in registers, {} iterations of v <- 2^(v - 2)",
+        args.iters
+    );
+    println!("# exp/clk/SM at the maximum SM clock; max rel err: per-thread sums against float64 (bound 2^-10)");
+    let mut progress = Progress::new(oxtile::ops::softmax::Exp2Mode::ALL.len());
+    let rows = exp2::bench_exp2(&gpu, args.iters, &args.timing.config(), &mut |step| progress.step(step))?;
+    progress.finish();
+    println!();
+    print!("{}", exp2::render_table(&rows, &info));
+    let output = Output { peers: Vec::new(), json: args.json.clone(), csv: args.csv.clone(), plot: None };
+    write_outputs(&output, &rows, "")?;
+    let failed = rows.iter().filter(|r| r.failed_check() || r.error.is_some()).count();
+    if failed > 0 {
+        eprintln!("{failed} modes failed");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }

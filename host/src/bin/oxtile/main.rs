@@ -22,7 +22,7 @@ enum Command {
     Check(check::Args),
     /// What each kernel compiles to, from ptxas and cuobjdump (no GPU needed).
     Kernels(kernels::Args),
-    /// Time kernels beside cuBLAS (and torch_reference.py's rows): gemm, attn, copy.
+    /// Time kernels beside cuBLAS (and torch_reference.py's rows): gemm, attn, copy, exp2.
     Bench(bench::Args),
     /// CuTe layouts: draw one (`show`), or run a file of algebra cases (`--batch`).
     Layout(layout::Args),
