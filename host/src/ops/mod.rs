@@ -5,9 +5,11 @@ pub mod gemm;
 pub mod layout_demo;
 pub mod softmax;
 
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, PushKernelArg, SyncOnDrop};
 
 use crate::error::{Error, Result};
+use crate::kernels::Kernel;
+use crate::runtime::Gpu;
 
 /// Device address of a read-only operand, after checking its length and alignment. Keep the guard alive
 /// until the launch is enqueued: dropping it records the buffer's use on the stream.
@@ -54,4 +56,36 @@ fn check_align(op: &'static str, what: &str, ptr: u64, align: u64) -> Result<()>
     } else {
         Err(Error::bad_argument(op, format!("{what} at {ptr:#x} is not {align}-byte aligned")))
     }
+}
+
+/// Launches an elementwise kernel with the signature `(n, [alpha,] x, y)` over `y.len()` elements, after checking
+/// that `x` matches `y` and both are `align`-byte aligned; each thread of the grid handles `per_thread` elements.
+pub(crate) fn launch_map<T, U>(
+    gpu: &Gpu,
+    kernel: Kernel,
+    alpha: Option<f32>,
+    x: &impl DevicePtr<T>,
+    y: &mut impl DevicePtrMut<U>,
+    align: u64,
+    per_thread: usize,
+) -> Result<()> {
+    const THREADS: u32 = 256;
+    let n = y.len();
+    let (x_ptr, _x_use) = input_ptr(kernel.name, "x", x, gpu.stream(), n, align)?;
+    let (y_ptr, _y_use) = output_ptr(kernel.name, "y", y, gpu.stream(), n, align)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let function = gpu.function(kernel)?;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(&n);
+    if let Some(alpha) = &alpha {
+        launch.arg(alpha);
+    }
+    launch.arg(&x_ptr).arg(&y_ptr);
+    // SAFETY: the caller names a kernel of this signature; both buffers hold n elements with the alignment its
+    // vector accesses need.
+    unsafe { launch.launch(gpu.grid_1d(n.div_ceil(per_thread), THREADS)) }
+        .map(drop)
+        .map_err(|source| Error::Launch { kernel: kernel.name, source })
 }

@@ -4,32 +4,18 @@
 use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use oxtile_abi::exp2::{THROUGHPUT_THREADS, THROUGHPUT_VALUES};
 
-use super::{input_ptr, output_ptr};
+use super::{launch_map, output_ptr};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::Gpu;
 
-const THREADS: u32 = 256;
 /// f32 elements, loaded one at a time.
 const ELEMENT_BYTES: u64 = 4;
 
 /// y ← 2^x by the polynomial alone (`exp2_poly`: no MUFU). Accurate to 2^-10 relative for −126 ≤ x ≤ 0, the
 /// range the attention kernel feeds it; x ≤ −127 gives 0. See [`crate::exp2`] for its CPU mirror.
 pub fn exp2_poly_f32(gpu: &Gpu, x: &impl DevicePtr<f32>, y: &mut impl DevicePtrMut<f32>) -> Result<()> {
-    let kernel = kernels::EXP2_POLY_F32;
-    let n = y.len();
-    let (x_ptr, _x_use) = input_ptr(kernel.name, "x", x, gpu.stream(), n, ELEMENT_BYTES)?;
-    let (y_ptr, _y_use) = output_ptr(kernel.name, "y", y, gpu.stream(), n, ELEMENT_BYTES)?;
-    if n == 0 {
-        return Ok(());
-    }
-    let function = gpu.function(kernel)?;
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(&n).arg(&x_ptr).arg(&y_ptr);
-    // SAFETY: the argument list matches the kernel's signature; both buffers hold n aligned f32.
-    unsafe { launch.launch(gpu.grid_1d(n, THREADS)) }
-        .map(drop)
-        .map_err(|source| Error::Launch { kernel: kernel.name, source })
+    launch_map(gpu, kernels::EXP2_POLY_F32, None, x, y, ELEMENT_BYTES, 1)
 }
 
 /// The bias of [`Exp2Throughput::launch`] the benchmark and the checks use: the values settle near 0.31, the
