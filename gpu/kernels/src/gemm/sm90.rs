@@ -16,6 +16,7 @@
 //! that share the B tile: each block's producer loads half of it and multicasts that half into both rings.
 
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
+use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
 use super::schedule::TileScheduler;
@@ -69,11 +70,17 @@ trait Config {
 }
 
 /// Implements [`Config`]. The store is unrolled by `seq!` so the fragment is only indexed by constants and stays
-/// in registers: thread `t` holds, for each 8-column block `j`, the pairs (row, col..col+1) with
-/// row = 16·(t/32) + (t%32)/4 (+8 for the second pair) and col = 8·j + 2·(t%4).
+/// in registers; where each value lands is the layout algebra's wgmma accumulator TV layout
+/// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) → column-major index in the 64×N block. Values
+/// 2i and 2i + 1 are neighbours in a row, so they are stored as one pair.
 macro_rules! config {
     ($name:ident, $tile:path, $element:ty, $mma:path, fragment = $regs:literal, column_blocks = $blocks:literal) => {
         struct $name;
+
+        impl $name {
+            const ACCUMULATOR: StaticLayout<6> =
+                StaticLayout::expect(StaticLayout::wgmma_accumulator_tv(8 * $blocks));
+        }
 
         impl Config for $name {
             const TILE: GemmTile = $tile;
@@ -88,13 +95,12 @@ macro_rules! config {
 
             #[inline(always)]
             unsafe fn store(acc: &Self::Fragment, out: &Output, row0: u32, col0: u32, thread: u32) {
-                let row = row0 + 16 * (thread / 32) + (thread % 32) / 4;
-                let col = col0 + 2 * (thread % 4);
-                seq!(J in 0..$blocks {
+                seq!(PAIR in 0..$blocks {
                     seq!(HALF in 0..2 {
-                        unsafe {
-                            out.store_pair::<$element>(row + 8 * HALF, col + 8 * J, acc[4 * J + 2 * HALF], acc[4 * J + 2 * HALF + 1])
-                        };
+                        let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 4 * PAIR + 2 * HALF]);
+                        let (row, col) = (index % 64, index / 64);
+                        let (v0, v1) = (acc[4 * PAIR + 2 * HALF], acc[4 * PAIR + 2 * HALF + 1]);
+                        unsafe { out.store_pair::<$element>(row0 + row, col0 + col, v0, v1) };
                     });
                 });
             }
