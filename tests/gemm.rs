@@ -115,3 +115,18 @@ fn persistent_grids_fit_the_gpu() {
         assert!(blocks > 0 && blocks <= gpu.sm_count() && blocks % cluster == 0);
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tuning_times_every_candidate_and_picks_the_fastest() {
+    let gpu = gpu();
+    let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, ..Default::default() };
+    let tuning =
+        oxtile::tune::tune_gemm::<bf16>(&gpu, GemmShape::new(1024, 1024, 1024), &timing, fresh_seed()).unwrap();
+    assert_eq!(tuning.results.len(), Variant::CANDIDATES.len());
+    let times: Vec<f64> = tuning.results.iter().map(|(_, stats)| stats.as_ref().unwrap().median_ms).collect();
+    assert!(times.iter().all(|t| t.is_finite() && *t > 0.0), "{times:?}");
+    let best = tuning.best().unwrap();
+    let best_time = tuning.results.iter().find(|(v, _)| *v == best).unwrap().1.as_ref().unwrap().median_ms;
+    assert!(times.iter().all(|t| best_time <= *t));
+}

@@ -20,6 +20,8 @@ pub enum Error {
     Driver(#[from] DriverError),
     #[error("cuBLAS call failed: {0}")]
     Cublas(String),
+    #[error("GEMM tune cache {path}: {message}")]
+    TuneCache { path: String, message: String },
     #[error("CUDA toolkit tool: {0}")]
     Toolkit(String),
     #[error("{0}")]

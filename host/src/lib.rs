@@ -15,6 +15,7 @@ pub mod ops;
 pub mod reference;
 pub mod runtime;
 pub mod tma;
+pub mod tune;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -94,7 +94,6 @@ const GEMM_SAMPLES: usize = 20_000;
 
 /// A 16-bit type the GEMM check can draw, widen and poison.
 pub trait CheckElement: GemmElement + Copy + 'static {
-    const NAME: &'static str;
     const POISON: Self;
     /// Largest relative error: one rounding of the output plus f32 accumulation, with margin.
     const BOUND: f64;
@@ -103,7 +102,6 @@ pub trait CheckElement: GemmElement + Copy + 'static {
 }
 
 impl CheckElement for bf16 {
-    const NAME: &'static str = "bf16";
     const POISON: Self = reference::POISON_BF16;
     const BOUND: f64 = 1e-2;
     fn from_f32(v: f32) -> Self {
@@ -115,7 +113,6 @@ impl CheckElement for bf16 {
 }
 
 impl CheckElement for f16 {
-    const NAME: &'static str = "f16";
     const POISON: Self = f16::from_bits(0x7e5e);
     const BOUND: f64 = 2e-3;
     fn from_f32(v: f32) -> Self {

@@ -42,7 +42,7 @@ impl GemmShape {
 }
 
 /// Which sm90 kernel runs a problem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum Variant {
     /// The heuristic's choice for the shape.
     #[default]
@@ -59,6 +59,9 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// The kernels `oxtile tune gemm` chooses among.
+    pub const CANDIDATES: [Variant; 3] = [Variant::Wide, Variant::WideCluster2, Variant::Narrow];
+
     /// The concrete kernel for `shape` on a GPU with `sm_count` SMs.
     pub fn resolve(self, shape: GemmShape, sm_count: u32) -> Variant {
         if self != Variant::Auto {
@@ -124,12 +127,15 @@ impl Default for GemmOptions {
 
 /// The 16-bit input types the tensor-core kernels take.
 pub trait GemmElement: cudarc::driver::DeviceRepr {
+    /// `bf16` or `f16`, as tables and the tune cache write it.
+    const NAME: &'static str;
     /// The kernel of each concrete variant this type has.
     const KERNELS: &'static [(Variant, Kernel)];
     const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmElement for bf16 {
+    const NAME: &'static str = "bf16";
     const KERNELS: &'static [(Variant, Kernel)] = &[
         (Variant::Wide, kernels::GEMM_BF16_TN_SM90),
         (Variant::WideCluster2, kernels::GEMM_BF16_TN_C2_SM90),
@@ -140,6 +146,7 @@ impl GemmElement for bf16 {
 }
 
 impl GemmElement for f16 {
+    const NAME: &'static str = "f16";
     const KERNELS: &'static [(Variant, Kernel)] = &[
         (Variant::Wide, kernels::GEMM_F16_TN_SM90),
         (Variant::WideCluster2, kernels::GEMM_F16_TN_C2_SM90),
@@ -188,7 +195,11 @@ impl<T: GemmElement> GemmPlan<T> {
         }
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
-        let variant = options.variant.resolve(shape, gpu.sm_count());
+        let variant = match options.variant {
+            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, shape)?
+                .unwrap_or_else(|| Variant::Auto.resolve(shape, gpu.sm_count())),
+            chosen => chosen,
+        };
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
         let operand = |address, rows, box_rows| Tile2d {
             data_type: T::TENSOR_MAP_TYPE,

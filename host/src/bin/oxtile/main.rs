@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod kernels;
 mod layout;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,8 @@ enum Command {
     Bench(bench::Args),
     /// CuTe layouts: draw one (`show`), or run a file of algebra cases (`--batch`).
     Layout(layout::Args),
+    /// Measure which kernel variant is fastest per shape and record it for the library's `Auto` choice.
+    Tune(tune::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Kernels(args) => kernels::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Layout(args) => layout::run(&args),
+        Command::Tune(args) => tune::run(&args),
     };
     match result {
         Ok(code) => code,

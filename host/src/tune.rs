@@ -1,0 +1,170 @@
+//! Measured kernel choices. `oxtile tune gemm` times every GEMM variant per shape on the GPU and records the fastest
+//! in a JSON file; [`Variant::Auto`] looks there first and falls back to the heuristic for shapes it does not hold.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::timing::time_gpu;
+use crate::bench::{Stats, TimingConfig};
+use crate::error::{Error, Result};
+use crate::ops::gemm::{GemmOptions, GemmPlan, GemmShape, Variant};
+use crate::reference;
+use crate::runtime::Gpu;
+use crate::verify::CheckElement;
+
+/// The file: one entry per (GPU, element type, shape).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TuneCache {
+    pub gemm: BTreeMap<String, Variant>,
+}
+
+/// The cache key of a GEMM problem: the GPU by name and SM count (the choice depends on both), the element type and
+/// the shape.
+pub fn gemm_key(device: &str, sm_count: u32, element: &str, shape: GemmShape) -> String {
+    format!("{device} ({sm_count} SMs) {element} {}x{}x{}", shape.m, shape.n, shape.k)
+}
+
+impl TuneCache {
+    /// `$OXTILE_TUNE_CACHE`, else `$XDG_CACHE_HOME/oxtile/gemm-tune.json`, else `$HOME/.cache/oxtile/gemm-tune.json`.
+    pub fn default_path() -> Option<PathBuf> {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        var("OXTILE_TUNE_CACHE")
+            .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("oxtile/gemm-tune.json")))
+            .or_else(|| var("HOME").map(|d| d.join(".cache/oxtile/gemm-tune.json")))
+    }
+
+    /// The cache at `path`; an absent file is an empty cache, an unreadable or malformed one an error.
+    pub fn load(path: &Path) -> Result<TuneCache> {
+        let error = |message: String| Error::TuneCache { path: path.display().to_string(), message };
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| error(format!("malformed: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TuneCache::default()),
+            Err(e) => Err(error(e.to_string())),
+        }
+    }
+
+    /// Writes the cache to `path` (through a temporary file, so a reader never sees half of it).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let error = |message: String| Error::TuneCache { path: path.display().to_string(), message };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| error(e.to_string()))?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|e| error(e.to_string()))?;
+        let temporary = path.with_extension("json.tmp");
+        std::fs::write(&temporary, text + "\n").map_err(|e| error(e.to_string()))?;
+        std::fs::rename(&temporary, path).map_err(|e| error(e.to_string()))
+    }
+}
+
+/// The recorded choice for this GPU, element type and shape, from the default cache file (read once per process).
+pub(crate) fn cached_gemm_variant(gpu: &Gpu, element: &str, shape: GemmShape) -> Result<Option<Variant>> {
+    static CACHE: OnceLock<std::result::Result<TuneCache, (String, String)>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| match TuneCache::default_path() {
+        None => Ok(TuneCache::default()),
+        Some(path) => TuneCache::load(&path).map_err(|e| match e {
+            Error::TuneCache { path, message } => (path, message),
+            other => (path.display().to_string(), other.to_string()),
+        }),
+    });
+    match cache {
+        Ok(cache) => Ok(cache.gemm.get(&gemm_key(gpu.name(), gpu.sm_count(), element, shape)).copied()),
+        Err((path, message)) => Err(Error::TuneCache { path: path.clone(), message: message.clone() }),
+    }
+}
+
+/// One shape's measurements: each candidate's timing, or why it could not run.
+#[derive(Debug)]
+pub struct GemmTuning {
+    pub shape: GemmShape,
+    pub results: Vec<(Variant, Result<Stats>)>,
+}
+
+impl GemmTuning {
+    /// The candidate with the lowest median time.
+    pub fn best(&self) -> Option<Variant> {
+        self.results
+            .iter()
+            .filter_map(|(variant, stats)| stats.as_ref().ok().map(|s| (*variant, s.median_ms)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(variant, _)| variant)
+    }
+}
+
+/// Times every [`Variant::CANDIDATES`] kernel on `shape` (randn inputs, several input sets rotated past the L2).
+pub fn tune_gemm<T: CheckElement>(gpu: &Gpu, shape: GemmShape, timing: &TimingConfig, seed: u64) -> Result<GemmTuning> {
+    const L2_BYTES: usize = 60 << 20;
+    let bytes_per_set = 2 * (shape.m * shape.k + shape.k * shape.n);
+    let sets = (3 * L2_BYTES).div_ceil(bytes_per_set.max(1)).clamp(1, 8);
+    let stream = gpu.stream();
+    let upload = |len, seed| -> Result<_> {
+        let values: Vec<T> = reference::randn(len, 1.0, seed).into_iter().map(T::from_f32).collect();
+        Ok(stream.clone_htod(&values)?)
+    };
+    let operands = (0..sets)
+        .map(|i| {
+            Ok((upload(shape.m * shape.k, seed + 2 * i as u64)?, upload(shape.k * shape.n, seed + 2 * i as u64 + 1)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut d = stream.clone_htod(&vec![T::from_f32(0.0); shape.m * shape.n])?;
+    let mut results = Vec::new();
+    for variant in Variant::CANDIDATES {
+        let options = GemmOptions { variant, ..GemmOptions::default() };
+        let measured = operands
+            .iter()
+            .map(|(a, b)| GemmPlan::<T>::new(gpu, shape, options, a, b))
+            .collect::<Result<Vec<_>>>()
+            .and_then(|plans| {
+                time_gpu(gpu, timing, |i| {
+                    let (a, b) = &operands[i % sets];
+                    plans[i % sets].launch(gpu, a, b, &mut d)
+                })
+            });
+        results.push((variant, measured));
+    }
+    Ok(GemmTuning { shape, results })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_round_trips_and_an_absent_file_is_empty() {
+        let dir = std::env::temp_dir().join(format!("oxtile-tune-test-{}", std::process::id()));
+        let path = dir.join("nested/gemm-tune.json");
+        assert_eq!(TuneCache::load(&path).unwrap(), TuneCache::default());
+        let mut cache = TuneCache::default();
+        cache
+            .gemm
+            .insert(gemm_key("NVIDIA H200", 132, "bf16", GemmShape::new(4096, 4096, 4096)), Variant::WideCluster2);
+        cache.save(&path).unwrap();
+        assert_eq!(TuneCache::load(&path).unwrap(), cache);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_malformed_cache_is_a_clear_error() {
+        let path = std::env::temp_dir().join(format!("oxtile-tune-bad-{}.json", std::process::id()));
+        std::fs::write(&path, "{ not json").unwrap();
+        let err = TuneCache::load(&path).unwrap_err().to_string();
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("malformed") && err.contains("oxtile-tune-bad"), "{err}");
+    }
+
+    #[test]
+    fn the_fastest_candidate_wins_and_failures_are_skipped() {
+        let stats = |ms| Stats::from_samples(&[ms]).unwrap();
+        let tuning = GemmTuning {
+            shape: GemmShape::new(1, 1, 8),
+            results: vec![
+                (Variant::Wide, Ok(stats(2.0))),
+                (Variant::WideCluster2, Err(Error::unsupported("gemm", "no"))),
+                (Variant::Narrow, Ok(stats(1.5))),
+            ],
+        };
+        assert_eq!(tuning.best(), Some(Variant::Narrow));
+    }
+}
