@@ -7,8 +7,9 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::device::rotation_sets;
 use crate::bench::timing::time_gpu;
-use crate::bench::{Stats, TimingConfig};
+use crate::bench::{DeviceInfo, Stats, TimingConfig};
 use crate::error::{Error, Result};
 use crate::ops::gemm::{GemmOptions, GemmPlan, GemmShape, Variant};
 use crate::reference;
@@ -95,9 +96,9 @@ impl GemmTuning {
 
 /// Times every [`Variant::CANDIDATES`] kernel on `shape` (randn inputs, several input sets rotated past the L2).
 pub fn tune_gemm<T: CheckElement>(gpu: &Gpu, shape: GemmShape, timing: &TimingConfig, seed: u64) -> Result<GemmTuning> {
-    const L2_BYTES: usize = 60 << 20;
     let bytes_per_set = 2 * (shape.m * shape.k + shape.k * shape.n);
-    let sets = (3 * L2_BYTES).div_ceil(bytes_per_set.max(1)).clamp(1, 8);
+    let l2_bytes = DeviceInfo::query(gpu)?.l2_bytes;
+    let sets = rotation_sets(bytes_per_set, l2_bytes, 3.0, 8, 16 << 30);
     let stream = gpu.stream();
     let upload = |len, seed| -> Result<_> {
         let values: Vec<T> = reference::randn(len, 1.0, seed).into_iter().map(T::from_f32).collect();
