@@ -75,6 +75,91 @@ const _: () = assert!(
 // One k-tile row of a K-major operand is one 128-byte swizzle atom row.
 const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);
 
+/// Shape and resources of one Hopper attention-forward kernel (gpu/kernels/src/attention/sm90.rs): a producer
+/// warpgroup feeding `consumers` math warpgroups. Each block owns `tile_q` query rows of one (batch, head): Q
+/// stays in shared memory, K and V tiles of `tile_kv` keys stream through a `stages`-deep ring. Operands are
+/// stored as `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttnTile {
+    pub tile_q: u32,
+    pub tile_kv: u32,
+    pub head_dim: u32,
+    pub stages: u32,
+    /// Math warpgroups; each owns `tile_q / consumers` query rows.
+    pub consumers: u32,
+    pub element_bytes: u32,
+}
+
+impl AttnTile {
+    pub const WARPGROUP_THREADS: u32 = 128;
+    /// Elements of one 128-byte swizzled row: the TMA box width and the column block of the shared layouts.
+    pub const BOX_COLS: u32 = 64;
+    const BARRIER_BYTES: u32 = 8;
+
+    pub const fn threads(&self) -> u32 {
+        Self::WARPGROUP_THREADS * (1 + self.consumers)
+    }
+
+    /// 64-column blocks per row of Q, K and V.
+    pub const fn column_blocks(&self) -> u32 {
+        self.head_dim / Self::BOX_COLS
+    }
+
+    pub const fn smem_q_bytes(&self) -> u32 {
+        self.tile_q * self.head_dim * self.element_bytes
+    }
+
+    /// One K (or V) tile.
+    pub const fn smem_kv_bytes(&self) -> u32 {
+        self.tile_kv * self.head_dim * self.element_bytes
+    }
+
+    pub const fn smem_k_offset(&self, stage: u32) -> u32 {
+        self.smem_q_bytes() + stage * self.smem_kv_bytes()
+    }
+
+    pub const fn smem_v_offset(&self, stage: u32) -> u32 {
+        self.smem_k_offset(self.stages) + stage * self.smem_kv_bytes()
+    }
+
+    /// Barriers after the operands: Q full, then K full, K empty, V full, V empty per stage.
+    pub const fn barriers_offset(&self) -> u32 {
+        self.smem_v_offset(self.stages)
+    }
+
+    pub const fn smem_bytes(&self) -> u32 {
+        self.barriers_offset() + (1 + 4 * self.stages) * Self::BARRIER_BYTES
+    }
+
+    /// Query rows each consumer warpgroup computes.
+    pub const fn consumer_rows(&self) -> u32 {
+        self.tile_q / self.consumers
+    }
+}
+
+/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V.
+pub const ATTN_SM90_D128: AttnTile =
+    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, consumers: 2, element_bytes: 2 };
+
+/// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring.
+pub const ATTN_SM90_D64: AttnTile =
+    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 4, consumers: 2, element_bytes: 2 };
+
+const _: () = assert!(ATTN_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(ATTN_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+// Every operand tile starts on a 1024-byte swizzle-atom boundary.
+const _: () = assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
+
+/// Rescaling statistics the attention kernels add up when given a counter buffer: per (warp, key tile after the
+/// first), whether the warp rescaled its output, and how many such warp-tiles there were.
+pub const ATTN_STATS_RESCALED: usize = 0;
+pub const ATTN_STATS_WARP_TILES: usize = 1;
+pub const ATTN_STATS_LEN: usize = 2;
+
+/// Lazy rescaling threshold in log2 units (FA4's choice): the output and running sum are rescaled only when a
+/// row's maximum grew by more than this since the maximum last applied, so unnormalized terms stay ≤ 2^8.
+pub const ATTN_RESCALE_THRESHOLD_LOG2: f32 = 8.0;
+
 /// The swizzled-transpose kernels of gpu/kernels/src/layout_demo.rs: each block of `TRANSPOSE_THREADS` threads
 /// moves one `TRANSPOSE_TILE`×`TRANSPOSE_TILE` tile of u16 through `TRANSPOSE_SMEM_BYTES` of dynamic shared memory.
 pub const TRANSPOSE_TILE: u32 = 64;

@@ -9,6 +9,7 @@
 #![allow(internal_features)]
 
 pub mod arch;
+pub mod attention;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;

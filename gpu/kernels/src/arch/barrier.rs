@@ -12,3 +12,10 @@ pub fn sync_threads() {
 pub fn named_sync<const ID: u32>(threads: u32) {
     unsafe { core::arch::asm!("bar.sync {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack)) };
 }
+
+/// `bar.arrive id, threads`: arrives on a named barrier without waiting (the producer side of a hand-off;
+/// the threads that wait use [`named_sync`] with the same count).
+#[inline(always)]
+pub fn named_arrive<const ID: u32>(threads: u32) {
+    unsafe { core::arch::asm!("bar.arrive {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack)) };
+}

@@ -14,4 +14,5 @@ pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;
 pub mod tma;
+pub mod warp;
 pub mod wgmma;

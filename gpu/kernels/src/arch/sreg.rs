@@ -26,6 +26,18 @@ pub fn block_idx_y() -> u32 {
     unsafe { nvptx::_block_idx_y() as u32 }
 }
 
+/// `%ctaid.z`
+#[inline(always)]
+pub fn block_idx_z() -> u32 {
+    unsafe { nvptx::_block_idx_z() as u32 }
+}
+
+/// `%laneid`: this thread's lane in its warp.
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    thread_idx_x() % 32
+}
+
 /// `%nctaid.x`
 #[inline(always)]
 pub fn grid_dim_x() -> u32 {

@@ -43,3 +43,19 @@ pub unsafe fn load_2d_multicast(dst: u32, tensor_map: u64, x: i32, y: i32, bar: 
             mask = in(reg16) block_mask, options(nostack));
     }
 }
+
+/// As [`load_2d`] for a 4-D tensor: the box at coordinates (`c0` innermost, `c1`, `c2`, `c3`), e.g. an attention
+/// operand [batch, seq, head, dim] seen as dims (dim, head, seq, batch). The box lands in shared memory packed in
+/// dimension order, so a box of (64, 1, rows, 1) is `rows` 128-byte rows.
+///
+/// # Safety
+/// As [`load_2d`].
+#[inline(always)]
+pub unsafe fn load_4d(dst: u32, tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: i32, bar: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{c0}, {c1}, {c2}, {c3}}}], [{bar}];",
+            dst = in(reg32) dst, map = in(reg64) tensor_map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2,
+            c3 = in(reg32) c3, bar = in(reg32) bar, options(nostack));
+    }
+}

@@ -21,6 +21,22 @@ pub const fn desc_k_major_sw128(addr: u32) -> u64 {
     ((addr as u64 & 0x3_ffff) >> 4) | (1 << 16) | ((STRIDE_BYTES >> 4) << 32) | SWIZZLE_128B
 }
 
+/// Matrix descriptor of an MN-major operand tile with the 128-byte swizzle, as TMA writes a box whose inner
+/// dimension is M or N: each 128-byte row holds 64 consecutive M (or N) elements of one k, eight k-rows form a
+/// 1024-byte swizzle atom, and the next 64 M/N elements start `mn_block_bytes` further on.
+/// PTX ISA: "Major-ness supported by Strides" (#asynchronous-warpgroup-level-majorness-supported-by-strides):
+/// for swizzled MN-major layouts the leading byte offset steps between 64-element MN blocks and the stride byte
+/// offset between 8-deep k groups (1024 bytes here). A k16 step therefore advances `addr` by 2048 bytes.
+#[inline(always)]
+pub const fn desc_mn_major_sw128(addr: u32, mn_block_bytes: u32) -> u64 {
+    const SWIZZLE_128B: u64 = 1 << 62;
+    const K_GROUP_BYTES: u64 = 1024;
+    ((addr as u64 & 0x3_ffff) >> 4)
+        | (((mn_block_bytes as u64 & 0x3_ffff) >> 4) << 16)
+        | ((K_GROUP_BYTES >> 4) << 32)
+        | SWIZZLE_128B
+}
+
 /// `wgmma.fence.sync.aligned`: orders this warpgroup's register accesses before the next `mma_async`.
 #[inline(always)]
 pub fn fence() {
@@ -39,8 +55,27 @@ pub fn wait_group<const N: u32>() {
     unsafe { core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
 }
 
-/// Defines `fn $name(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the given shape with both
-/// operands K-major in shared memory and f32 accumulators; `accumulate == false` overwrites `acc` (D = A·B).
+/// Pins the registers of a fragment at this point of the instruction stream: an empty asm that claims to read
+/// and write each of them. Put after [`wait_group`] (so no arithmetic on an accumulator is hoisted above the wait
+/// while a wgmma may still write it) and before an `mma_async` that reads registers written just before it.
+#[inline(always)]
+pub fn fence_operands<const N: usize>(fragment: &mut [f32; N]) {
+    for value in fragment.iter_mut() {
+        unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) *value, options(nostack, nomem, preserves_flags)) };
+    }
+}
+
+/// As [`fence_operands`], for packed 16-bit pairs (an A fragment held in registers).
+#[inline(always)]
+pub fn fence_packed<const N: usize>(fragment: &mut [u32; N]) {
+    for value in fragment.iter_mut() {
+        unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) *value, options(nostack, nomem, preserves_flags)) };
+    }
+}
+
+/// Defines `fn $name::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the
+/// given shape with both operands in shared memory and f32 accumulators; `accumulate == false` overwrites `acc`
+/// (D = A·B). An operand is K-major unless its flag is 1 (the instruction's `imm-trans-a` / `imm-trans-b`).
 macro_rules! mma_ss {
     ($(#[$doc:meta])* $name:ident, $shape:literal, $input:literal, [$first:literal $($rest:literal)*]) => {
         $(#[$doc])*
@@ -49,7 +84,12 @@ macro_rules! mma_ss {
         /// All 128 threads of the warpgroup call it together after [`fence`]; the descriptors address valid,
         /// complete tiles that stay untouched until the group is waited for.
         #[inline(always)]
-        pub unsafe fn $name(acc: &mut [f32; 1 + [$($rest),*].len()], desc_a: u64, desc_b: u64, accumulate: bool) {
+        pub unsafe fn $name<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+            acc: &mut [f32; 1 + [$($rest),*].len()],
+            desc_a: u64,
+            desc_b: u64,
+            accumulate: bool,
+        ) {
             unsafe {
                 core::arch::asm!(
                     "{{",
@@ -58,13 +98,15 @@ macro_rules! mma_ss {
                     concat!(
                         "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $input, ".", $input, " {{",
                         "{", stringify!($first), "}" $(, ",{", stringify!($rest), "}")*,
-                        "}}, {desc_a}, {desc_b}, accumulate, 1, 1, 0, 0;"
+                        "}}, {desc_a}, {desc_b}, accumulate, 1, 1, {trans_a}, {trans_b};"
                     ),
                     "}}",
                     inout(reg32) acc[$first], $(inout(reg32) acc[$rest],)*
                     desc_a = in(reg64) desc_a,
                     desc_b = in(reg64) desc_b,
                     accumulate = in(reg32) accumulate as u32,
+                    trans_a = const MN_MAJOR_A,
+                    trans_b = const MN_MAJOR_B,
                     options(nostack),
                 );
             }
@@ -95,4 +137,64 @@ mma_ss!(
 mma_ss!(
     /// D(64×64, f32) += A(64×16, f16) · B(16×64, f16): 32 accumulators per thread.
     mma_m64n64k16_f32_f16, "m64n64k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+);
+
+/// Defines `fn $name::<MN_MAJOR_B>(acc, a, desc_b, accumulate)`: one `wgmma.mma_async` with A from registers
+/// (four packed 16-bit pairs per thread, the m64k16 A fragment, whose layout is the m64n16 accumulator's, so an
+/// f32 accumulator converts to it in place) and B in shared memory (K-major unless `MN_MAJOR_B` is 1).
+macro_rules! mma_rs {
+    ($(#[$doc:meta])* $name:ident, $shape:literal, $input:literal, [$first:literal $($rest:literal)*]) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// All 128 threads of the warpgroup call it together after [`fence`]; the descriptor addresses a valid,
+        /// complete tile, and neither it nor the `a` registers change until the group is waited for.
+        #[inline(always)]
+        pub unsafe fn $name<const MN_MAJOR_B: u32>(
+            acc: &mut [f32; 1 + [$($rest),*].len()],
+            a: &[u32; 4],
+            desc_b: u64,
+            accumulate: bool,
+        ) {
+            unsafe {
+                core::arch::asm!(
+                    "{{",
+                    ".reg .pred accumulate;",
+                    "setp.ne.b32 accumulate, {accumulate}, 0;",
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $input, ".", $input, " {{",
+                        "{", stringify!($first), "}" $(, ",{", stringify!($rest), "}")*,
+                        "}}, {{{a0}, {a1}, {a2}, {a3}}}, {desc_b}, accumulate, 1, 1, {trans_b};"
+                    ),
+                    "}}",
+                    inout(reg32) acc[$first], $(inout(reg32) acc[$rest],)*
+                    a0 = in(reg32) a[0],
+                    a1 = in(reg32) a[1],
+                    a2 = in(reg32) a[2],
+                    a3 = in(reg32) a[3],
+                    desc_b = in(reg64) desc_b,
+                    accumulate = in(reg32) accumulate as u32,
+                    trans_b = const MN_MAJOR_B,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+mma_rs!(
+    /// D(64×128, f32) += A(64×16, bf16, registers) · B(16×128, bf16): 64 accumulators per thread.
+    mma_rs_m64n128k16_f32_bf16, "m64n128k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+);
+mma_rs!(
+    /// D(64×128, f32) += A(64×16, f16, registers) · B(16×128, f16): 64 accumulators per thread.
+    mma_rs_m64n128k16_f32_f16, "m64n128k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+);
+mma_rs!(
+    /// D(64×64, f32) += A(64×16, bf16, registers) · B(16×64, bf16): 32 accumulators per thread.
+    mma_rs_m64n64k16_f32_bf16, "m64n64k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+);
+mma_rs!(
+    /// D(64×64, f32) += A(64×16, f16, registers) · B(16×64, f16): 32 accumulators per thread.
+    mma_rs_m64n64k16_f32_f16, "m64n64k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
 );

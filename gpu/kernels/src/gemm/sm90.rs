@@ -74,7 +74,7 @@ trait Config {
 /// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) → column-major index in the 64×N block. Values
 /// 2i and 2i + 1 are neighbours in a row, so they are stored as one pair.
 macro_rules! config {
-    ($name:ident, $tile:path, $element:ty, $mma:path, fragment = $regs:literal, column_blocks = $blocks:literal) => {
+    ($name:ident, $tile:path, $element:ty, $mma:ident, fragment = $regs:literal, column_blocks = $blocks:literal) => {
         struct $name;
 
         impl $name {
@@ -90,7 +90,7 @@ macro_rules! config {
 
             #[inline(always)]
             unsafe fn mma(acc: &mut Self::Fragment, desc_a: u64, desc_b: u64, accumulate: bool) {
-                unsafe { $mma(acc, desc_a, desc_b, accumulate) }
+                unsafe { wgmma::$mma::<0, 0>(acc, desc_a, desc_b, accumulate) }
             }
 
             #[inline(always)]
@@ -108,10 +108,10 @@ macro_rules! config {
     };
 }
 
-config!(Bf16Wide, GEMM_SM90_128X256, Bf16, wgmma::mma_m64n256k16_f32_bf16, fragment = 128, column_blocks = 32);
-config!(F16Wide, GEMM_SM90_128X256, F16, wgmma::mma_m64n256k16_f32_f16, fragment = 128, column_blocks = 32);
-config!(Bf16Narrow, GEMM_SM90_128X64, Bf16, wgmma::mma_m64n64k16_f32_bf16, fragment = 32, column_blocks = 8);
-config!(F16Narrow, GEMM_SM90_128X64, F16, wgmma::mma_m64n64k16_f32_f16, fragment = 32, column_blocks = 8);
+config!(Bf16Wide, GEMM_SM90_128X256, Bf16, mma_m64n256k16_f32_bf16, fragment = 128, column_blocks = 32);
+config!(F16Wide, GEMM_SM90_128X256, F16, mma_m64n256k16_f32_f16, fragment = 128, column_blocks = 32);
+config!(Bf16Narrow, GEMM_SM90_128X64, Bf16, mma_m64n64k16_f32_bf16, fragment = 32, column_blocks = 8);
+config!(F16Narrow, GEMM_SM90_128X64, F16, mma_m64n64k16_f32_f16, fragment = 32, column_blocks = 8);
 
 /// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
 struct SmemMap {

@@ -1,0 +1,30 @@
+//! Exchange within a warp. PTX ISA: "shfl.sync" (#data-movement-and-conversion-instructions-shfl-sync) and
+//! "vote.sync" (#parallel-synchronization-and-communication-instructions-vote-sync).
+
+/// `shfl.sync.bfly.b32` over the full warp: the value of lane `lane ^ lane_mask`.
+#[inline(always)]
+pub fn shfl_xor(value: f32, lane_mask: u32) -> f32 {
+    let out: f32;
+    unsafe {
+        core::arch::asm!("shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;", out = out(reg32) out,
+            v = in(reg32) value, m = in(reg32) lane_mask, options(nostack, nomem));
+    }
+    out
+}
+
+/// `vote.sync.any.pred` over the full warp: whether `predicate` holds in any lane.
+#[inline(always)]
+pub fn any(predicate: bool) -> bool {
+    let out: u32;
+    unsafe {
+        core::arch::asm!(
+            "{{",
+            ".reg .pred p, q;",
+            "setp.ne.u32 p, {v}, 0;",
+            "vote.sync.any.pred q, p, 0xffffffff;",
+            "selp.u32 {out}, 1, 0, q;",
+            "}}",
+            out = out(reg32) out, v = in(reg32) predicate as u32, options(nostack, nomem));
+    }
+    out != 0
+}

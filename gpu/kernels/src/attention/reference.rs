@@ -1,0 +1,1 @@
+//! The plain attention reference kernel (to be written).
