@@ -13,9 +13,16 @@ pub fn named_sync<const ID: u32>(threads: u32) {
     unsafe { core::arch::asm!("bar.sync {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack)) };
 }
 
-/// `bar.arrive id, threads`: arrives on a named barrier without waiting (the producer side of a hand-off;
-/// the threads that wait use [`named_sync`] with the same count).
+/// [`named_sync`] with the barrier chosen at run time (`id` in 1..=15, the same in every thread of a warp), so
+/// warpgroups that take turns run one code path instead of branching on their index.
 #[inline(always)]
-pub fn named_arrive<const ID: u32>(threads: u32) {
-    unsafe { core::arch::asm!("bar.arrive {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack)) };
+pub fn named_sync_id(id: u32, threads: u32) {
+    unsafe { core::arch::asm!("bar.sync {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}
+
+/// `bar.arrive id, threads`: arrives on a named barrier without waiting (the signalling side of a hand-off;
+/// the threads that wait use [`named_sync_id`] with the same count).
+#[inline(always)]
+pub fn named_arrive_id(id: u32, threads: u32) {
+    unsafe { core::arch::asm!("bar.arrive {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack)) };
 }

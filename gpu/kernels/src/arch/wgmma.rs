@@ -58,19 +58,30 @@ pub fn wait_group<const N: u32>() {
 /// Pins the registers of a fragment at this point of the instruction stream: an empty asm that claims to read
 /// and write each of them. Put after [`wait_group`] (so no arithmetic on an accumulator is hoisted above the wait
 /// while a wgmma may still write it) and before an `mma_async` that reads registers written just before it.
+/// Unrolled by `seq!` so every element is addressed by a constant and the fragment stays in registers.
 #[inline(always)]
 pub fn fence_operands<const N: usize>(fragment: &mut [f32; N]) {
-    for value in fragment.iter_mut() {
-        unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) *value, options(nostack, nomem, preserves_flags)) };
-    }
+    const { assert!(N <= 128) };
+    seq_macro::seq!(I in 0..128 {
+        if I < N {
+            unsafe {
+                core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags))
+            };
+        }
+    });
 }
 
 /// As [`fence_operands`], for packed 16-bit pairs (an A fragment held in registers).
 #[inline(always)]
 pub fn fence_packed<const N: usize>(fragment: &mut [u32; N]) {
-    for value in fragment.iter_mut() {
-        unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) *value, options(nostack, nomem, preserves_flags)) };
-    }
+    const { assert!(N <= 64) };
+    seq_macro::seq!(I in 0..64 {
+        if I < N {
+            unsafe {
+                core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags))
+            };
+        }
+    });
 }
 
 /// Defines `fn $name::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the

@@ -1,7 +1,664 @@
-//! Hopper attention forward (in progress: the kernel ABI is fixed, the data path lands next).
+//! Hopper attention forward: O = softmax(scale · Q·Kᵀ) · V for one (batch, head, 128-row query tile) per block,
+//! the FlashAttention-3 data path with FlashAttention-4's software exp2 and lazy rescaling.
 //!
-//! Kernels `attn_fwd_{bf16,f16}_d{64,128}_sm90` (and ablations of the bf16 d128 one:
-//! `attn_fwd_bf16_d128_nopoly_sm90`, `attn_fwd_bf16_d128_eager_sm90`), all with the parameters
-//! `(tensor_map_q: u64, tensor_map_k: u64, tensor_map_v: u64, o: *mut u16, lse: *mut f32, seq_q: u32, seq_k: u32,
-//! heads_q: u32, group: u32, o_stride_seq: u32, o_stride_head: u32, o_stride_batch: u64, scale_log2: f32,
-//! causal: u32, stats: *mut u32)`.
+//! Per block (384 threads, three warpgroups):
+//! - warpgroup 0, the producer, drops to 24 registers; one thread has TMA load the Q tile once, then streams
+//!   K and V tiles of 128 keys through a ring of `stages` (K and V each have full/empty mbarriers, so Q·Kᵀ
+//!   starts before V has landed);
+//! - warpgroups 1 and 2, the consumers, rise to 240 registers; each owns 64 query rows and, per key tile:
+//!   S = Q·Kᵀ by m64n128k16 wgmma from shared memory, an online softmax on S in registers, P = S converted to
+//!   16 bits in place (the accumulator fragment *is* the A fragment of the next wgmma), O += P·V by wgmma with A
+//!   from registers and V read MN-major from shared memory;
+//! - within a warpgroup, the next tile's Q·Kᵀ is issued together with this tile's P·V before the softmax, so
+//!   the tensor cores work while the softmax runs; between the two warpgroups, named barriers hand the right to
+//!   issue back and forth (ping-pong), so one's softmax overlaps the other's matrix work.
+//!
+//! Softmax: scores are kept raw (unscaled); the applied row maximum m moves only when a tile's maximum exceeds
+//! it by more than [`ATTN_RESCALE_THRESHOLD_LOG2`] in log2 units (lazy rescaling), so most tiles skip the
+//! rescale of O and of the running sum; terms 2^((s − m)·scale·log2 e) then stay below 2^8, and the result is
+//! exact because the final normalization uses the m actually applied. `NUM` of every `DEN` exponentials go to
+//! the FMA-pipe polynomial ([`crate::softmax::exp2`]), the rest to MUFU.EX2.
+//!
+//! Kernel ABI (the host, host/src/ops/attention.rs, pushes the parameters in this order): see [`attn_kernel`].
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use oxtile_abi::{
+    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
+};
+use seq_macro::seq;
+
+use crate::arch::mbarrier::{self, RingState};
+use crate::arch::sreg::{block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x};
+use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
+use crate::softmax::exp2::{exp2_poly, takes_poly};
+
+/// Scores per thread for a 128-key tile: the m64n128 accumulator fragment.
+const SCORES: usize = 64;
+/// The same scores packed two per register: the A fragments of the eight k16 steps of P·V.
+const PACKED: usize = SCORES / 2;
+
+/// One kernel configuration: tile shape (shared with the host), element type, and the softmax tricks.
+trait Config {
+    const TILE: AttnTile;
+    /// `NUM` of every `DEN` exponentials by the polynomial; (0, 1) is MUFU only.
+    const POLY: (usize, usize);
+    /// Lazy rescaling; `false` rescales whenever a row maximum grows (the FA2/FA3 rule), for the ablation.
+    const LAZY: bool;
+    /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O.
+    type Out: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    const OUT_ZERO: Self::Out;
+    /// S (+)= Q·Kᵀ for one k16 step of the head dimension; both operands K-major in shared memory.
+    unsafe fn mma_qk(s: &mut [f32; SCORES], desc_q: u64, desc_k: u64, accumulate: bool);
+    /// O += P·V for one k16 step of the keys; P from registers, V MN-major in shared memory.
+    unsafe fn mma_pv(o: &mut Self::Out, p: &[u32; 4], desc_v: u64);
+    fn pack2(lo: f32, hi: f32) -> u32;
+}
+
+macro_rules! config {
+    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal) => {
+        struct $name;
+
+        impl Config for $name {
+            const TILE: AttnTile = $tile;
+            const POLY: (usize, usize) = $poly;
+            const LAZY: bool = $lazy;
+            type Out = [f32; $out];
+            const OUT_ZERO: Self::Out = [0.0; $out];
+
+            #[inline(always)]
+            unsafe fn mma_qk(s: &mut [f32; SCORES], desc_q: u64, desc_k: u64, accumulate: bool) {
+                unsafe { wgmma::$qk::<0, 0>(s, desc_q, desc_k, accumulate) }
+            }
+
+            #[inline(always)]
+            unsafe fn mma_pv(o: &mut Self::Out, p: &[u32; 4], desc_v: u64) {
+                unsafe { wgmma::$pv::<1>(o, p, desc_v, true) }
+            }
+
+            #[inline(always)]
+            fn pack2(lo: f32, hi: f32) -> u32 {
+                $pack(lo, hi)
+            }
+        }
+    };
+}
+
+// The FMA pipe also carries the scaling, maxima and sums: a quarter of the exponentials balances it with MUFU
+// at head dim 128 (docs/perf-notes.md); at 64 the tensor work per exponential halves, so more go to the FMA pipe.
+config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+    out = 64, poly = (1, 4), lazy = true);
+config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
+    out = 64, poly = (1, 4), lazy = true);
+config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+    out = 32, poly = (3, 8), lazy = true);
+config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
+    out = 32, poly = (3, 8), lazy = true);
+config!(Bf16D128NoPoly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+    out = 64, poly = (0, 1), lazy = true);
+config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+    out = 64, poly = (1, 4), lazy = false);
+
+/// Defines one exported kernel over [`attn_fwd`].
+macro_rules! attn_kernel {
+    ($(#[$doc:meta])* $name:ident, $config:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `tensor_map_q/k/v` are device addresses of 4-D tensor maps over q [B, seq_q, heads_q, D] and k, v
+        /// [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
+        /// (64, 1, 128, 1). `o` holds O at `o_stride_*` (elements; head_dim contiguous, pairs 4-byte aligned),
+        /// `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Launched
+        /// with grid (ceil(seq_q / 128), heads_q, B), the configuration's threads and dynamic shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            tensor_map_q: u64,
+            tensor_map_k: u64,
+            tensor_map_v: u64,
+            o: *mut u16,
+            lse: *mut f32,
+            seq_q: u32,
+            seq_k: u32,
+            heads_q: u32,
+            group: u32,
+            o_stride_seq: u32,
+            o_stride_head: u32,
+            o_stride_batch: u64,
+            scale_log2: f32,
+            causal: u32,
+            stats: *mut u32,
+        ) {
+            let problem = Problem {
+                o,
+                lse,
+                seq_q,
+                seq_k,
+                heads_q,
+                group,
+                o_stride_seq,
+                o_stride_head,
+                o_stride_batch,
+                scale_log2,
+                causal: causal != 0,
+                stats,
+            };
+            unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v], &problem) }
+        }
+        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    };
+}
+
+attn_kernel!(
+    /// bf16 attention forward, head dim 128.
+    attn_fwd_bf16_d128_sm90, Bf16D128
+);
+attn_kernel!(
+    /// f16 attention forward, head dim 128.
+    attn_fwd_f16_d128_sm90, F16D128
+);
+attn_kernel!(
+    /// bf16 attention forward, head dim 64.
+    attn_fwd_bf16_d64_sm90, Bf16D64
+);
+attn_kernel!(
+    /// f16 attention forward, head dim 64.
+    attn_fwd_f16_d64_sm90, F16D64
+);
+attn_kernel!(
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: every exponential on MUFU.EX2.
+    attn_fwd_bf16_d128_nopoly_sm90, Bf16D128NoPoly
+);
+attn_kernel!(
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
+    attn_fwd_bf16_d128_eager_sm90, Bf16D128Eager
+);
+
+struct Problem {
+    o: *mut u16,
+    lse: *mut f32,
+    seq_q: u32,
+    seq_k: u32,
+    heads_q: u32,
+    group: u32,
+    o_stride_seq: u32,
+    o_stride_head: u32,
+    o_stride_batch: u64,
+    scale_log2: f32,
+    causal: bool,
+    stats: *mut u32,
+}
+
+impl Problem {
+    /// Keys visible to query row `row`: all of them, or (causal, bottom-right aligned) those j ≤ row + seq_k − seq_q.
+    #[inline(always)]
+    fn key_limit(&self, row: u32) -> u32 {
+        if self.causal {
+            (row as i64 + self.seq_k as i64 - self.seq_q as i64 + 1).clamp(0, self.seq_k as i64) as u32
+        } else {
+            self.seq_k
+        }
+    }
+}
+
+/// Where everything lives in dynamic shared memory (offsets from oxtile-abi's [`AttnTile`]).
+struct SmemMap {
+    base: u32,
+    tile: AttnTile,
+}
+
+impl SmemMap {
+    /// Bytes of one 64-column block of a Q tile / of a K or V tile.
+    fn q_block_bytes(&self) -> u32 {
+        self.tile.tile_q * 128
+    }
+    fn kv_block_bytes(&self) -> u32 {
+        self.tile.tile_kv * 128
+    }
+    fn q(&self, block: u32) -> u32 {
+        self.base + block * self.q_block_bytes()
+    }
+    fn k(&self, stage: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_k_offset(stage) + block * self.kv_block_bytes()
+    }
+    fn v(&self, stage: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_v_offset(stage) + block * self.kv_block_bytes()
+    }
+    fn barrier(&self, index: u32) -> u32 {
+        self.base + self.tile.barriers_offset() + 8 * index
+    }
+    fn q_full(&self) -> u32 {
+        self.barrier(0)
+    }
+    fn k_full(&self, stage: u32) -> u32 {
+        self.barrier(1 + stage)
+    }
+    fn k_empty(&self, stage: u32) -> u32 {
+        self.barrier(1 + self.tile.stages + stage)
+    }
+    fn v_full(&self, stage: u32) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + stage)
+    }
+    fn v_empty(&self, stage: u32) -> u32 {
+        self.barrier(1 + 3 * self.tile.stages + stage)
+    }
+}
+
+/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands).
+const K_STEP_BYTES: u32 = 32;
+/// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms.
+const MN_K_STEP_BYTES: u32 = 2048;
+
+/// Named barriers of the ping-pong: warpgroup `c` may issue its wgmma when barrier `PINGPONG_BASE + c` opens.
+const PINGPONG_BASE: u32 = 1;
+const PINGPONG_THREADS: u32 = 256;
+
+#[inline(always)]
+unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
+    let tile = C::TILE;
+    let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
+    let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
+    let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
+
+    // Causal blocks are issued longest first: the last query tiles see the most keys.
+    let q_tiles = grid_dim_x();
+    let q_tile = if problem.causal { q_tiles - 1 - block_idx_x() } else { block_idx_x() };
+    let (head, batch) = (block_idx_y(), block_idx_z());
+    let q0 = q_tile * tile.tile_q;
+    let last_row = (q0 + tile.tile_q).min(problem.seq_q) - 1;
+    let kv_tiles = problem.key_limit(last_row).div_ceil(tile.tile_kv);
+    // Key tiles before this one are visible to every row of the block; from it on, scores are masked.
+    let first_masked_tile = problem.key_limit(q0) / tile.tile_kv;
+
+    if thread_idx_x() == 0 {
+        unsafe {
+            mbarrier::init(smem.q_full(), 1);
+            for stage in 0..tile.stages {
+                mbarrier::init(smem.k_full(stage), 1);
+                mbarrier::init(smem.k_empty(stage), tile.consumers);
+                mbarrier::init(smem.v_full(stage), 1);
+                mbarrier::init(smem.v_empty(stage), tile.consumers);
+            }
+        }
+        mbarrier::fence_init();
+    }
+    barrier::sync_threads();
+
+    if warpgroup == 0 {
+        setmaxnreg::dec::<24>();
+        if thread == 0 && kv_tiles > 0 {
+            let [map_q, map_k, map_v] = tensor_maps;
+            tma::prefetch_tensormap(map_q);
+            tma::prefetch_tensormap(map_k);
+            tma::prefetch_tensormap(map_v);
+            let kv_head = (head / problem.group) as i32;
+            let (head, batch) = (head as i32, batch as i32);
+            unsafe {
+                mbarrier::arrive_expect_tx(smem.q_full(), tile.smem_q_bytes());
+                for block in 0..tile.column_blocks() {
+                    let column = (block * AttnTile::BOX_COLS) as i32;
+                    tma::load_4d(smem.q(block), map_q, column, head, q0 as i32, batch, smem.q_full());
+                }
+            }
+            let mut ring = RingState::new(tile.stages);
+            for kv_tile in 0..kv_tiles {
+                let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
+                unsafe {
+                    mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
+                    mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
+                    for block in 0..tile.column_blocks() {
+                        let column = (block * AttnTile::BOX_COLS) as i32;
+                        tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, smem.k_full(stage));
+                    }
+                    mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
+                    mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
+                    for block in 0..tile.column_blocks() {
+                        let column = (block * AttnTile::BOX_COLS) as i32;
+                        tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, smem.v_full(stage));
+                    }
+                }
+                ring.advance();
+            }
+        }
+    } else {
+        setmaxnreg::inc::<240>();
+        let consumer = warpgroup - 1;
+        let rows = Rows::new(q0 + consumer * tile.consumer_rows(), thread, problem);
+        if kv_tiles == 0 {
+            unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, head, batch, problem) };
+        } else {
+            unsafe {
+                let softmax = consume::<C>(&smem, consumer, kv_tiles, first_masked_tile, &rows, problem);
+                store_output::<C>(&softmax.1, &softmax.0, &rows, head, batch, problem);
+            }
+        }
+    }
+}
+
+/// The two query rows a consumer thread holds (m64 fragment rows `r` and `r + 8`), their key limits, and the
+/// first of the two columns it holds in each 8-column block.
+struct Rows {
+    index: [u32; 2],
+    key_limit: [u32; 2],
+    column: u32,
+}
+
+impl Rows {
+    #[inline(always)]
+    fn new(row0: u32, thread: u32, problem: &Problem) -> Self {
+        let (warp, lane) = (thread / 32, thread % 32);
+        let r = row0 + 16 * warp + lane / 4;
+        let index = [r, r + 8];
+        Rows { index, key_limit: index.map(|row| problem.key_limit(row)), column: 2 * (lane % 4) }
+    }
+}
+
+/// Online-softmax state of a thread's two rows: the maximum applied to O and the running sum (raw score units;
+/// the sum is this thread's partial sum, reduced over the row's four threads at the end).
+struct Softmax {
+    max: [f32; 2],
+    sum: [f32; 2],
+    rescaled_tiles: u32,
+    tiles: u32,
+}
+
+impl Softmax {
+    fn empty() -> Self {
+        Softmax { max: [f32::NEG_INFINITY; 2], sum: [0.0; 2], rescaled_tiles: 0, tiles: 0 }
+    }
+}
+
+/// Score `i` of the fragment: row half (0: row r, 1: row r + 8) and column inside the 128-key tile.
+#[inline(always)]
+const fn score_position(i: usize, column: u32) -> (usize, u32) {
+    let (block, half, pair) = (i / 4, (i / 2) % 2, i % 2);
+    (half, 8 * block as u32 + column + pair as u32)
+}
+
+/// Turns a tile of raw scores into unnormalized probabilities in place and returns each row's rescale factor
+/// for O (1 when its applied maximum did not move).
+#[inline(always)]
+fn softmax_tile<C: Config>(
+    s: &mut [f32; SCORES],
+    state: &mut Softmax,
+    rows: &Rows,
+    key0: u32,
+    masked: bool,
+    scale_log2: f32,
+) -> [f32; 2] {
+    if masked {
+        seq!(I in 0..64 {
+            let (half, column) = score_position(I, rows.column);
+            if key0 + column >= rows.key_limit[half] {
+                s[I] = f32::NEG_INFINITY;
+            }
+        });
+    }
+    let mut tile_max = [f32::NEG_INFINITY; 2];
+    seq!(I in 0..64 {
+        let (half, _) = score_position(I, 0);
+        tile_max[half] = tile_max[half].max(s[I]);
+    });
+    let mut factor = [1.0f32; 2];
+    let mut base = [0.0f32; 2];
+    seq!(HALF in 0..2 {
+        let half = HALF;
+        // The four threads of a row hold its 128 scores between them.
+        let mut m = tile_max[half];
+        m = m.max(warp::shfl_xor(m, 1));
+        m = m.max(warp::shfl_xor(m, 2));
+        let old = state.max[half];
+        let new = old.max(m);
+        // +∞ on the first tile that has a visible key (old = −∞), NaN while a row has none: no rescale.
+        let growth_log2 = (new - old) * scale_log2;
+        let rescale = if C::LAZY { growth_log2 > ATTN_RESCALE_THRESHOLD_LOG2 } else { growth_log2 > 0.0 };
+        if rescale {
+            factor[half] = mufu::ex2_approx((old - new) * scale_log2);
+            state.max[half] = new;
+            state.sum[half] *= factor[half];
+        }
+        // A row without a visible key yet keeps max = −∞: subtract 0 so its −∞ scores give 0, not NaN.
+        base[half] = if state.max[half] == f32::NEG_INFINITY { 0.0 } else { state.max[half] * scale_log2 };
+    });
+    let (num, den) = C::POLY;
+    seq!(I in 0..64 {
+        let (half, _) = score_position(I, 0);
+        let x = core::intrinsics::fmaf32(s[I], scale_log2, -base[half]);
+        s[I] = if takes_poly(I, num, den) { exp2_poly(x) } else { mufu::ex2_approx(x) };
+        state.sum[half] += s[I];
+    });
+    factor
+}
+
+/// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.
+///
+/// Pipeline per tile t ≥ 1 (one wgmma group each, issued back to back under the ping-pong token):
+/// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S) → P_t (in place); wait for O; rescale O.
+#[inline(always)]
+unsafe fn consume<C: Config>(
+    smem: &SmemMap,
+    consumer: u32,
+    kv_tiles: u32,
+    first_masked_tile: u32,
+    rows: &Rows,
+    problem: &Problem,
+) -> (Softmax, C::Out) {
+    let tile = C::TILE;
+    let warpgroup = Warpgroup {
+        smem,
+        consumer,
+        q_rows_offset: consumer * tile.consumer_rows() * 128,
+        leader: thread_idx_x() % AttnTile::WARPGROUP_THREADS == 0,
+    };
+    // Consumer 0 issues first.
+    if consumer == 1 {
+        warpgroup.pass_token();
+    }
+
+    let mut state = Softmax::empty();
+    let mut o = C::OUT_ZERO;
+    let mut s = [0.0f32; SCORES];
+    let mut ring = RingState::new(tile.stages);
+    unsafe { mbarrier::wait(smem.q_full(), 0) };
+
+    // Tile 0: S only.
+    warpgroup.take_token();
+    unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
+    wgmma::fence();
+    warpgroup.issue_qk::<C>(&mut s, ring.stage);
+    wgmma::commit_group();
+    warpgroup.pass_token();
+    wgmma::wait_group::<0>();
+    wgmma::fence_operands(&mut s);
+    warpgroup.release(smem.k_empty(ring.stage));
+    softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem.scale_log2);
+    let mut p = pack::<C>(&s);
+    let mut v_ring = ring;
+    ring.advance();
+
+    for kv_tile in 1..kv_tiles {
+        warpgroup.take_token();
+        // Both waits before the fence: a spin loop between two wgmma issues would make ptxas fence again.
+        unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
+        unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
+        wgmma::fence();
+        warpgroup.issue_qk::<C>(&mut s, ring.stage);
+        wgmma::commit_group();
+        warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
+        wgmma::commit_group();
+        warpgroup.pass_token();
+
+        wgmma::wait_group::<1>();
+        wgmma::fence_operands(&mut s);
+        warpgroup.release(smem.k_empty(ring.stage));
+        let key0 = kv_tile * tile.tile_kv;
+        let factor =
+            softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem.scale_log2);
+
+        wgmma::wait_group::<0>();
+        fence_out::<C>(&mut o);
+        wgmma::fence_packed(&mut p);
+        warpgroup.release(smem.v_empty(v_ring.stage));
+        let rescale = warp::any(factor[0] != 1.0 || factor[1] != 1.0);
+        state.tiles += 1;
+        if rescale {
+            state.rescaled_tiles += 1;
+            let o = o.as_mut();
+            seq!(I in 0..64 {
+                if I < o.len() {
+                    o[I] *= factor[(I / 2) % 2];
+                }
+            });
+        }
+        p = pack::<C>(&s);
+        v_ring = ring;
+        ring.advance();
+    }
+
+    // The last tile's P·V.
+    warpgroup.take_token();
+    unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
+    wgmma::fence();
+    warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
+    wgmma::commit_group();
+    warpgroup.pass_token();
+    wgmma::wait_group::<0>();
+    fence_out::<C>(&mut o);
+    warpgroup.release(smem.v_empty(v_ring.stage));
+    // Consumer 1 passed the token once more than consumer 0 took it back.
+    if consumer == 0 {
+        warpgroup.take_token();
+    }
+    (state, o)
+}
+
+/// What a consumer warpgroup needs to issue its matrix work and hand stages back.
+struct Warpgroup<'a> {
+    smem: &'a SmemMap,
+    consumer: u32,
+    /// Byte offset of this warpgroup's 64 query rows inside each 64-column block of Q.
+    q_rows_offset: u32,
+    /// Thread 0 of the warpgroup: the one that arrives on the empty barriers.
+    leader: bool,
+}
+
+impl Warpgroup<'_> {
+    /// S = Q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K).
+    #[inline(always)]
+    fn issue_qk<C: Config>(&self, s: &mut [f32; SCORES], stage: u32) {
+        let head_dim = C::TILE.head_dim;
+        seq!(STEP in 0..8 {
+            if STEP < head_dim / 16 {
+                let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
+                let desc_q = wgmma::desc_k_major_sw128(self.smem.q(block) + self.q_rows_offset + k_offset);
+                let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, block) + k_offset);
+                unsafe { C::mma_qk(s, desc_q, desc_k, STEP > 0) };
+            }
+        });
+    }
+
+    /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block).
+    #[inline(always)]
+    fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &[u32; PACKED], stage: u32) {
+        let kv_block_bytes = self.smem.kv_block_bytes();
+        seq!(STEP in 0..8 {
+            let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0) + STEP * MN_K_STEP_BYTES, kv_block_bytes);
+            let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
+            unsafe { C::mma_pv(o, &a, desc_v) };
+        });
+    }
+
+    /// This warpgroup is done with the stage guarded by the empty barrier `bar`.
+    #[inline(always)]
+    fn release(&self, bar: u32) {
+        if self.leader {
+            unsafe { mbarrier::arrive(bar) };
+        }
+    }
+
+    /// Ping-pong: wait for the right to issue wgmma...
+    #[inline(always)]
+    fn take_token(&self) {
+        barrier::named_sync_id(PINGPONG_BASE + self.consumer, PINGPONG_THREADS);
+    }
+
+    /// ...and hand it to the other consumer warpgroup.
+    #[inline(always)]
+    fn pass_token(&self) {
+        barrier::named_arrive_id(PINGPONG_BASE + (1 - self.consumer), PINGPONG_THREADS);
+    }
+}
+
+/// Probabilities to the 16-bit A fragments of P·V: values 2i and 2i + 1 are neighbours in a row.
+#[inline(always)]
+fn pack<C: Config>(s: &[f32; SCORES]) -> [u32; PACKED] {
+    let mut p = [0u32; PACKED];
+    seq!(I in 0..32 {
+        p[I] = C::pack2(s[2 * I], s[2 * I + 1]);
+    });
+    p
+}
+
+/// [`wgmma::fence_operands`] over an O fragment of any width.
+#[inline(always)]
+fn fence_out<C: Config>(o: &mut C::Out) {
+    let o = o.as_mut();
+    seq!(I in 0..64 {
+        if I < o.len() {
+            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) o[I], options(nostack, nomem, preserves_flags)) };
+        }
+    });
+}
+
+/// Normalizes O by the row sums and writes it and the log-sum-exp; rows past seq_q are dropped.
+#[inline(always)]
+unsafe fn store_output<C: Config>(
+    o: &C::Out,
+    state: &Softmax,
+    rows: &Rows,
+    head: u32,
+    batch: u32,
+    problem: &Problem,
+) {
+    let o = o.as_ref();
+    let lane_is_row_leader = thread_idx_x() % 4 == 0;
+    seq!(HALF in 0..2 {
+        let half = HALF;
+        let mut sum = state.sum[half];
+        sum += warp::shfl_xor(sum, 1);
+        sum += warp::shfl_xor(sum, 2);
+        let row = rows.index[half];
+        if row < problem.seq_q {
+        let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+        let row_base = unsafe {
+            problem.o.add(
+                batch as usize * problem.o_stride_batch as usize
+                    + row as usize * problem.o_stride_seq as usize
+                    + head as usize * problem.o_stride_head as usize,
+            )
+        };
+        seq!(BLOCK in 0..16 {
+            if 4 * BLOCK < o.len() {
+                let (v0, v1) = (o[4 * BLOCK + 2 * half] * inverse, o[4 * BLOCK + 2 * half + 1] * inverse);
+                let column = 8 * BLOCK + rows.column;
+                unsafe { *(row_base.add(column as usize) as *mut u32) = C::pack2(v0, v1) };
+            }
+        });
+        if lane_is_row_leader {
+            // ln Σ exp(scale·s) = (m·scale·log2 e + log2 Σ 2^((s − m)·scale·log2 e)) · ln 2
+            let lse = if sum > 0.0 {
+                (state.max[half] * problem.scale_log2 + mufu::lg2_approx(sum)) * core::f32::consts::LN_2
+            } else {
+                f32::NEG_INFINITY
+            };
+            let at = (batch as usize * problem.heads_q as usize + head as usize) * problem.seq_q as usize + row as usize;
+            unsafe { *problem.lse.add(at) = lse };
+        }
+        }
+    });
+    if !problem.stats.is_null() && thread_idx_x() % 32 == 0 && state.tiles > 0 {
+        unsafe {
+            AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED)).fetch_add(state.rescaled_tiles, Ordering::Relaxed);
+            AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_WARP_TILES)).fetch_add(state.tiles, Ordering::Relaxed);
+        }
+    }
+}
