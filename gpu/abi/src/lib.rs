@@ -122,13 +122,13 @@ impl AttnTile {
         self.smem_k_offset(self.stages) + stage * self.smem_kv_bytes()
     }
 
-    /// Barriers after the operands: Q full, then K full, K empty, V full, V empty per stage.
+    /// Barriers after the operands: Q full, Q empty, then K full, K empty, V full, V empty per stage.
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_v_offset(self.stages)
     }
 
     pub const fn smem_bytes(&self) -> u32 {
-        self.barriers_offset() + (1 + 4 * self.stages) * Self::BARRIER_BYTES
+        self.barriers_offset() + (2 + 4 * self.stages) * Self::BARRIER_BYTES
     }
 
     /// Query rows each consumer warpgroup computes.

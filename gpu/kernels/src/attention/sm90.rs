@@ -1,11 +1,13 @@
 //! Hopper attention forward: O = softmax(scale · Q·Kᵀ) · V for one (batch, head, 128-row query tile) per block,
 //! the FlashAttention-3 data path with FlashAttention-4's software exp2 and lazy rescaling.
 //!
-//! Per block (384 threads, three warpgroups):
-//! - warpgroup 0, the producer, drops to 24 registers; one thread has TMA load the Q tile once, then streams
+//! Persistent blocks (one per SM) walk the work items — 128-row query tiles of one (batch, head) — in an order
+//! that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block (384 threads):
+//! - warpgroup 0, the producer, drops to 32 registers; one thread has TMA load each work item's Q tile once (as
+//!   soon as the consumers released the previous one, so it overlaps their epilogue), then streams
 //!   K and V tiles of 128 keys through a ring of `stages` (K and V each have full/empty mbarriers, so Q·Kᵀ
 //!   starts before V has landed);
-//! - warpgroups 1 and 2, the consumers, rise to 240 registers; each owns 64 query rows and, per key tile:
+//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 query rows and, per key tile:
 //!   S = Q·Kᵀ by m64n128k16 wgmma from shared memory, an online softmax on S in registers, P = S converted to
 //!   16 bits in place (the accumulator fragment *is* the A fragment of the next wgmma), O += P·V by wgmma with A
 //!   from registers and V read MN-major from shared memory;
@@ -29,7 +31,7 @@ use oxtile_abi::{
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x};
+use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
 use crate::softmax::exp2::{exp2_poly, takes_poly};
 
@@ -45,6 +47,8 @@ trait Config {
     const POLY: (usize, usize);
     /// Lazy rescaling; `false` rescales whenever a row maximum grows (the FA2/FA3 rule), for the ablation.
     const LAZY: bool;
+    /// The consumer warpgroups take turns issuing wgmma; `false` lets both issue whenever ready (ablation).
+    const PINGPONG: bool;
     /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O.
     type Out: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const OUT_ZERO: Self::Out;
@@ -56,13 +60,14 @@ trait Config {
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal) => {
+    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
         struct $name;
 
         impl Config for $name {
             const TILE: AttnTile = $tile;
             const POLY: (usize, usize) = $poly;
             const LAZY: bool = $lazy;
+            const PINGPONG: bool = $pingpong;
             type Out = [f32; $out];
             const OUT_ZERO: Self::Out = [0.0; $out];
 
@@ -87,17 +92,19 @@ macro_rules! config {
 // The FMA pipe also carries the scaling, maxima and sums: a quarter of the exponentials balances it with MUFU
 // at head dim 128 (docs/perf-notes.md); at 64 the tensor work per exponential halves, so more go to the FMA pipe.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = true);
+    out = 64, poly = (1, 4), lazy = true, pingpong = true);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
-    out = 64, poly = (1, 4), lazy = true);
+    out = 64, poly = (1, 4), lazy = true, pingpong = true);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    out = 32, poly = (3, 8), lazy = true);
+    out = 32, poly = (3, 8), lazy = true, pingpong = true);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
-    out = 32, poly = (3, 8), lazy = true);
+    out = 32, poly = (3, 8), lazy = true, pingpong = true);
 config!(Bf16D128NoPoly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (0, 1), lazy = true);
+    out = 64, poly = (0, 1), lazy = true, pingpong = true);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = false);
+    out = 64, poly = (1, 4), lazy = false, pingpong = true);
+config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+    out = 64, poly = (1, 4), lazy = true, pingpong = false);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -108,8 +115,9 @@ macro_rules! attn_kernel {
         /// `tensor_map_q/k/v` are device addresses of 4-D tensor maps over q [B, seq_q, heads_q, D] and k, v
         /// [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
         /// (64, 1, 128, 1). `o` holds O at `o_stride_*` (elements; head_dim contiguous, pairs 4-byte aligned),
-        /// `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Launched
-        /// with grid (ceil(seq_q / 128), heads_q, B), the configuration's threads and dynamic shared memory.
+        /// `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
+        /// launched with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks,
+        /// the configuration's threads and dynamic shared memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             tensor_map_q: u64,
@@ -120,6 +128,7 @@ macro_rules! attn_kernel {
             seq_q: u32,
             seq_k: u32,
             heads_q: u32,
+            batch: u32,
             group: u32,
             o_stride_seq: u32,
             o_stride_head: u32,
@@ -134,6 +143,7 @@ macro_rules! attn_kernel {
                 seq_q,
                 seq_k,
                 heads_q,
+                batch,
                 group,
                 o_stride_seq,
                 o_stride_head,
@@ -172,6 +182,10 @@ attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
     attn_fwd_bf16_d128_eager_sm90, Bf16D128Eager
 );
+attn_kernel!(
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: no ping-pong; both consumer warpgroups issue whenever ready.
+    attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
+);
 
 struct Problem {
     o: *mut u16,
@@ -179,6 +193,7 @@ struct Problem {
     seq_q: u32,
     seq_k: u32,
     heads_q: u32,
+    batch: u32,
     group: u32,
     o_stride_seq: u32,
     o_stride_head: u32,
@@ -229,17 +244,20 @@ impl SmemMap {
     fn q_full(&self) -> u32 {
         self.barrier(0)
     }
+    fn q_empty(&self) -> u32 {
+        self.barrier(1)
+    }
     fn k_full(&self, stage: u32) -> u32 {
-        self.barrier(1 + stage)
+        self.barrier(2 + stage)
     }
     fn k_empty(&self, stage: u32) -> u32 {
-        self.barrier(1 + self.tile.stages + stage)
+        self.barrier(2 + self.tile.stages + stage)
     }
     fn v_full(&self, stage: u32) -> u32 {
-        self.barrier(1 + 2 * self.tile.stages + stage)
+        self.barrier(2 + 2 * self.tile.stages + stage)
     }
     fn v_empty(&self, stage: u32) -> u32 {
-        self.barrier(1 + 3 * self.tile.stages + stage)
+        self.barrier(2 + 3 * self.tile.stages + stage)
     }
 }
 
@@ -252,26 +270,69 @@ const MN_K_STEP_BYTES: u32 = 2048;
 const PINGPONG_BASE: u32 = 1;
 const PINGPONG_THREADS: u32 = 256;
 
+/// One unit of work: a query tile of one (head, batch), and the key tiles it needs.
+#[derive(Clone, Copy)]
+struct Work {
+    head: u32,
+    batch: u32,
+    /// First query row of the tile.
+    q0: u32,
+    kv_tiles: u32,
+    /// Key tiles before this one are visible to every row of the tile; from it on, scores are masked.
+    first_masked_tile: u32,
+}
+
+/// The persistent blocks' work list: work item i is query tile i mod q_tiles of head (i / q_tiles) mod heads and
+/// batch i / (q_tiles · heads). The query tiles of one head are adjacent, so the blocks running at one time share
+/// a few heads' K and V in L2; causal tiles run longest (last) first within each head.
+#[derive(Clone, Copy)]
+struct Scheduler {
+    q_tiles: u32,
+    works: u32,
+}
+
+impl Scheduler {
+    #[inline(always)]
+    fn new(problem: &Problem, tile: AttnTile) -> Self {
+        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
+        Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
+    }
+
+    #[inline(always)]
+    fn work(&self, index: u32, problem: &Problem, tile: AttnTile) -> Work {
+        let (in_head, head_batch) = (index % self.q_tiles, index / self.q_tiles);
+        let q_tile = if problem.causal { self.q_tiles - 1 - in_head } else { in_head };
+        let q0 = q_tile * tile.tile_q;
+        let last_row = (q0 + tile.tile_q).min(problem.seq_q) - 1;
+        Work {
+            head: head_batch % problem.heads_q,
+            batch: head_batch / problem.heads_q,
+            q0,
+            kv_tiles: problem.key_limit(last_row).div_ceil(tile.tile_kv),
+            first_masked_tile: problem.key_limit(q0) / tile.tile_kv,
+        }
+    }
+
+    /// This block's work items.
+    #[inline(always)]
+    fn works<'a>(&self, problem: &'a Problem, tile: AttnTile) -> impl Iterator<Item = Work> + 'a {
+        let scheduler = *self;
+        (block_idx_x()..self.works).step_by(grid_dim_x() as usize).map(move |index| scheduler.work(index, problem, tile))
+    }
+}
+
 #[inline(always)]
 unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
-
-    // Causal blocks are issued longest first: the last query tiles see the most keys.
-    let q_tiles = grid_dim_x();
-    let q_tile = if problem.causal { q_tiles - 1 - block_idx_x() } else { block_idx_x() };
-    let (head, batch) = (block_idx_y(), block_idx_z());
-    let q0 = q_tile * tile.tile_q;
-    let last_row = (q0 + tile.tile_q).min(problem.seq_q) - 1;
-    let kv_tiles = problem.key_limit(last_row).div_ceil(tile.tile_kv);
-    // Key tiles before this one are visible to every row of the block; from it on, scores are masked.
-    let first_masked_tile = problem.key_limit(q0) / tile.tile_kv;
+    let scheduler = Scheduler::new(problem, tile);
 
     if thread_idx_x() == 0 {
         unsafe {
             mbarrier::init(smem.q_full(), 1);
+            mbarrier::init(smem.q_empty(), tile.consumers);
             for stage in 0..tile.stages {
                 mbarrier::init(smem.k_full(stage), 1);
                 mbarrier::init(smem.k_empty(stage), tile.consumers);
@@ -284,52 +345,81 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
     barrier::sync_threads();
 
     if warpgroup == 0 {
-        setmaxnreg::dec::<24>();
-        if thread == 0 && kv_tiles > 0 {
+        setmaxnreg::dec::<32>();
+        if thread == 0 {
             let [map_q, map_k, map_v] = tensor_maps;
             tma::prefetch_tensormap(map_q);
             tma::prefetch_tensormap(map_k);
             tma::prefetch_tensormap(map_v);
-            let kv_head = (head / problem.group) as i32;
-            let (head, batch) = (head as i32, batch as i32);
-            unsafe {
-                mbarrier::arrive_expect_tx(smem.q_full(), tile.smem_q_bytes());
-                for block in 0..tile.column_blocks() {
-                    let column = (block * AttnTile::BOX_COLS) as i32;
-                    tma::load_4d(smem.q(block), map_q, column, head, q0 as i32, batch, smem.q_full());
-                }
-            }
+            let mut q_phase = 0;
             let mut ring = RingState::new(tile.stages);
-            for kv_tile in 0..kv_tiles {
-                let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
+            for work in scheduler.works(problem, tile) {
+                if work.kv_tiles == 0 {
+                    continue;
+                }
+                let kv_head = (work.head / problem.group) as i32;
+                let (head, batch) = (work.head as i32, work.batch as i32);
                 unsafe {
-                    mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
-                    mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
+                    // The consumers release Q after their last Q·Kᵀ of the previous work item.
+                    mbarrier::wait(smem.q_empty(), q_phase ^ 1);
+                    mbarrier::arrive_expect_tx(smem.q_full(), tile.smem_q_bytes());
                     for block in 0..tile.column_blocks() {
                         let column = (block * AttnTile::BOX_COLS) as i32;
-                        tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, smem.k_full(stage));
-                    }
-                    mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
-                    mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
-                    for block in 0..tile.column_blocks() {
-                        let column = (block * AttnTile::BOX_COLS) as i32;
-                        tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, smem.v_full(stage));
+                        tma::load_4d(smem.q(block), map_q, column, head, work.q0 as i32, batch, smem.q_full());
                     }
                 }
-                ring.advance();
+                q_phase ^= 1;
+                for kv_tile in 0..work.kv_tiles {
+                    let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
+                    unsafe {
+                        mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
+                        mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
+                        for block in 0..tile.column_blocks() {
+                            let column = (block * AttnTile::BOX_COLS) as i32;
+                            let k_full = smem.k_full(stage);
+                            tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, k_full);
+                        }
+                        mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
+                        mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
+                        for block in 0..tile.column_blocks() {
+                            let column = (block * AttnTile::BOX_COLS) as i32;
+                            let v_full = smem.v_full(stage);
+                            tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, v_full);
+                        }
+                    }
+                    ring.advance();
+                }
             }
         }
     } else {
-        setmaxnreg::inc::<240>();
+        setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
-        let rows = Rows::new(q0 + consumer * tile.consumer_rows(), thread, problem);
-        if kv_tiles == 0 {
-            unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, head, batch, problem) };
-        } else {
-            unsafe {
-                let softmax = consume::<C>(&smem, consumer, kv_tiles, first_masked_tile, &rows, problem);
-                store_output::<C>(&softmax.1, &softmax.0, &rows, head, batch, problem);
+        let warpgroup = Warpgroup {
+            smem: &smem,
+            consumer,
+            q_rows_offset: consumer * tile.consumer_rows() * 128,
+            leader: thread == 0,
+            pingpong: C::PINGPONG,
+        };
+        // Consumer 0 issues first.
+        if consumer == 1 {
+            warpgroup.pass_token();
+        }
+        let mut q_phase = 0;
+        let mut ring = RingState::new(tile.stages);
+        for work in scheduler.works(problem, tile) {
+            let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread, problem);
+            if work.kv_tiles == 0 {
+                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, problem) };
+                continue;
             }
+            let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, q_phase, problem) };
+            q_phase ^= 1;
+            unsafe { store_output::<C>(&o, &softmax, &rows, &work, problem) };
+        }
+        // Consumer 1 passed the token once more than consumer 0 took it.
+        if consumer == 0 {
+            warpgroup.take_token();
         }
     }
 }
@@ -435,30 +525,20 @@ fn softmax_tile<C: Config>(
 /// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S) → P_t (in place); wait for O; rescale O.
 #[inline(always)]
 unsafe fn consume<C: Config>(
-    smem: &SmemMap,
-    consumer: u32,
-    kv_tiles: u32,
-    first_masked_tile: u32,
+    warpgroup: &Warpgroup,
+    work: &Work,
     rows: &Rows,
+    ring: &mut RingState,
+    q_phase: u32,
     problem: &Problem,
 ) -> (Softmax, C::Out) {
     let tile = C::TILE;
-    let warpgroup = Warpgroup {
-        smem,
-        consumer,
-        q_rows_offset: consumer * tile.consumer_rows() * 128,
-        leader: thread_idx_x() % AttnTile::WARPGROUP_THREADS == 0,
-    };
-    // Consumer 0 issues first.
-    if consumer == 1 {
-        warpgroup.pass_token();
-    }
-
+    let smem = warpgroup.smem;
+    let (kv_tiles, first_masked_tile) = (work.kv_tiles, work.first_masked_tile);
     let mut state = Softmax::empty();
     let mut o = C::OUT_ZERO;
     let mut s = [0.0f32; SCORES];
-    let mut ring = RingState::new(tile.stages);
-    unsafe { mbarrier::wait(smem.q_full(), 0) };
+    unsafe { mbarrier::wait(smem.q_full(), q_phase) };
 
     // Tile 0: S only.
     warpgroup.take_token();
@@ -470,9 +550,12 @@ unsafe fn consume<C: Config>(
     wgmma::wait_group::<0>();
     wgmma::fence_operands(&mut s);
     warpgroup.release(smem.k_empty(ring.stage));
+    if kv_tiles == 1 {
+        warpgroup.release(smem.q_empty());
+    }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem.scale_log2);
     let mut p = pack::<C>(&s);
-    let mut v_ring = ring;
+    let mut v_ring = *ring;
     ring.advance();
 
     for kv_tile in 1..kv_tiles {
@@ -490,6 +573,9 @@ unsafe fn consume<C: Config>(
         wgmma::wait_group::<1>();
         wgmma::fence_operands(&mut s);
         warpgroup.release(smem.k_empty(ring.stage));
+        if kv_tile == kv_tiles - 1 {
+            warpgroup.release(smem.q_empty());
+        }
         let key0 = kv_tile * tile.tile_kv;
         let factor =
             softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem.scale_log2);
@@ -510,7 +596,7 @@ unsafe fn consume<C: Config>(
             });
         }
         p = pack::<C>(&s);
-        v_ring = ring;
+        v_ring = *ring;
         ring.advance();
     }
 
@@ -524,10 +610,6 @@ unsafe fn consume<C: Config>(
     wgmma::wait_group::<0>();
     fence_out::<C>(&mut o);
     warpgroup.release(smem.v_empty(v_ring.stage));
-    // Consumer 1 passed the token once more than consumer 0 took it back.
-    if consumer == 0 {
-        warpgroup.take_token();
-    }
     (state, o)
 }
 
@@ -539,6 +621,7 @@ struct Warpgroup<'a> {
     q_rows_offset: u32,
     /// Thread 0 of the warpgroup: the one that arrives on the empty barriers.
     leader: bool,
+    pingpong: bool,
 }
 
 impl Warpgroup<'_> {
@@ -578,13 +661,17 @@ impl Warpgroup<'_> {
     /// Ping-pong: wait for the right to issue wgmma...
     #[inline(always)]
     fn take_token(&self) {
-        barrier::named_sync_id(PINGPONG_BASE + self.consumer, PINGPONG_THREADS);
+        if self.pingpong {
+            barrier::named_sync_id(PINGPONG_BASE + self.consumer, PINGPONG_THREADS);
+        }
     }
 
     /// ...and hand it to the other consumer warpgroup.
     #[inline(always)]
     fn pass_token(&self) {
-        barrier::named_arrive_id(PINGPONG_BASE + (1 - self.consumer), PINGPONG_THREADS);
+        if self.pingpong {
+            barrier::named_arrive_id(PINGPONG_BASE + (1 - self.consumer), PINGPONG_THREADS);
+        }
     }
 }
 
@@ -615,10 +702,10 @@ unsafe fn store_output<C: Config>(
     o: &C::Out,
     state: &Softmax,
     rows: &Rows,
-    head: u32,
-    batch: u32,
+    work: &Work,
     problem: &Problem,
 ) {
+    let (head, batch) = (work.head, work.batch);
     let o = o.as_ref();
     let lane_is_row_leader = thread_idx_x() % 4 == 0;
     seq!(HALF in 0..2 {
