@@ -122,9 +122,14 @@ impl AttnTile {
         self.smem_k_offset(self.stages) + stage * self.smem_kv_bytes()
     }
 
+    /// The output tile, staged for the TMA store: same layout as Q.
+    pub const fn smem_o_offset(&self) -> u32 {
+        self.smem_v_offset(self.stages)
+    }
+
     /// Barriers after the operands: Q full, Q empty, then K full, K empty, V full, V empty per stage.
     pub const fn barriers_offset(&self) -> u32 {
-        self.smem_v_offset(self.stages)
+        self.smem_o_offset() + self.smem_q_bytes()
     }
 
     pub const fn smem_bytes(&self) -> u32 {

@@ -13,7 +13,7 @@
 //! the 128-byte rows, so a warp's column read touches 8 banks instead of 1 (4-way conflicts instead of 32-way).
 
 use oxtile_abi::{TRANSPOSE_THREADS as THREADS, TRANSPOSE_TILE as TILE};
-use oxtile_layout::{StaticComposedLayout, StaticLayout, Swizzle};
+use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
 
 use crate::arch::barrier::sync_threads;
@@ -29,8 +29,9 @@ const ROW_MAJOR: StaticLayout<4> = StaticLayout::row_major(&[N, N]);
 /// (row, column) to byte offset: `4096:2 ∘ (64,64):(64,1)` = `(64,64):(128,2)`, one 128-byte row per tile row.
 const TILE_BYTES: StaticLayout<4> = StaticLayout::expect(ELEMENT_BYTES.composition(&ROW_MAJOR));
 /// `Sw<3,4,3> ∘ (64,64):(128,2)`: the 16-byte chunk (bits 4..6) of each byte offset is XORed with the row
-/// modulo 8 (bits 7..9), the pattern of TMA's and wgmma's 128-byte swizzle.
-pub const SMEM_TILE: StaticComposedLayout<4> = TILE_BYTES.swizzled(Swizzle::new(3, 4, 3), 0);
+/// modulo 8 (bits 7..9), the pattern of TMA's and wgmma's 128-byte swizzle (the kernels' shared
+/// [`crate::smem_layout::SW128_64X64_B16`], checked equal below).
+pub const SMEM_TILE: StaticComposedLayout<4> = crate::smem_layout::SW128_64X64_B16;
 
 /// The shared byte offset of tile element (row, col): [`SMEM_TILE`] at that coordinate, in 32-bit arithmetic.
 #[inline(always)]
@@ -49,6 +50,7 @@ pub const fn smem_offset_by_hand(row: u32, col: u32) -> u32 {
 // The algebra's result, checked at compile time against its definition and the hand-written function on
 // every element of the tile.
 const _: () = {
+    assert!(SMEM_TILE.layout.crd2idx(&[3, 5]) == TILE_BYTES.crd2idx(&[3, 5]));
     assert!(TILE_BYTES.rank() == 2 && TILE_BYTES.mode_size(0) == N && TILE_BYTES.mode_size(1) == N);
     assert!(TILE_BYTES.crd2idx(&[1, 0]) == 128 && TILE_BYTES.crd2idx(&[0, 1]) == 2);
     // The last element starts at byte 8190: the tile fills its 8192 bytes.

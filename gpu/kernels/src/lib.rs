@@ -13,6 +13,7 @@ pub mod attention;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
+pub mod smem_layout;
 pub mod softmax;
 
 /// Declares a kernel's launch bounds (`.maxntid threads, 1, 1` and `.minnctapersm blocks`).

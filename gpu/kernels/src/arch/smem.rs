@@ -44,3 +44,17 @@ pub unsafe fn store_u16(addr: u32, value: u16) {
             options(nostack, preserves_flags));
     }
 }
+
+/// `st.shared.b32`: writes 32 bits at shared-window address `addr`.
+/// PTX ISA: "st" (#data-movement-and-conversion-instructions-st).
+///
+/// # Safety
+/// `addr` is a 4-byte aligned address inside this block's shared memory that no other thread accesses
+/// concurrently.
+#[inline(always)]
+pub unsafe fn store_u32(addr: u32, value: u32) {
+    unsafe {
+        core::arch::asm!("st.shared.b32 [{addr}], {value};", addr = in(reg32) addr, value = in(reg32) value,
+            options(nostack, preserves_flags));
+    }
+}

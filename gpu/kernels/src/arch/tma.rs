@@ -1,5 +1,7 @@
 //! The tensor memory accelerator: bulk tensor copies described by a `CUtensorMap`.
-//! PTX ISA: "cp.async.bulk.tensor" (#data-movement-and-conversion-instructions-cp-async-bulk-tensor) and
+//! PTX ISA: "cp.async.bulk.tensor" (#data-movement-and-conversion-instructions-cp-async-bulk-tensor),
+//! "cp.async.bulk.commit_group" / "cp.async.bulk.wait_group"
+//! (#data-movement-and-conversion-instructions-cp-async-bulk-commit-group, -wait-group) and
 //! "prefetch.tensormap" (#data-movement-and-conversion-instructions-prefetch-prefetchu).
 //!
 //! Tensor maps are built on the host (`cuTensorMapEncodeTiled`) and live in global memory; kernels get
@@ -58,4 +60,40 @@ pub unsafe fn load_4d(dst: u32, tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: 
             dst = in(reg32) dst, map = in(reg64) tensor_map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2,
             c3 = in(reg32) c3, bar = in(reg32) bar, options(nostack));
     }
+}
+
+/// Stores the box at shared address `src` to coordinates (`c0` innermost, `c1`, `c2`, `c3`) of a 4-D tensor
+/// (`cp.async.bulk.tensor.4d.global.shared::cta.bulk_group`); parts of the box outside the tensor are not
+/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`] / [`wait_group`].
+///
+/// # Safety
+/// `tensor_map` is a valid tensor map in global memory; `src` holds the box in the map's layout and swizzle and
+/// was made visible to the async proxy (`fence.proxy.async.shared::cta` after the writes).
+#[inline(always)]
+pub unsafe fn store_4d(tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: i32, src: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [{map}, {{{c0}, {c1}, {c2}, {c3}}}], [{src}];",
+            map = in(reg64) tensor_map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2, c3 = in(reg32) c3,
+            src = in(reg32) src, options(nostack));
+    }
+}
+
+/// `cp.async.bulk.commit_group`: closes the group of bulk stores this thread issued since the last commit.
+#[inline(always)]
+pub fn commit_group() {
+    unsafe { core::arch::asm!("cp.async.bulk.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group.read N`: waits until at most `N` of this thread's committed bulk groups may still
+/// read their shared-memory source (the source may be overwritten then; the global writes may still be running).
+#[inline(always)]
+pub fn wait_group_read<const N: u32>() {
+    unsafe { core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's committed bulk groups are incomplete.
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
 }

@@ -33,6 +33,7 @@ use seq_macro::seq;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
+use crate::smem_layout::SW128_64X64_B16;
 use crate::softmax::exp2::{exp2_poly, takes_poly};
 
 /// Scores per thread for a 128-key tile: the m64n128 accumulator fragment.
@@ -112,10 +113,9 @@ macro_rules! attn_kernel {
         $(#[$doc])*
         ///
         /// # Safety
-        /// `tensor_map_q/k/v` are device addresses of 4-D tensor maps over q [B, seq_q, heads_q, D] and k, v
-        /// [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
-        /// (64, 1, 128, 1). `o` holds O at `o_stride_*` (elements; head_dim contiguous, pairs 4-byte aligned),
-        /// `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
+        /// `tensor_map_q/k/v/o` are device addresses of 4-D tensor maps over q and o [B, seq_q, heads_q, D] and
+        /// k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
+        /// (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer warpgroup's rows). `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
         /// launched with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks,
         /// the configuration's threads and dynamic shared memory.
         #[unsafe(no_mangle)]
@@ -123,36 +123,29 @@ macro_rules! attn_kernel {
             tensor_map_q: u64,
             tensor_map_k: u64,
             tensor_map_v: u64,
-            o: *mut u16,
+            tensor_map_o: u64,
             lse: *mut f32,
             seq_q: u32,
             seq_k: u32,
             heads_q: u32,
             batch: u32,
             group: u32,
-            o_stride_seq: u32,
-            o_stride_head: u32,
-            o_stride_batch: u64,
             scale_log2: f32,
             causal: u32,
             stats: *mut u32,
         ) {
             let problem = Problem {
-                o,
                 lse,
                 seq_q,
                 seq_k,
                 heads_q,
                 batch,
                 group,
-                o_stride_seq,
-                o_stride_head,
-                o_stride_batch,
                 scale_log2,
                 causal: causal != 0,
                 stats,
             };
-            unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v], &problem) }
+            unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v, tensor_map_o], &problem) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -188,16 +181,12 @@ attn_kernel!(
 );
 
 struct Problem {
-    o: *mut u16,
     lse: *mut f32,
     seq_q: u32,
     seq_k: u32,
     heads_q: u32,
     batch: u32,
     group: u32,
-    o_stride_seq: u32,
-    o_stride_head: u32,
-    o_stride_batch: u64,
     scale_log2: f32,
     causal: bool,
     stats: *mut u32,
@@ -256,6 +245,10 @@ impl SmemMap {
     fn v_full(&self, stage: u32) -> u32 {
         self.barrier(2 + 2 * self.tile.stages + stage)
     }
+    /// Column block `block` of the O staging tile, at this warpgroup's rows.
+    fn o(&self, block: u32, rows_offset: u32) -> u32 {
+        self.base + self.tile.smem_o_offset() + block * self.q_block_bytes() + rows_offset
+    }
     fn v_empty(&self, stage: u32) -> u32 {
         self.barrier(2 + 3 * self.tile.stages + stage)
     }
@@ -269,6 +262,8 @@ const MN_K_STEP_BYTES: u32 = 2048;
 /// Named barriers of the ping-pong: warpgroup `c` may issue its wgmma when barrier `PINGPONG_BASE + c` opens.
 const PINGPONG_BASE: u32 = 1;
 const PINGPONG_THREADS: u32 = 256;
+/// Named barriers of each consumer warpgroup's epilogue: `EPILOGUE_BASE + c`.
+const EPILOGUE_BASE: u32 = 3;
 
 /// One unit of work: a query tile of one (head, batch), and the key tiles it needs.
 #[derive(Clone, Copy)]
@@ -322,7 +317,7 @@ impl Scheduler {
 }
 
 #[inline(always)]
-unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
+unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
@@ -347,7 +342,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
     if warpgroup == 0 {
         setmaxnreg::dec::<32>();
         if thread == 0 {
-            let [map_q, map_k, map_v] = tensor_maps;
+            let [map_q, map_k, map_v, _] = tensor_maps;
             tma::prefetch_tensormap(map_q);
             tma::prefetch_tensormap(map_k);
             tma::prefetch_tensormap(map_v);
@@ -400,7 +395,9 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
             q_rows_offset: consumer * tile.consumer_rows() * 128,
             leader: thread == 0,
             pingpong: C::PINGPONG,
+            map_o: tensor_maps[3],
         };
+        tma::prefetch_tensormap(warpgroup.map_o);
         // Consumer 0 issues first.
         if consumer == 1 {
             warpgroup.pass_token();
@@ -410,12 +407,16 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
         for work in scheduler.works(problem, tile) {
             let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread, problem);
             if work.kv_tiles == 0 {
-                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, problem) };
+                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
                 continue;
             }
             let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, q_phase, problem) };
             q_phase ^= 1;
-            unsafe { store_output::<C>(&o, &softmax, &rows, &work, problem) };
+            unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, problem) };
+        }
+        // The last stores must be done with shared memory before the block exits.
+        if warpgroup.leader {
+            tma::wait_group::<0>();
         }
         // Consumer 1 passed the token once more than consumer 0 took it.
         if consumer == 0 {
@@ -428,6 +429,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 3], problem: &Problem) {
 /// first of the two columns it holds in each 8-column block.
 struct Rows {
     index: [u32; 2],
+    /// The same rows counted from the warpgroup's first row.
+    local: [u32; 2],
     key_limit: [u32; 2],
     column: u32,
 }
@@ -436,9 +439,9 @@ impl Rows {
     #[inline(always)]
     fn new(row0: u32, thread: u32, problem: &Problem) -> Self {
         let (warp, lane) = (thread / 32, thread % 32);
-        let r = row0 + 16 * warp + lane / 4;
-        let index = [r, r + 8];
-        Rows { index, key_limit: index.map(|row| problem.key_limit(row)), column: 2 * (lane % 4) }
+        let local = [16 * warp + lane / 4, 16 * warp + lane / 4 + 8];
+        let index = local.map(|row| row0 + row);
+        Rows { index, local, key_limit: index.map(|row| problem.key_limit(row)), column: 2 * (lane % 4) }
     }
 }
 
@@ -622,6 +625,8 @@ struct Warpgroup<'a> {
     /// Thread 0 of the warpgroup: the one that arrives on the empty barriers.
     leader: bool,
     pingpong: bool,
+    /// Tensor map of O with boxes of (64, 1, 64, 1): one column block of this warpgroup's rows.
+    map_o: u64,
 }
 
 impl Warpgroup<'_> {
@@ -656,6 +661,12 @@ impl Warpgroup<'_> {
         if self.leader {
             unsafe { mbarrier::arrive(bar) };
         }
+    }
+
+    /// A barrier among this warpgroup's 128 threads only.
+    #[inline(always)]
+    fn sync(&self) {
+        barrier::named_sync_id(EPILOGUE_BASE + self.consumer, AttnTile::WARPGROUP_THREADS);
     }
 
     /// Ping-pong: wait for the right to issue wgmma...
@@ -696,52 +707,69 @@ fn fence_out<C: Config>(o: &mut C::Out) {
     });
 }
 
-/// Normalizes O by the row sums and writes it and the log-sum-exp; rows past seq_q are dropped.
+/// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
+/// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
+/// algebra's [`SW128_64X64_B16`]) and its leader has TMA store them, clipping rows past seq_q. The log-sum-exp
+/// is written directly, by one thread per row.
 #[inline(always)]
 unsafe fn store_output<C: Config>(
     o: &C::Out,
     state: &Softmax,
     rows: &Rows,
     work: &Work,
+    warpgroup: &Warpgroup,
     problem: &Problem,
 ) {
     let (head, batch) = (work.head, work.batch);
     let o = o.as_ref();
     let lane_is_row_leader = thread_idx_x() % 4 == 0;
+    let mut inverse = [0.0f32; 2];
     seq!(HALF in 0..2 {
-        let half = HALF;
-        let mut sum = state.sum[half];
+        let mut sum = state.sum[HALF];
         sum += warp::shfl_xor(sum, 1);
         sum += warp::shfl_xor(sum, 2);
-        let row = rows.index[half];
-        if row < problem.seq_q {
-        let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        let row_base = unsafe {
-            problem.o.add(
-                batch as usize * problem.o_stride_batch as usize
-                    + row as usize * problem.o_stride_seq as usize
-                    + head as usize * problem.o_stride_head as usize,
-            )
-        };
-        seq!(BLOCK in 0..16 {
-            if 4 * BLOCK < o.len() {
-                let (v0, v1) = (o[4 * BLOCK + 2 * half] * inverse, o[4 * BLOCK + 2 * half + 1] * inverse);
-                let column = 8 * BLOCK + rows.column;
-                unsafe { *(row_base.add(column as usize) as *mut u32) = C::pack2(v0, v1) };
-            }
-        });
-        if lane_is_row_leader {
+        inverse[HALF] = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+        let row = rows.index[HALF];
+        if lane_is_row_leader && row < problem.seq_q {
             // ln Σ exp(scale·s) = (m·scale·log2 e + log2 Σ 2^((s − m)·scale·log2 e)) · ln 2
             let lse = if sum > 0.0 {
-                (state.max[half] * problem.scale_log2 + mufu::lg2_approx(sum)) * core::f32::consts::LN_2
+                (state.max[HALF] * problem.scale_log2 + mufu::lg2_approx(sum)) * core::f32::consts::LN_2
             } else {
                 f32::NEG_INFINITY
             };
             let at = (batch as usize * problem.heads_q as usize + head as usize) * problem.seq_q as usize + row as usize;
             unsafe { *problem.lse.add(at) = lse };
         }
+    });
+
+    // The previous work item's store must have read the staging tile before it is overwritten.
+    if warpgroup.leader {
+        tma::wait_group_read::<0>();
+    }
+    warpgroup.sync();
+    let smem = warpgroup.smem;
+    seq!(BLOCK in 0..16 {
+        if 4 * BLOCK < o.len() {
+            let column = 8 * BLOCK as u32 + rows.column;
+            let staging = smem.o(column / 64, warpgroup.q_rows_offset);
+            seq!(HALF in 0..2 {
+                let (v0, v1) = (o[4 * BLOCK + 2 * HALF] * inverse[HALF], o[4 * BLOCK + 2 * HALF + 1] * inverse[HALF]);
+                let offset = SW128_64X64_B16.crd2idx_u32(&[rows.local[HALF], column % 64]);
+                unsafe { smem::store_u32(staging + offset, C::pack2(v0, v1)) };
+            });
         }
     });
+    smem::fence_proxy_async_shared();
+    warpgroup.sync();
+    if warpgroup.leader {
+        let row0 = (work.q0 + warpgroup.consumer * C::TILE.consumer_rows()) as i32;
+        for block in 0..C::TILE.column_blocks() {
+            let column = (block * AttnTile::BOX_COLS) as i32;
+            let staging = smem.o(block, warpgroup.q_rows_offset);
+            unsafe { tma::store_4d(warpgroup.map_o, column, head as i32, row0, batch as i32, staging) };
+        }
+        tma::commit_group();
+    }
     if !problem.stats.is_null() && thread_idx_x() % 32 == 0 && state.tiles > 0 {
         unsafe {
             AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED)).fetch_add(state.rescaled_tiles, Ordering::Relaxed);
