@@ -148,8 +148,7 @@ pub const ATTN_SM90_D64: AttnTile =
 const _: () = assert!(ATTN_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(ATTN_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // Every operand tile starts on a 1024-byte swizzle-atom boundary.
-const _: () =
-    assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
+const _: () = assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
 
 /// Rescaling statistics the attention kernels add up when given a counter buffer: per (warp, key tile after the
 /// first), whether the warp rescaled its output, and how many such warp-tiles there were.
