@@ -732,3 +732,277 @@ pub fn standard_checks(gpu: &Gpu, seed: u64) -> Result<Vec<AttnCheck>> {
     checks.push(check_gpu_reference::<bf16>(gpu, &case(1, 1024, 1024, 4, 2, 128).causal(true), Some(64), seed + 8)?);
     Ok(checks)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The bounds against CPU emulations of the two kernels' arithmetic: a correct emulation must pass, one with
+    //! a typical bug must fail. No GPU needed.
+
+    use half::{bf16, f16};
+
+    use super::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Bug {
+        None,
+        /// Every causal row sees one key too many.
+        MaskOffByOne,
+        /// The output and sum are not multiplied when the maximum moves.
+        NoRescale,
+        /// e^x where 2^x belongs: the softmax of the wrong scale.
+        NaturalExp,
+        /// The last key of every tile after the first is dropped.
+        DropsTileEnd,
+    }
+
+    /// The Hopper kernel's arithmetic on the CPU: tiles of 128 keys, f32 scores from exact products, lazy
+    /// rescaling at 8 log2 units, the polynomial exp2 (the device's, bit for bit), P rounded to `T` before P·V,
+    /// O rounded to `T`.
+    fn emulate_hopper<T: CheckElement>(
+        problem: &AttnProblem,
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        bug: Bug,
+    ) -> (Vec<f64>, Vec<f32>) {
+        let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim: d } = problem.shape;
+        let scale_log2 = problem.scale as f32 * std::f32::consts::LOG2_E;
+        let mut o = vec![0.0; batch * seq_q * heads_q * d];
+        let mut lse = vec![0f32; batch * heads_q * seq_q];
+        for (b, i, h) in all_rows(problem.shape) {
+            let kv = h / (heads_q / heads_kv);
+            let mut keys = visible_keys(seq_q, seq_k, problem.causal, i);
+            if bug == Bug::MaskOffByOne && problem.causal {
+                keys = (keys + 1).min(seq_k);
+            }
+            let q_row = &q[((b * seq_q + i) * heads_q + h) * d..][..d];
+            let kv_row = |j: usize| ((b * seq_k + j) * heads_kv + kv) * d;
+            let (mut max, mut sum) = (f32::NEG_INFINITY, 0f32);
+            let mut acc = vec![0f32; d];
+            for start in (0..keys).step_by(TILE_KV) {
+                let mut end = (start + TILE_KV).min(keys);
+                if bug == Bug::DropsTileEnd && start > 0 {
+                    end -= 1;
+                }
+                let scores: Vec<f32> = (start..end)
+                    .map(|j| {
+                        let dot = q_row
+                            .iter()
+                            .zip(&k[kv_row(j)..][..d])
+                            .fold(0f32, |s, (a, b)| (*a as f32).mul_add(*b as f32, s));
+                        dot * scale_log2
+                    })
+                    .collect();
+                let tile_max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                if tile_max > max + oxtile_abi::ATTN_RESCALE_THRESHOLD_LOG2 {
+                    let correction = if max == f32::NEG_INFINITY { 0.0 } else { (max - tile_max).exp2() };
+                    if bug != Bug::NoRescale {
+                        sum *= correction;
+                        acc.iter_mut().for_each(|a| *a *= correction);
+                    }
+                    max = tile_max;
+                }
+                for (j, s) in (start..end).zip(scores) {
+                    let p = if bug == Bug::NaturalExp { (s - max).exp() } else { crate::exp2::exp2_poly(s - max) };
+                    sum += p;
+                    let p16 = T::from_f32(p).to_f64() as f32;
+                    for (a, value) in acc.iter_mut().zip(&v[kv_row(j)..][..d]) {
+                        *a = p16.mul_add(*value as f32, *a);
+                    }
+                }
+            }
+            let at = ((b * seq_q + i) * heads_q + h) * d;
+            let row = (b * heads_q + h) * seq_q + i;
+            if keys == 0 {
+                lse[row] = f32::NEG_INFINITY;
+                continue;
+            }
+            for e in 0..d {
+                o[at + e] = T::from_f32(acc[e] / sum).to_f64();
+            }
+            lse[row] = (max + sum.log2()) * std::f32::consts::LN_2;
+        }
+        (o, lse)
+    }
+
+    /// The GPU reference's arithmetic: one key at a time, f32, exact exp2.
+    fn emulate_gpu_reference(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f32>) {
+        let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim: d } = problem.shape;
+        let scale_log2 = problem.scale as f32 * std::f32::consts::LOG2_E;
+        let mut o = vec![0.0; batch * seq_q * heads_q * d];
+        let mut lse = vec![f32::NEG_INFINITY; batch * heads_q * seq_q];
+        for (b, i, h) in all_rows(problem.shape) {
+            let kv = h / (heads_q / heads_kv);
+            let keys = visible_keys(seq_q, seq_k, problem.causal, i);
+            let q_row = &q[((b * seq_q + i) * heads_q + h) * d..][..d];
+            let (mut max, mut sum) = (f32::NEG_INFINITY, 0f32);
+            let mut acc = vec![0f32; d];
+            for j in 0..keys {
+                let at = ((b * seq_k + j) * heads_kv + kv) * d;
+                let dot = q_row.iter().zip(&k[at..at + d]).fold(0f32, |s, (a, b)| (*a as f32).mul_add(*b as f32, s));
+                let s = dot * scale_log2;
+                if s > max {
+                    let correction = (max - s).exp2();
+                    sum *= correction;
+                    acc.iter_mut().for_each(|a| *a *= correction);
+                    max = s;
+                }
+                let p = (s - max).exp2();
+                sum += p;
+                for (a, value) in acc.iter_mut().zip(&v[at..at + d]) {
+                    *a = p.mul_add(*value as f32, *a);
+                }
+            }
+            if keys > 0 {
+                let at = ((b * seq_q + i) * heads_q + h) * d;
+                for e in 0..d {
+                    o[at + e] = (acc[e] / sum) as f64;
+                }
+                lse[(b * heads_q + h) * seq_q + i] = (max + sum.log2()) * std::f32::consts::LN_2;
+            }
+        }
+        (o, lse)
+    }
+
+    struct Problem {
+        problem: AttnProblem,
+        q: Vec<f64>,
+        k: Vec<f64>,
+        v: Vec<f64>,
+    }
+
+    fn problem<T: CheckElement>(shape: AttnShape, causal: bool, scale: f64, seed: u64) -> Problem {
+        let inputs = AttnInputs::random(shape, seed);
+        let round = |x: &[f32]| x.iter().map(|&x| T::from_f32(x).to_f64()).collect::<Vec<f64>>();
+        Problem {
+            problem: AttnProblem { shape, causal, scale },
+            q: round(&inputs.q),
+            k: round(&inputs.k),
+            v: round(&inputs.v),
+        }
+    }
+
+    /// The emulated output's error as a fraction of its bound: (O, LSE, bad elements).
+    fn error_of(p: &Problem, model: ErrorModel, (o, lse): (Vec<f64>, Vec<f32>)) -> (f64, f64, usize) {
+        let exact = reference::attention::attention(&p.problem, &p.q, &p.k, &p.v);
+        let expected = Expected { o: exact.o, magnitude: exact.o_magnitude, lse: exact.lse };
+        let d = p.problem.shape.head_dim;
+        let o_row = |b: usize, i: usize, h: usize| {
+            let AttnShape { seq_q, heads_q, .. } = p.problem.shape;
+            o[((b * seq_q + i) * heads_q + h) * d..][..d].to_vec()
+        };
+        let norms = Norms::of(p.problem.shape, &p.q, &p.k, &p.v);
+        let check = compare(&p.problem, &norms, &expected, model, &all_rows(p.problem.shape), o_row, &lse);
+        (check.o.max_rel_error, check.lse.max_rel_error, check.o.not_finite + check.lse.not_finite)
+    }
+
+    fn shapes() -> [(AttnShape, bool); 4] {
+        [
+            (AttnShape::new(1, 200, 300, 4, 2, 64), true),
+            (AttnShape::new(2, 130, 77, 2, 1, 128), true),
+            (AttnShape::new(1, 77, 400, 2, 2, 64), false),
+            (AttnShape::new(1, 1, 1, 1, 1, 64), false),
+        ]
+    }
+
+    fn emulated_hopper_within_bounds<T: CheckElement>() {
+        for (n, (shape, causal)) in shapes().into_iter().enumerate() {
+            for scale in [1.0 / (shape.head_dim as f64).sqrt(), 0.0, 1.0] {
+                let p = problem::<T>(shape, causal, scale, 40 + n as u64);
+                let (o, lse, bad) = error_of(
+                    &p,
+                    ErrorModel::hopper::<T>(),
+                    emulate_hopper::<T>(&p.problem, &p.q, &p.k, &p.v, Bug::None),
+                );
+                println!("{} {shape} causal {causal} scale {scale}: O {o:.3}, LSE {lse:.3} of the bound", T::NAME);
+                assert!(
+                    o <= 1.0 && lse <= 1.0 && bad == 0,
+                    "{} {shape} scale {scale}: O {o}, LSE {lse}, {bad} bad",
+                    T::NAME
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn correct_bf16_arithmetic_is_within_the_bounds() {
+        emulated_hopper_within_bounds::<bf16>();
+    }
+
+    #[test]
+    fn correct_f16_arithmetic_is_within_the_bounds() {
+        emulated_hopper_within_bounds::<f16>();
+    }
+
+    #[test]
+    fn typical_bugs_break_the_bounds() {
+        for bug in [Bug::MaskOffByOne, Bug::NoRescale, Bug::NaturalExp, Bug::DropsTileEnd] {
+            // Causal with seq_q < seq_k so every row sees several tiles and a mask edge.
+            let shape = AttnShape::new(1, 150, 400, 2, 1, 64);
+            let scale = if bug == Bug::NoRescale { 1.0 } else { 0.125 };
+            let p = problem::<bf16>(shape, true, scale, 7);
+            let emulated = emulate_hopper::<bf16>(&p.problem, &p.q, &p.k, &p.v, bug);
+            let (o, lse, bad) = error_of(&p, ErrorModel::hopper::<bf16>(), emulated);
+            println!("{bug:?}: O {o:.3}, LSE {lse:.3} of the bound, {bad} bad");
+            assert!(o > 1.0 || lse > 1.0 || bad > 0, "{bug:?} passed: O {o}, LSE {lse}");
+        }
+    }
+
+    #[test]
+    fn emulated_gpu_reference_is_within_its_bound() {
+        for (n, (shape, causal)) in shapes().into_iter().enumerate() {
+            let p = problem::<bf16>(shape, causal, 1.0 / (shape.head_dim as f64).sqrt(), 60 + n as u64);
+            let emulated = emulate_gpu_reference(&p.problem, &p.q, &p.k, &p.v);
+            let (o, lse, bad) = error_of(&p, ErrorModel::gpu_reference(), emulated);
+            assert!(o <= 1.0 && lse <= 1.0 && bad == 0, "{shape}: O {o}, LSE {lse}, {bad} bad");
+        }
+    }
+
+    #[test]
+    fn masked_rows_must_be_exact() {
+        // seq_q > seq_k causal: rows 0..2 see nothing; any value there but O = 0 and LSE = −∞ fails.
+        let p = problem::<bf16>(AttnShape::new(1, 5, 3, 1, 1, 64), true, 0.125, 3);
+        let (mut o, mut lse) = emulate_hopper::<bf16>(&p.problem, &p.q, &p.k, &p.v, Bug::None);
+        assert_eq!(error_of(&p, ErrorModel::hopper::<bf16>(), (o.clone(), lse.clone())).2, 0);
+        lse[0] = 0.0;
+        assert_eq!(error_of(&p, ErrorModel::hopper::<bf16>(), (o.clone(), lse.clone())).2, 1);
+        lse[0] = f32::NEG_INFINITY;
+        lse[4] = f32::NEG_INFINITY;
+        assert_eq!(error_of(&p, ErrorModel::hopper::<bf16>(), (o.clone(), lse.clone())).2, 1);
+        lse[4] = lse[3];
+        o[1] = 1e-30;
+        assert!(error_of(&p, ErrorModel::hopper::<bf16>(), (o.clone(), lse.clone())).0.is_infinite());
+        o[1] = f64::NAN;
+        assert!(error_of(&p, ErrorModel::hopper::<bf16>(), (o, lse)).2 > 0);
+    }
+
+    #[test]
+    fn layouts_place_tensors_where_their_strides_say() {
+        let shape = AttnShape::new(2, 5, 5, 4, 2, 64);
+        for layout in [CaseLayout::Packed, CaseLayout::Qkv, CaseLayout::Padded] {
+            let case = AttnCase::new(shape).layout(layout);
+            let placement = case.placement().unwrap();
+            let checked = attention::CheckedProblem::new(shape, &case.options().unwrap()).unwrap();
+            // q, k and v of a shared buffer interleave without colliding: every element addressed once.
+            if placement.qkv_shared {
+                let s = placement.strides;
+                let mut hits = vec![0u8; placement.offsets[2] + checked.extents[2]];
+                for (t, (strides, heads)) in [(s.q, 4), (s.k, 2), (s.v, 2)].into_iter().enumerate() {
+                    for b in 0..2 {
+                        for j in 0..5 {
+                            for h in 0..heads {
+                                let at = placement.offsets[t] + strides.offset(b, j, h);
+                                hits[at..at + 64].iter_mut().for_each(|x| *x += 1);
+                            }
+                        }
+                    }
+                }
+                assert!(hits.iter().all(|&x| x == 1), "{layout:?}");
+            }
+            assert!(placement.strides.o.is_injective(2, 5, 4, 64));
+        }
+        assert!(AttnCase::new(AttnShape::new(1, 5, 6, 1, 1, 64)).layout(CaseLayout::Qkv).placement().is_err());
+        let text = AttnCase::new(shape).causal(true).variant(AttnVariant::Eager).describe("bf16");
+        assert_eq!(text, "2x5/5 h4/2 d64 causal bf16 packed eager");
+    }
+}
