@@ -305,6 +305,39 @@ fn rescale_statistics_lazy_and_eager() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn bench_times_checks_and_counts_rescales() {
+    use oxtile::bench::attention::{self as bench, AttnBenchConfig, AttnBenchProblem};
+    use oxtile::bench::gemm::{Dtype, InputPool};
+    use oxtile::bench::{DeviceInfo, TimingConfig};
+    let gpu = gpu();
+    let info = DeviceInfo::query(&gpu).unwrap();
+    let pool = InputPool::with_len(1 << 20, fresh_seed());
+    let timing = TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() };
+    let config = AttnBenchConfig { timing, ..AttnBenchConfig::default() };
+    for (shape, dtype) in
+        [("1,4,1024,128,causal", Dtype::Bf16), ("2,2,512,64,full", Dtype::Bf16), ("1,2,640,128,full", Dtype::F16)]
+    {
+        let problem = AttnBenchProblem { shape: shape.parse().unwrap(), dtype };
+        let rows = bench::bench_attn(&gpu, &info, &pool, &problem, &bench::CONTENDERS, &config, &mut |_| {}).unwrap();
+        println!("{}", oxtile::bench::report::render_table(&rows, bench::BASELINE));
+        assert_eq!(rows.len(), bench::CONTENDERS.len());
+        for row in &rows {
+            let contender = bench::CONTENDERS.iter().find(|c| c.name == row.implementation).unwrap();
+            if problem.supports(contender).is_err() {
+                assert!(row.error.as_deref().unwrap().starts_with("unsupported"), "{row:?}");
+                continue;
+            }
+            assert!(row.error.is_none() && row.check.as_deref() == Some("ok"), "{row:?}");
+            assert!(
+                row.tflops.is_some_and(|t| t > 0.0) && row.rescale.is_some_and(|r| (0.0..=1.0).contains(&r)),
+                "{row:?}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn bad_buffers_are_rejected_before_launch() {
     let gpu = gpu();
     let stream = gpu.stream();
