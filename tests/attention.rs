@@ -20,6 +20,12 @@ use oxtile::verify::attention::{
 use oxtile::verify::{CheckElement, CheckReport};
 use oxtile::{Error, Gpu};
 
+/// Set by scripts/gpu-run.sh --memcheck: kernels run tens of times slower under compute-sanitizer, so the large
+/// problems shrink and speed is not asserted.
+fn under_sanitizer() -> bool {
+    std::env::var_os("OXTILE_UNDER_SANITIZER").is_some()
+}
+
 fn gpu() -> Gpu {
     Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
 }
@@ -152,20 +158,18 @@ fn explicit_softmax_scales() {
 fn large_shapes_match_the_gpu_reference() {
     let gpu = gpu();
     let seed = fresh_seed();
+    // (batch, seq, heads) per case; a sixteenth of the work under the sanitizer.
+    let (long, longer, qkv_seq) = if under_sanitizer() { (1024, 2048, 512) } else { (4096, 8192, 2048) };
     let mut checks = Vec::new();
     for causal in [false, true] {
-        checks.push(
-            check::<bf16>(&gpu, &case(2, 4096, 4096, 4, 4, 128).causal(causal), Against::GpuReference, seed).unwrap(),
-        );
-        checks.push(
-            check::<bf16>(&gpu, &case(1, 8192, 8192, 2, 2, 64).causal(causal), Against::GpuReference, seed + 1)
-                .unwrap(),
-        );
+        let d128 = case(2, long, long, 4, 4, 128).causal(causal);
+        checks.push(check::<bf16>(&gpu, &d128, Against::GpuReference, seed).unwrap());
+        let d64 = case(1, longer, longer, 2, 2, 64).causal(causal);
+        checks.push(check::<bf16>(&gpu, &d64, Against::GpuReference, seed + 1).unwrap());
     }
-    checks.push(
-        check::<f16>(&gpu, &case(1, 4096, 4096, 8, 2, 128).causal(true), Against::GpuReference, seed + 2).unwrap(),
-    );
-    let qkv = case(2, 2048, 2048, 8, 2, 128).causal(true).layout(CaseLayout::Qkv);
+    let gqa = case(1, long, long, 8, 2, 128).causal(true);
+    checks.push(check::<f16>(&gpu, &gqa, Against::GpuReference, seed + 2).unwrap());
+    let qkv = case(2, qkv_seq, qkv_seq, 8, 2, 128).causal(true).layout(CaseLayout::Qkv);
     checks.push(check::<bf16>(&gpu, &qkv, Against::GpuReference, seed + 3).unwrap());
     assert_all_pass(seed, &checks);
 }
@@ -202,7 +206,11 @@ fn gpu_reference_matches_float64() {
 fn gpu_reference_handles_long_sequences_quickly() {
     // B·H·S = 16·8192 query rows of 8192 keys, D = 128: what the large-shape tests lean on.
     let gpu = gpu();
-    let shape = AttnShape::new(2, 8192, 8192, 8, 8, 128);
+    let shape = if under_sanitizer() {
+        AttnShape::new(1, 1024, 1024, 2, 2, 128)
+    } else {
+        AttnShape::new(2, 8192, 8192, 8, 8, 128)
+    };
     let stream = gpu.stream();
     let len = shape.batch * shape.seq_q * shape.heads_q * shape.head_dim;
     let inputs = oxtile::bench::gemm::InputPool::with_len(1 << 20, fresh_seed());
@@ -218,7 +226,7 @@ fn gpu_reference_handles_long_sequences_quickly() {
     attention::attention_reference(&gpu, shape, &q, &k, &v, &mut o, None, &mut lse, options).unwrap();
     let ms = clock.stop_ms(&start).unwrap();
     println!("GPU reference, {shape}, full: {ms:.1} ms");
-    assert!(ms < 3000.0, "the GPU reference took {ms:.1} ms");
+    assert!(ms < 3000.0 || under_sanitizer(), "the GPU reference took {ms:.1} ms");
     let lse = stream.clone_dtoh(&lse).unwrap();
     assert!(lse.iter().all(|x| x.is_finite()));
 }
