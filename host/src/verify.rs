@@ -106,6 +106,8 @@ pub trait CheckElement: GemmElement + Copy + 'static {
     const BOUND: f64;
     fn from_f32(v: f32) -> Self;
     fn to_f64(self) -> f64;
+    /// The raw 16 bits: tells one NaN pattern (the poison) from another.
+    fn to_bits(self) -> u16;
 }
 
 impl CheckElement for bf16 {
@@ -117,6 +119,9 @@ impl CheckElement for bf16 {
     fn to_f64(self) -> f64 {
         bf16::to_f64(self)
     }
+    fn to_bits(self) -> u16 {
+        bf16::to_bits(self)
+    }
 }
 
 impl CheckElement for f16 {
@@ -127,6 +132,9 @@ impl CheckElement for f16 {
     }
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
+    }
+    fn to_bits(self) -> u16 {
+        f16::to_bits(self)
     }
 }
 

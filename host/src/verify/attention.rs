@@ -518,9 +518,9 @@ pub fn check_inputs<T: CheckElement + AttnElement>(
             }
         }
     }
-    let poison = T::POISON.to_f64().to_bits();
+    let poison = T::POISON.to_bits();
     result.written_outside =
-        o_out.iter().zip(&addressed).filter(|(x, addressed)| !**addressed && x.to_f64().to_bits() != poison).count();
+        o_out.iter().zip(&addressed).filter(|(x, addressed)| !**addressed && x.to_bits() != poison).count();
     result.o.not_finite += result.written_outside;
     result.kernel = plan.kernel().name;
     result.problem = case.describe(T::NAME);

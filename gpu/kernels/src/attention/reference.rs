@@ -10,9 +10,9 @@
 //! independent loads and reductions are in flight before the state update needs them.
 //!
 //! Outputs are f32 and contiguous: O [batch, seq_q, heads_q, head_dim], LSE [batch, heads_q, seq_q] (natural
-//! log), and optionally `o_scale` (same layout as O): Σ_j p_j·|v_jd|, the magnitude the rounding errors of any
+//! log), and optionally `o_magnitude` (same layout as O): Σ_j p_j·|v_jd|, the magnitude the rounding errors of any
 //! attention kernel's output element scale with, which the tests use to size their bounds. A row that sees no
-//! key gets O = 0, o_scale = 0 and LSE = −∞.
+//! key gets O = 0, o_magnitude = 0 and LSE = −∞.
 //!
 //! Kernels `attn_reference_{bf16,f16}_d{64,128}`, any block size that is a multiple of 32 (one row per warp);
 //! the grid covers batch · heads_q · seq_q rows.
@@ -184,7 +184,7 @@ unsafe fn attention_reference<E: Element, const P: usize>(
     k: *const u16,
     v: *const u16,
     o: *mut f32,
-    o_scale: *mut f32,
+    o_magnitude: *mut f32,
     lse: *mut f32,
     batch: u32,
     seq_q: u32,
@@ -237,8 +237,8 @@ unsafe fn attention_reference<E: Element, const P: usize>(
     let mut e = 0;
     while e < P {
         unsafe { o.add(out + e).write(state.acc[e] * inverse) };
-        if !o_scale.is_null() {
-            unsafe { o_scale.add(out + e).write(state.magnitude[e] * inverse) };
+        if !o_magnitude.is_null() {
+            unsafe { o_magnitude.add(out + e).write(state.magnitude[e] * inverse) };
         }
         e += 1;
     }
@@ -256,7 +256,7 @@ macro_rules! reference_kernel {
         ///
         /// # Safety
         /// q, k and v hold every element their shape and strides address, 16-byte aligned with strides that
-        /// are multiples of 8 elements; o (and o_scale unless null) hold batch · seq_q · heads_q · head_dim f32,
+        /// are multiples of 8 elements; o (and o_magnitude unless null) hold batch · seq_q · heads_q · head_dim f32,
         /// lse batch · heads_q · seq_q; the outputs overlap nothing.
         #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments)]
@@ -265,7 +265,7 @@ macro_rules! reference_kernel {
             k: *const u16,
             v: *const u16,
             o: *mut f32,
-            o_scale: *mut f32,
+            o_magnitude: *mut f32,
             lse: *mut f32,
             batch: u32,
             seq_q: u32,
@@ -295,7 +295,7 @@ macro_rules! reference_kernel {
                     k,
                     v,
                     o,
-                    o_scale,
+                    o_magnitude,
                     lse,
                     batch,
                     seq_q,
