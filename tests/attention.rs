@@ -294,6 +294,10 @@ fn rescale_statistics_lazy_and_eager() {
         row(name, variant, s);
     }
     println!("rescaled warp-tiles (seed {seed}):\n{table}");
+    // The launch without counters on the input that rescales every tile.
+    let mut plain = base;
+    plain.scale = ln2;
+    checks.push(check_inputs::<bf16>(&gpu, &plain, &peaked, Against::Float64, false).unwrap());
     assert_all_pass(seed, &checks);
 
     for s in [random_lazy, random_nopoly, random_eager, peaked_lazy, peaked_nopoly, peaked_eager] {
