@@ -21,6 +21,11 @@ impl Kernel {
         Kernel { name, target: Target::Sm90a, hot: true }
     }
 
+    /// A kernel off every hot path (a reference the tests compare with): spills would only cost time.
+    const fn hopper_cold(name: &'static str) -> Kernel {
+        Kernel { name, target: Target::Sm90a, hot: false }
+    }
+
     /// The PTX module this kernel lives in.
     pub fn ptx(&self) -> &'static str {
         module_ptx(self.target).expect("every registered kernel's target has a module")
@@ -52,6 +57,22 @@ pub const GEMM_BF16_TN_C2_UNSHARED_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_1
 pub const GEMM_BF16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x64_sm90");
 pub const GEMM_F16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x64_sm90");
 
+/// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
+pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
+pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
+pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_sm90");
+pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90");
+/// Ablations of the bf16 d128 kernel: every exponential by MUFU.EX2 (no polynomial), and a rescale whenever a
+/// row maximum grows (no lazy rescaling).
+pub const ATTN_FWD_BF16_D128_NOPOLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopoly_sm90");
+pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
+
+/// The plain attention reference (gpu/kernels/src/attention/reference.rs): one warp per query row, f32.
+pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference_bf16_d128");
+pub const ATTN_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_reference_f16_d128");
+pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_reference_bf16_d64");
+pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_reference_f16_d64");
+
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
 /// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
@@ -75,6 +96,16 @@ pub const ALL: &[Kernel] = &[
     GEMM_BF16_TN_C2_UNSHARED_SM90,
     GEMM_BF16_TN_NARROW_SM90,
     GEMM_F16_TN_NARROW_SM90,
+    ATTN_FWD_BF16_D128_SM90,
+    ATTN_FWD_F16_D128_SM90,
+    ATTN_FWD_BF16_D64_SM90,
+    ATTN_FWD_F16_D64_SM90,
+    ATTN_FWD_BF16_D128_NOPOLY_SM90,
+    ATTN_FWD_BF16_D128_EAGER_SM90,
+    ATTN_REFERENCE_BF16_D128,
+    ATTN_REFERENCE_F16_D128,
+    ATTN_REFERENCE_BF16_D64,
+    ATTN_REFERENCE_F16_D64,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
 ];

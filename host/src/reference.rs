@@ -1,4 +1,8 @@
 //! Float64 CPU references and the helpers every GPU check uses: fresh normal inputs, poison, error metrics.
+//!
+//! [`attention`] holds the attention forward reference.
+
+pub mod attention;
 
 use half::bf16;
 use rand::SeedableRng;

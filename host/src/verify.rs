@@ -1,5 +1,9 @@
 //! GPU results against float64 CPU references: fresh normal inputs, poisoned outputs, error bounds fitted to
 //! each kernel's precision. Used by `oxtile check` and the GPU integration tests.
+//!
+//! [`attention`] holds the attention checks.
+
+pub mod attention;
 
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
@@ -75,6 +79,9 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
     let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..GemmOptions::default() };
     reports.push(gemm_check::<bf16>(gpu, GemmShape::new(1000, 1000, 1000), scaled, seed + 200)?);
     reports.push(gemm_check::<f16>(gpu, GemmShape::new(1000, 1000, 1000), GemmOptions::default(), seed + 201)?);
+    for check in attention::standard_checks(gpu, seed + 300)? {
+        reports.extend(check.reports());
+    }
     Ok(reports)
 }
 
@@ -99,6 +106,8 @@ pub trait CheckElement: GemmElement + Copy + 'static {
     const BOUND: f64;
     fn from_f32(v: f32) -> Self;
     fn to_f64(self) -> f64;
+    /// The raw 16 bits: tells one NaN pattern (the poison) from another.
+    fn to_bits(self) -> u16;
 }
 
 impl CheckElement for bf16 {
@@ -110,6 +119,9 @@ impl CheckElement for bf16 {
     fn to_f64(self) -> f64 {
         bf16::to_f64(self)
     }
+    fn to_bits(self) -> u16 {
+        bf16::to_bits(self)
+    }
 }
 
 impl CheckElement for f16 {
@@ -120,6 +132,9 @@ impl CheckElement for f16 {
     }
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
+    }
+    fn to_bits(self) -> u16 {
+        f16::to_bits(self)
     }
 }
 

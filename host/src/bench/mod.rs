@@ -9,11 +9,14 @@
 //!   cross-check, one row per contender and problem.
 //! - [`oxtile`]: our GEMM kernels as contenders.
 //! - [`peers`]: cuBLASLt and cublasGemmEx.
+//! - [`attention`]: our attention kernels (the kernel and its ablations) timed and checked against the GPU
+//!   reference, with their rescale counts, beside torch_reference.py's cuDNN and FlashAttention-2 rows.
 //! - [`copy`]: elementwise kernels against the device-to-device copy ceiling.
 //! - [`exp2`]: exponential throughput of MUFU.EX2, the software exp2 polynomial, and mixes of the two.
 //! - [`report`]: rows, the table, JSON and CSV, and the merge of torch_reference.py's rows.
 //! - [`plot`]: an SVG of TFLOP/s against problem size.
 
+pub mod attention;
 pub mod copy;
 pub mod device;
 pub mod exp2;

@@ -49,6 +49,8 @@ pub struct Row {
     /// Output against the reference output; see `bench::gemm`.
     pub max_rel_err: Option<f64>,
     pub norm_rel_err: Option<f64>,
+    /// Attention: the fraction of (warp, key tile after the first) steps in which a warp rescaled its output.
+    pub rescale: Option<f64>,
     /// `ref`, `ok`, `FAIL...`, or nothing when not checked.
     pub check: Option<String>,
     pub error: Option<String>,
@@ -216,6 +218,7 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     let has_tflops = rows.iter().any(|r| r.tflops.is_some());
     let has_gbps = rows.iter().any(|r| r.gbps.is_some());
     let has_check = rows.iter().any(|r| r.check.is_some() || r.max_rel_err.is_some());
+    let has_rescale = rows.iter().any(|r| r.rescale.is_some());
     let mut header = vec!["op", "shape", "impl", "dtype", "layout", "ms", "±%"];
     if has_tflops {
         header.extend(["TFLOP/s", "% peak"]);
@@ -225,6 +228,9 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     }
     let ratio_header = format!("vs {baseline}");
     header.push(&ratio_header);
+    if has_rescale {
+        header.push("rescale");
+    }
     if has_check {
         header.extend(["max rel err", "check"]);
     }
@@ -251,6 +257,9 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
             line.push(cell(row.gbps, |v| format!("{v:.0}")));
         }
         line.push(cell(row.ratio, |v| format!("{v:.3}")));
+        if has_rescale {
+            line.push(cell(row.rescale, |v| format!("{v:.3}")));
+        }
         if has_check {
             line.push(cell(row.max_rel_err, |v| format!("{v:.2e}")));
             line.push(row.check.clone().unwrap_or_else(|| "-".into()));
@@ -469,6 +478,32 @@ mod tests {
         assert!(rows[1].failed_check() && !rows[0].failed_check());
         // Spread: (p90 - p10) / median of 0.19, 0.2, 0.21 = 0.016 / 0.2 = 8%.
         assert!(lines[1].contains(" 8.0 "), "{table}");
+    }
+
+    #[test]
+    fn attention_rows_line_up_with_torch_and_show_rescales() {
+        let row = |name: &str, tflops: f64, rescale: f64| {
+            let mut row = Row::new("attn", "4,16,8192,128,causal", name);
+            row.dtype = Some("bf16".into());
+            row.tflops = Some(tflops);
+            row.rescale = Some(rescale);
+            row.check = Some("ok".into());
+            row
+        };
+        let mut rows = vec![row("oxtile", 400.0, 0.0), row("oxtile-eager", 380.0, 0.25)];
+        rows.extend(parse_peer_rows(TORCH_SAMPLE).unwrap());
+        group_by_problem(&mut rows);
+        fill_ratios(&mut rows, "cudnn");
+        let names: Vec<&str> = rows.iter().map(|r| r.implementation.as_str()).collect();
+        assert_eq!(names, ["oxtile", "oxtile-eager", "cudnn", "flash2", "cublas(torch)"]);
+        assert!((rows[0].ratio.unwrap() - 400.0 / 366.5).abs() < 1e-12);
+        let table = render_table(&rows, "cudnn");
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].contains("rescale") && lines[0].contains("vs cudnn"), "{table}");
+        assert!(lines[1].contains("0.000") && lines[2].contains("0.250"), "{table}");
+        // Peers have no rescale count: a dash.
+        assert!(lines[3].contains("cudnn") && lines[3].contains(" - "), "{table}");
+        assert!(!render_table(&rows[4..], "cudnn").contains("rescale"));
     }
 
     #[test]

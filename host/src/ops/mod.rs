@@ -1,5 +1,6 @@
 //! Typed, checked launch wrappers: arguments are validated before any launch.
 
+pub mod attention;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
@@ -40,6 +41,45 @@ pub(crate) fn output_ptr<'a, T>(
     let (ptr, guard) = buf.device_ptr_mut(stream);
     check_align(op, what, ptr, align)?;
     Ok((ptr, guard))
+}
+
+/// Device address of a read-only strided operand whose elements span `extent` elements from its start: the buffer
+/// must hold at least that many (a view into a larger tensor may hold more). As [`input_ptr`] otherwise.
+pub(crate) fn strided_ptr<'a, T>(
+    op: &'static str,
+    what: &str,
+    buf: &'a impl DevicePtr<T>,
+    stream: &'a CudaStream,
+    extent: usize,
+    align: u64,
+) -> Result<(u64, SyncOnDrop<'a>)> {
+    check_extent(op, what, buf.len(), extent)?;
+    let (ptr, guard) = buf.device_ptr(stream);
+    check_align(op, what, ptr, align)?;
+    Ok((ptr, guard))
+}
+
+/// As [`strided_ptr`] for an output operand.
+pub(crate) fn strided_ptr_mut<'a, T>(
+    op: &'static str,
+    what: &str,
+    buf: &'a mut impl DevicePtrMut<T>,
+    stream: &'a CudaStream,
+    extent: usize,
+    align: u64,
+) -> Result<(u64, SyncOnDrop<'a>)> {
+    check_extent(op, what, buf.len(), extent)?;
+    let (ptr, guard) = buf.device_ptr_mut(stream);
+    check_align(op, what, ptr, align)?;
+    Ok((ptr, guard))
+}
+
+fn check_extent(op: &'static str, what: &str, have: usize, extent: usize) -> Result<()> {
+    if have >= extent {
+        Ok(())
+    } else {
+        Err(Error::bad_argument(op, format!("{what} has {have} elements, its shape and strides reach {extent}")))
+    }
 }
 
 fn check_len(op: &'static str, what: &str, have: usize, want: usize) -> Result<()> {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxtile::Gpu;
+use oxtile::bench::attention::{self, AttnBenchConfig, AttnBenchProblem};
 use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
 use oxtile::bench::report::{self, Row};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
@@ -23,7 +24,8 @@ pub struct Args {
 enum What {
     /// GEMM: oxtile's kernels beside cuBLASLt and cublasGemmEx in this process, outputs cross-checked.
     Gemm(GemmArgs),
-    /// Attention: no oxtile kernel yet; shows the rows of torch_reference.py given with --peers.
+    /// Attention: oxtile's kernel and its ablations, checked against the GPU reference, beside the cuDNN and
+    /// FlashAttention-2 rows of torch_reference.py given with --peers.
     Attn(AttnArgs),
     /// Memory-bound: the elementwise kernels against a device-to-device copy, the bandwidth ceiling.
     Copy(CopyArgs),
@@ -106,9 +108,23 @@ struct GemmArgs {
 
 #[derive(clap::Args)]
 struct AttnArgs {
-    /// Shapes B,H,S,D,full|causal, space-separated; only peer rows of these shapes are shown (default: all).
+    /// Shapes B,H,S,D,full|causal, space-separated (heads_q = heads_kv = H); default: torch_reference.py's suite.
     #[arg(long, num_args = 1.., value_name = "B,H,S,D,MASK")]
     shapes: Vec<AttnShape>,
+    /// Input and output type; comma-separated for several (torch_reference.py's rows are bf16).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
+    dtype: Vec<Dtype>,
+    /// Skip comparing each kernel's output with the GPU reference kernel's.
+    #[arg(long)]
+    no_check: bool,
+    /// Skip the extra launch per kernel that counts rescales.
+    #[arg(long)]
+    no_stats: bool,
+    /// Seed of the random inputs (default: fresh from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    #[command(flatten)]
+    timing: Timing,
     #[command(flatten)]
     output: Output,
 }
@@ -157,7 +173,7 @@ fn open_gpu() -> oxtile::Result<Option<Gpu>> {
         Ok(gpu) => Ok(Some(gpu)),
         Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
             eprintln!("{error}");
-            eprintln!("`oxtile bench gemm`, `copy` and `exp2` time kernels on a CUDA GPU; this machine has none.");
+            eprintln!("`oxtile bench` times kernels on a CUDA GPU; this machine has none.");
             Ok(None)
         }
         Err(error) => Err(error),
@@ -270,20 +286,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     progress.finish();
     // A contender that does not take a problem (oxtile's kernel takes layout tn only) gets one line, not a row
     // per problem.
-    let (skipped, mut rows): (Vec<Row>, Vec<Row>) =
-        rows.into_iter().partition(|r| r.error.as_deref().is_some_and(|e| e.starts_with("unsupported")));
-    let mut reasons: Vec<(String, String)> = Vec::new();
-    for row in &skipped {
-        let reason = (row.implementation.clone(), row.error.clone().unwrap_or_default());
-        if !reasons.contains(&reason) {
-            reasons.push(reason);
-        }
-    }
-    for (implementation, reason) in &reasons {
-        let count =
-            skipped.iter().filter(|r| r.implementation == *implementation && r.error.as_ref() == Some(reason)).count();
-        println!("# {implementation} skipped {count} problems, {reason}");
-    }
+    let mut rows = summarize_skipped(rows);
 
     let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();
     merge_peers(&args.output, &mut rows, |row| row.op == "gemm" && names.contains(&row.shape))?;
@@ -308,29 +311,103 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
 }
 
 fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
-    println!("No attention kernel in oxtile yet: nothing of ours to time. Peer rows from --peers follow.");
+    let shapes = if args.shapes.is_empty() { suite::attn_suite() } else { args.shapes.clone() };
+    let keep = |row: &Row| row.op == "attn" && row.shape.parse::<AttnShape>().is_ok_and(|s| shapes.contains(&s));
+    let Some(gpu) = open_gpu()? else {
+        // Nothing of ours can run; the peers' rows are still worth a table.
+        let mut rows = Vec::new();
+        merge_peers(&args.output, &mut rows, keep)?;
+        if !rows.is_empty() {
+            report::group_by_problem(&mut rows);
+            report::fill_ratios(&mut rows, attention::BASELINE);
+            print!("{}", report::render_table(&rows, attention::BASELINE));
+        }
+        return Ok(ExitCode::FAILURE);
+    };
+    let info = DeviceInfo::query(&gpu)?;
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
+    let config = AttnBenchConfig {
+        timing: args.timing.config(),
+        check: !args.no_check,
+        stats: !args.no_stats,
+        ..AttnBenchConfig::default()
+    };
+    println!("{}", info.header());
+    println!("# {}", args.timing.describe());
+    println!(
+        "# inputs N(0,1) (seed {seed}), q, k, v packed [B, S, H, D]; enough sets rotated per launch to exceed {}x the L2",
+        config.l2_multiple
+    );
+    println!("# TFLOP/s: 4·B·H·S²·D, halved when causal (torch_reference.py's count)");
+
+    let problems: Vec<AttnBenchProblem> = args
+        .dtype
+        .iter()
+        .flat_map(|&dtype| shapes.iter().map(move |&shape| AttnBenchProblem { shape, dtype }))
+        .collect();
+    let contenders = attention::CONTENDERS;
+    let pool = InputPool::new(seed);
+    let mut progress = Progress::new(problems.len() * contenders.len());
+    let mut rows = Vec::new();
+    for problem in &problems {
+        match attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut |step| progress.step(step))
+        {
+            Ok(problem_rows) => rows.extend(problem_rows),
+            Err(error) => {
+                let mut row = Row::new("attn", problem.shape.to_string(), "-");
+                row.dtype = Some(problem.dtype.name().into());
+                row.error = Some(error.to_string());
+                rows.push(row);
+            }
+        }
+    }
+    progress.finish();
+    let mut rows = summarize_skipped(rows);
+    merge_peers(&args.output, &mut rows, keep)?;
     if args.output.peers.is_empty() {
         println!(
-            "No --peers file given. On the GPU machine run\n  python3 ../shared/bench/torch_reference.py attn --json attn.json\n\
-             and pass --peers attn.json to show cuDNN and FlashAttention-2 here."
+            "# no --peers file: on the GPU machine run\n#   python3 ../shared/bench/torch_reference.py attn --json attn.json\n\
+             # and pass --peers attn.json to show cuDNN and FlashAttention-2 here"
         );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut rows = Vec::new();
-    merge_peers(&args.output, &mut rows, |row| {
-        row.op == "attn"
-            && (args.shapes.is_empty() || row.shape.parse::<AttnShape>().is_ok_and(|s| args.shapes.contains(&s)))
-    })?;
-    if rows.is_empty() {
-        println!("No attention rows in the peer files for these shapes.");
-        return Ok(ExitCode::SUCCESS);
     }
     report::group_by_problem(&mut rows);
-    report::fill_ratios(&mut rows, "cudnn");
+    report::fill_ratios(&mut rows, attention::BASELINE);
     println!();
-    print!("{}", report::render_table(&rows, "cudnn"));
-    write_outputs(&args.output, &rows, "Attention forward (peers)")?;
+    print!("{}", report::render_table(&rows, attention::BASELINE));
+    println!(
+        "# vs {0}: TFLOP/s over {0}'s for the same problem (with --peers); rescale: share of (warp, key tile after\n\
+         # the first) steps that rescaled the output (lazy: only when a row maximum grew by more than 8 in log2 units);\n\
+         # max rel err: max |O - ref| / max |ref| against the GPU reference kernel (bound 2^-6 bf16, 2^-9 fp16; LSE\n\
+         # within the same, absolute)",
+        attention::BASELINE
+    );
+    write_outputs(&args.output, &rows, &format!("Attention forward on {}", info.name))?;
+    let failed = rows.iter().filter(|r| r.failed_check()).count();
+    if failed > 0 {
+        eprintln!("{failed} outputs failed the check against the GPU reference");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rows of a contender that does not take a problem (an ablation that exists for one type and head dim only)
+/// become one line per reason instead of a row per problem; the other rows are returned.
+fn summarize_skipped(rows: Vec<Row>) -> Vec<Row> {
+    let (skipped, rows): (Vec<Row>, Vec<Row>) =
+        rows.into_iter().partition(|r| r.error.as_deref().is_some_and(|e| e.starts_with("unsupported")));
+    let mut reasons: Vec<(String, String)> = Vec::new();
+    for row in &skipped {
+        let reason = (row.implementation.clone(), row.error.clone().unwrap_or_default());
+        if !reasons.contains(&reason) {
+            reasons.push(reason);
+        }
+    }
+    for (implementation, reason) in &reasons {
+        let count =
+            skipped.iter().filter(|r| r.implementation == *implementation && r.error.as_ref() == Some(reason)).count();
+        println!("# {implementation} skipped {count} problems, {reason}");
+    }
+    rows
 }
 
 fn run_copy(args: &CopyArgs) -> oxtile::Result<ExitCode> {

@@ -1,0 +1,359 @@
+//! The attention benchmark: our Hopper kernel and its two ablations, timed as the GEMM contenders are, beside the
+//! cuDNN and FlashAttention-2 rows ../shared/bench/torch_reference.py writes (`--peers`).
+//!
+//! Problems are torch_reference.py's `B,H,S,D,full|causal` (heads_q = heads_kv = H, seq_q = seq_k = S); our
+//! tensors are packed BSHD (torch's are BHSD: the layout does not change the work). Each contender's launches
+//! rotate through enough input sets (q, k, v, O, LSE) to exceed 3× the L2; TFLOP/s = 4·B·H·S²·D (halved when
+//! causal) over the median time, the count torch_reference.py uses, so rows line up with the peers'.
+//!
+//! Output check: every contender's O and LSE on input set 0 (poisoned first) against the plain GPU reference
+//! kernel (f32): O by max |out − ref| / max |ref| with GEMM's bounds (2^-6 bf16, 2^-9 fp16), LSE by max
+//! |out − ref| under the same figure (its error is about the 16-bit rounding, in absolute terms), every element
+//! finite. With statistics on, one extra launch on set 0 counts the rescales: the fraction of (warp, key tile
+//! after the first) steps in which a warp rescaled its output.
+
+use cudarc::driver::{CudaSlice, DevicePtrMut};
+use half::{bf16, f16};
+
+use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
+use super::gemm::{Dtype, GemmElement, InputPool, compare_outputs};
+use super::report::Row;
+use super::suite::AttnShape as SuiteShape;
+use super::timing::{Stats, TimingConfig, time_gpu};
+use crate::error::{Error, Result};
+use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
+use crate::runtime::Gpu;
+
+/// The peer ratios are taken against (a torch_reference.py row).
+pub const BASELINE: &str = "cudnn";
+
+/// One of our attention kernels in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttnContender {
+    pub name: &'static str,
+    pub variant: AttnVariant,
+}
+
+/// The library's kernel as users get it, then the ablations: MUFU-only exponentials, eager rescaling.
+pub const CONTENDERS: [AttnContender; 3] = [
+    AttnContender { name: "oxtile", variant: AttnVariant::Auto },
+    AttnContender { name: "oxtile-nopoly", variant: AttnVariant::NoPoly },
+    AttnContender { name: "oxtile-eager", variant: AttnVariant::Eager },
+];
+
+/// One attention problem to benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttnBenchProblem {
+    pub shape: SuiteShape,
+    pub dtype: Dtype,
+}
+
+impl AttnBenchProblem {
+    /// The shape as the library takes it: as many kv heads as query heads, as many keys as queries.
+    pub fn attn_shape(&self) -> AttnShape {
+        let s = self.shape;
+        AttnShape::new(s.batch, s.seq, s.seq, s.heads, s.heads, s.head_dim)
+    }
+
+    /// Elements of q (and of k, v and O).
+    pub fn tensor_len(&self) -> usize {
+        let s = self.shape;
+        s.batch * s.seq * s.heads * s.head_dim
+    }
+
+    /// Bytes of q, k, v, O and LSE: what one launch touches at least once.
+    pub fn bytes_per_set(&self) -> usize {
+        4 * self.tensor_len() * 2 + self.attn_shape().rows() * 4
+    }
+
+    pub fn flops(&self) -> f64 {
+        self.shape.flops()
+    }
+
+    /// Why `contender` cannot run this problem, if it cannot.
+    pub fn supports(&self, contender: &AttnContender) -> std::result::Result<(), String> {
+        let d = self.shape.head_dim;
+        let found = match self.dtype {
+            Dtype::Bf16 => attention::kernel_for::<bf16>(d, contender.variant),
+            Dtype::F16 => attention::kernel_for::<f16>(d, contender.variant),
+        };
+        found.map(drop).map_err(|e| match e {
+            Error::Unsupported { message, .. } => message,
+            other => other.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for AttnBenchProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.shape, self.dtype.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct AttnBenchConfig {
+    pub timing: TimingConfig,
+    /// Compare every contender's output with the GPU reference's.
+    pub check: bool,
+    /// One more launch per contender with the rescale counters on.
+    pub stats: bool,
+    /// Rotate through enough input sets to exceed this many L2s.
+    pub l2_multiple: f64,
+    pub max_sets: usize,
+}
+
+impl Default for AttnBenchConfig {
+    fn default() -> AttnBenchConfig {
+        AttnBenchConfig { timing: TimingConfig::default(), check: true, stats: true, l2_multiple: 3.0, max_sets: 1024 }
+    }
+}
+
+/// Runs every contender on `problem`, in order; one row each (with its error when it does not support the
+/// problem or fails). `on_step` is called before each contender with a short description.
+pub fn bench_attn(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &AttnBenchProblem,
+    contenders: &[AttnContender],
+    config: &AttnBenchConfig,
+    on_step: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>> {
+    match problem.dtype {
+        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, on_step),
+        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, on_step),
+    }
+}
+
+/// The input and output buffers of one launch.
+struct Set<T> {
+    q: CudaSlice<T>,
+    k: CudaSlice<T>,
+    v: CudaSlice<T>,
+    o: CudaSlice<T>,
+    lse: CudaSlice<f32>,
+}
+
+/// The GPU reference's O and LSE on set 0.
+struct Reference {
+    o: Vec<f32>,
+    lse: Vec<f32>,
+}
+
+fn bench_typed<T: AttnElement + GemmElement>(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &AttnBenchProblem,
+    contenders: &[AttnContender],
+    config: &AttnBenchConfig,
+    on_step: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>> {
+    let stream = gpu.stream();
+    let (free, _) = gpu.context().mem_get_info()?;
+    // Room for the reference's f32 outputs and the check's copies.
+    let budget = free / 10 * 6;
+    let reference_bytes = problem.tensor_len() * 4 + problem.attn_shape().rows() * 4;
+    if problem.bytes_per_set() + reference_bytes > budget {
+        return Err(Error::bad_argument(
+            "bench attn",
+            format!(
+                "{problem} needs {} MiB, {} MiB of device memory is free",
+                problem.bytes_per_set() >> 20,
+                free >> 20
+            ),
+        ));
+    }
+    let l2 = if info.l2_bytes > 0 { info.l2_bytes } else { 128 << 20 };
+    let count =
+        rotation_sets(problem.bytes_per_set(), l2, config.l2_multiple, config.max_sets, budget - reference_bytes);
+    let len = problem.tensor_len();
+    let mut sets = Vec::with_capacity(count);
+    for set in 0..count {
+        // Offsets 1_000_003 apart in an odd-length pool: no two tensors of any set are the same window.
+        let upload = |which: usize| stream.clone_htod(&pool.fill::<T>(len, InputPool::offset(3 * set + which, 0)));
+        sets.push(Set {
+            q: upload(0)?,
+            k: upload(1)?,
+            v: upload(2)?,
+            o: stream.alloc_zeros::<T>(len)?,
+            lse: stream.alloc_zeros::<f32>(problem.attn_shape().rows())?,
+        });
+    }
+    let reference = if config.check { Some(gpu_reference(gpu, problem, &sets[0])?) } else { None };
+    stream.synchronize()?;
+
+    let mut rows = Vec::with_capacity(contenders.len());
+    for contender in contenders {
+        on_step(&format!("{problem} {}", contender.name));
+        let mut row = Row::new("attn", problem.shape.to_string(), contender.name);
+        row.kind = Some("oxtile".into());
+        row.origin = Some("in-process".into());
+        row.dtype = Some(problem.dtype.name().into());
+        row.work = Some(problem.flops());
+        row.sets = Some(count);
+        match problem.supports(contender) {
+            Err(reason) => row.error = Some(format!("unsupported: {reason}")),
+            Ok(()) => match measure::<T>(gpu, problem, contender, &mut sets, config, reference.as_ref()) {
+                Ok(measured) => {
+                    row.set_stats(&measured.stats);
+                    let tflops = problem.flops() / (measured.stats.median_ms * 1e-3) / 1e12;
+                    row.tflops = Some(tflops);
+                    row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+                    row.rescale = measured.rescale.map(|s| s.fraction());
+                    if let Some((o_rel, lse_abs, not_finite)) = measured.check {
+                        row.max_rel_err = Some(o_rel);
+                        let bound = problem.dtype.check_bound();
+                        row.check = Some(if not_finite > 0 {
+                            format!("FAIL: {not_finite} not finite")
+                        } else if o_rel > bound {
+                            "FAIL".into()
+                        } else if lse_abs > bound {
+                            format!("FAIL: lse off by {lse_abs:.2e}")
+                        } else {
+                            "ok".into()
+                        });
+                    }
+                }
+                Err(error) => row.error = Some(error.to_string()),
+            },
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn gpu_reference<T: AttnElement>(gpu: &Gpu, problem: &AttnBenchProblem, set: &Set<T>) -> Result<Reference> {
+    let stream = gpu.stream();
+    let shape = problem.attn_shape();
+    let mut o = stream.alloc_zeros::<f32>(problem.tensor_len())?;
+    let mut lse = stream.alloc_zeros::<f32>(shape.rows())?;
+    let options = AttnOptions { causal: problem.shape.causal, ..AttnOptions::default() };
+    attention::attention_reference(gpu, shape, &set.q, &set.k, &set.v, &mut o, None, &mut lse, options)?;
+    Ok(Reference { o: stream.clone_dtoh(&o)?, lse: stream.clone_dtoh(&lse)? })
+}
+
+/// What [`measure`] found.
+struct Measured {
+    stats: Stats,
+    /// max |O − ref| / max |ref|, max |LSE − ref|, non-finite elements of O and LSE.
+    check: Option<(f64, f64, usize)>,
+    rescale: Option<RescaleStats>,
+}
+
+fn measure<T: AttnElement + GemmElement>(
+    gpu: &Gpu,
+    problem: &AttnBenchProblem,
+    contender: &AttnContender,
+    sets: &mut [Set<T>],
+    config: &AttnBenchConfig,
+    reference: Option<&Reference>,
+) -> Result<Measured> {
+    let stream = gpu.stream();
+    let shape = problem.attn_shape();
+    let options = AttnOptions { causal: problem.shape.causal, variant: contender.variant, ..AttnOptions::default() };
+    // A plan per set: its tensor maps hold the set's addresses. Made before any timing.
+    let plans =
+        sets.iter().map(|s| AttnPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v)).collect::<Result<Vec<_>>>()?;
+
+    let check = match reference {
+        Some(reference) => {
+            let set = &mut sets[0];
+            poison(gpu, &mut set.o)?;
+            poison(gpu, &mut set.lse)?;
+            plans[0].launch(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse)?;
+            let o: Vec<f32> = stream.clone_dtoh(&set.o)?.into_iter().map(GemmElement::to_f32).collect();
+            let lse = stream.clone_dtoh(&set.lse)?;
+            gpu.context().check_err()?;
+            let diff = compare_outputs(&o, &reference.o);
+            let (lse_abs, lse_bad) = lse_difference(&lse, &reference.lse);
+            Some((diff.max_rel, lse_abs, diff.not_finite + diff.reference_not_finite + lse_bad))
+        }
+        None => None,
+    };
+    let count = sets.len();
+    let stats = time_gpu(gpu, &config.timing, |i| {
+        let s = i % count;
+        let set = &mut sets[s];
+        plans[s].launch(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse)
+    })?;
+    let rescale = if config.stats {
+        let mut counters = stream.alloc_zeros::<u32>(oxtile_abi::ATTN_STATS_LEN)?;
+        let set = &mut sets[0];
+        plans[0].launch_with_stats(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse, &mut counters)?;
+        Some(RescaleStats::from_counters(&stream.clone_dtoh(&counters)?))
+    } else {
+        None
+    };
+    Ok(Measured { stats, check, rescale })
+}
+
+/// max |out − ref| over rows both have finite, and how many rows differ in finiteness or are NaN. Rows without
+/// keys are −∞ in both (none in the suite, whose problems are square).
+pub fn lse_difference(out: &[f32], reference: &[f32]) -> (f64, usize) {
+    let mut max = 0f64;
+    let mut bad = 0;
+    for (&o, &r) in out.iter().zip(reference) {
+        if o.is_finite() && r.is_finite() {
+            max = max.max((o as f64 - r as f64).abs());
+        } else if !(o == f32::NEG_INFINITY && r == f32::NEG_INFINITY) {
+            bad += 1;
+        }
+    }
+    (max, bad)
+}
+
+/// Sets every byte of `buffer` to 0xFF: NaN in bf16, fp16 and f32.
+fn poison<T>(gpu: &Gpu, buffer: &mut CudaSlice<T>) -> Result<()> {
+    let stream = gpu.stream();
+    let bytes = buffer.len() * std::mem::size_of::<T>();
+    let (ptr, _use) = buffer.device_ptr_mut(stream);
+    // SAFETY: `ptr` addresses `bytes` bytes of `buffer`, which outlives the memset on this stream.
+    unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, stream.cu_stream()) }?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str, dtype: Dtype) -> AttnBenchProblem {
+        AttnBenchProblem { shape: text.parse().unwrap(), dtype }
+    }
+
+    #[test]
+    fn problems_map_to_library_shapes_and_sizes() {
+        let p = problem("4,16,8192,128,causal", Dtype::Bf16);
+        assert_eq!(p.attn_shape(), AttnShape::new(4, 8192, 8192, 16, 16, 128));
+        assert_eq!(p.tensor_len(), 4 * 8192 * 16 * 128);
+        assert_eq!(p.bytes_per_set(), 4 * p.tensor_len() * 2 + 4 * 16 * 8192 * 4);
+        assert_eq!(p.flops(), p.attn_shape().flops(true));
+        assert_eq!(p.to_string(), "4,16,8192,128,causal bf16");
+        // The suite's tensors are 128 MiB each: even a single set is past the L2, so two rotate.
+        for shape in super::super::suite::attn_suite() {
+            let p = AttnBenchProblem { shape, dtype: Dtype::Bf16 };
+            assert_eq!(rotation_sets(p.bytes_per_set(), 60 << 20, 3.0, 1024, usize::MAX), 2, "{shape}");
+        }
+    }
+
+    #[test]
+    fn ablations_run_bf16_head_dim_128_only() {
+        let d128 = problem("2,16,4096,128,full", Dtype::Bf16);
+        assert!(CONTENDERS.iter().all(|c| d128.supports(c).is_ok()));
+        let d64 = problem("2,32,4096,64,full", Dtype::Bf16);
+        assert!(d64.supports(&CONTENDERS[0]).is_ok());
+        assert!(d64.supports(&CONTENDERS[1]).unwrap_err().contains("ablations"));
+        let f16 = problem("2,16,4096,128,causal", Dtype::F16);
+        assert!(f16.supports(&CONTENDERS[0]).is_ok());
+        assert!(f16.supports(&CONTENDERS[2]).is_err());
+        let odd = problem("2,16,4096,96,causal", Dtype::Bf16);
+        assert!(odd.supports(&CONTENDERS[0]).unwrap_err().contains("64 or 128"));
+    }
+
+    #[test]
+    fn lse_differences_count_mismatched_infinities() {
+        let reference = [1.0, 2.0, f32::NEG_INFINITY];
+        assert_eq!(lse_difference(&[1.0, 2.5, f32::NEG_INFINITY], &reference), (0.5, 0));
+        assert_eq!(lse_difference(&[1.0, f32::NAN, 0.0], &reference), (0.0, 2));
+    }
+}

@@ -1,0 +1,831 @@
+//! Attention forward on the Hopper kernel (gpu/kernels/src/attention/sm90.rs), and the plain GPU reference kernel
+//! (gpu/kernels/src/attention/reference.rs) the tests compare it with on large shapes.
+//!
+//! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
+//! head_dim], O like q, with head_dim contiguous and any element strides for batch, seq and head ([`Strides`];
+//! packed BSHD by default). heads_q is a multiple of heads_kv (GQA; MQA when heads_kv = 1): query head h reads
+//! key/value head h / (heads_q / heads_kv). Causal masking is bottom-right aligned: query row i sees keys
+//! j ≤ i + seq_k − seq_q. Outputs: O in the inputs' type and LSE, the natural-log log-sum-exp of each row's
+//! scaled scores, f32 contiguous [batch, heads_q, seq_q]. A row that sees no key gets O = 0 and LSE = −∞.
+//!
+//! Every argument is checked before any launch, each failure a typed [`Error`] that says what is wrong.
+
+use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use half::{bf16, f16};
+use oxtile_abi::{ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_LEN, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile};
+
+use super::gemm::GemmElement;
+use super::{check_align, strided_ptr, strided_ptr_mut};
+use crate::error::{Error, Result};
+use crate::kernels::{self, Kernel};
+use crate::runtime::Gpu;
+use crate::tma::{self, Tile4d};
+
+const OP: &str = "attention";
+const REFERENCE_OP: &str = "attention_reference";
+
+/// Problem size. Query rows are `seq_q` per (batch, query head), keys `seq_k` per (batch, kv head).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttnShape {
+    pub batch: usize,
+    pub seq_q: usize,
+    pub seq_k: usize,
+    pub heads_q: usize,
+    pub heads_kv: usize,
+    pub head_dim: usize,
+}
+
+impl AttnShape {
+    pub const fn new(
+        batch: usize,
+        seq_q: usize,
+        seq_k: usize,
+        heads_q: usize,
+        heads_kv: usize,
+        head_dim: usize,
+    ) -> AttnShape {
+        AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim }
+    }
+
+    /// Query heads per kv head.
+    pub fn group(&self) -> usize {
+        self.heads_q / self.heads_kv.max(1)
+    }
+
+    /// Query rows over all batches and heads: the length of LSE.
+    pub fn rows(&self) -> usize {
+        self.batch * self.heads_q * self.seq_q
+    }
+
+    /// 4·B·Hq·Sq·Sk·D (two products of 2·Sq·Sk·D per head), halved when causal: the count flash-attn and
+    /// torch_reference.py report, whatever the exact share of visible keys.
+    pub fn flops(&self, causal: bool) -> f64 {
+        let full = 4.0
+            * self.batch as f64
+            * self.heads_q as f64
+            * self.seq_q as f64
+            * self.seq_k as f64
+            * self.head_dim as f64;
+        if causal { full / 2.0 } else { full }
+    }
+}
+
+impl std::fmt::Display for AttnShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim } = self;
+        write!(f, "b{batch} sq{seq_q} sk{seq_k} hq{heads_q} hkv{heads_kv} d{head_dim}")
+    }
+}
+
+/// Element strides of one BSHD tensor; head_dim is contiguous (stride 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Strides {
+    pub batch: usize,
+    pub seq: usize,
+    pub head: usize,
+}
+
+impl Strides {
+    /// Packed [batch, seq, heads, head_dim].
+    pub const fn packed(seq: usize, heads: usize, head_dim: usize) -> Strides {
+        Strides { batch: seq * heads * head_dim, seq: heads * head_dim, head: head_dim }
+    }
+
+    /// Element offset of (batch, seq, head, 0).
+    pub fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
+        batch * self.batch + seq * self.seq + head * self.head
+    }
+
+    /// Elements from the tensor's first to one past its last, for `batch × seq × heads × head_dim`: how long its
+    /// buffer must be. `None` on overflow.
+    pub fn extent(&self, batch: usize, seq: usize, heads: usize, head_dim: usize) -> Option<usize> {
+        let last = |count: usize, stride: usize| count.checked_sub(1)?.checked_mul(stride);
+        last(batch, self.batch)?
+            .checked_add(last(seq, self.seq)?)?
+            .checked_add(last(heads, self.head)?)?
+            .checked_add(head_dim)
+    }
+
+    /// Whether distinct (batch, seq, head, d) reach distinct elements: sorted by stride, every dimension that
+    /// has more than one index steps past everything the smaller ones span. Outputs must be; inputs may repeat.
+    pub fn is_injective(&self, batch: usize, seq: usize, heads: usize, head_dim: usize) -> bool {
+        let mut dims = [(1, head_dim), (self.batch, batch), (self.seq, seq), (self.head, heads)];
+        dims.sort_by_key(|&(stride, count)| (stride, count));
+        let mut span = 0usize;
+        for (stride, count) in dims.into_iter().filter(|&(_, count)| count > 1) {
+            if stride <= span {
+                return false;
+            }
+            span = match (count - 1).checked_mul(stride).and_then(|s| s.checked_add(span)) {
+                Some(span) => span,
+                None => return false,
+            };
+        }
+        true
+    }
+}
+
+/// Strides of the four tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttnStrides {
+    pub q: Strides,
+    pub k: Strides,
+    pub v: Strides,
+    pub o: Strides,
+}
+
+impl AttnStrides {
+    /// Every tensor packed BSHD.
+    pub fn packed(shape: AttnShape) -> AttnStrides {
+        let q = Strides::packed(shape.seq_q, shape.heads_q, shape.head_dim);
+        let kv = Strides::packed(shape.seq_k, shape.heads_kv, shape.head_dim);
+        AttnStrides { q, k: kv, v: kv, o: q }
+    }
+}
+
+/// Which Hopper kernel runs a problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum AttnVariant {
+    /// The kernel: part of the exponentials by a polynomial on the FMA pipe, lazy rescaling.
+    #[default]
+    Auto,
+    /// Ablation (bf16, head dim 128): every exponential by MUFU.EX2.
+    NoPoly,
+    /// Ablation (bf16, head dim 128): rescale the output whenever a row maximum grows, as FlashAttention-2 does.
+    Eager,
+}
+
+impl AttnVariant {
+    pub const ALL: [AttnVariant; 3] = [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Eager];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AttnVariant::Auto => "auto",
+            AttnVariant::NoPoly => "nopoly",
+            AttnVariant::Eager => "eager",
+        }
+    }
+}
+
+/// Mask, scale, kernel variant and strides. The default: no mask, scale 1/√head_dim, [`AttnVariant::Auto`],
+/// packed BSHD.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AttnOptions {
+    pub causal: bool,
+    /// Softmax scale; `None` is 1/√head_dim.
+    pub scale: Option<f32>,
+    pub variant: AttnVariant,
+    /// `None` is [`AttnStrides::packed`].
+    pub strides: Option<AttnStrides>,
+}
+
+impl AttnOptions {
+    pub fn causal() -> AttnOptions {
+        AttnOptions { causal: true, ..AttnOptions::default() }
+    }
+
+    /// The softmax scale for `head_dim`.
+    pub fn scale_for(&self, head_dim: usize) -> f32 {
+        self.scale.unwrap_or(1.0 / (head_dim as f32).sqrt())
+    }
+
+    pub fn strides_for(&self, shape: AttnShape) -> AttnStrides {
+        self.strides.unwrap_or_else(|| AttnStrides::packed(shape))
+    }
+}
+
+/// The 16-bit input types the attention kernels take (the GEMM's, with their tensor-map types).
+pub trait AttnElement: GemmElement + Copy {
+    /// (head_dim, variant, kernel) for every Hopper kernel this type has.
+    const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)];
+    /// (head_dim, kernel) of the plain GPU reference.
+    const REFERENCE_KERNELS: &'static [(usize, Kernel)];
+}
+
+impl AttnElement for bf16 {
+    const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)] = &[
+        (128, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D128_SM90),
+        (128, AttnVariant::NoPoly, kernels::ATTN_FWD_BF16_D128_NOPOLY_SM90),
+        (128, AttnVariant::Eager, kernels::ATTN_FWD_BF16_D128_EAGER_SM90),
+        (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
+    ];
+    const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
+}
+
+impl AttnElement for f16 {
+    const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)] = &[
+        (128, AttnVariant::Auto, kernels::ATTN_FWD_F16_D128_SM90),
+        (64, AttnVariant::Auto, kernels::ATTN_FWD_F16_D64_SM90),
+    ];
+    const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_REFERENCE_F16_D128), (64, kernels::ATTN_REFERENCE_F16_D64)];
+}
+
+/// The Hopper kernel for `T`, `head_dim` and `variant`, or why there is none.
+pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Result<Kernel> {
+    T::ATTN_KERNELS.iter().find(|(d, v, _)| (*d, *v) == (head_dim, variant)).map(|(_, _, k)| *k).ok_or_else(|| {
+        let message = if T::ATTN_KERNELS.iter().any(|(d, _, _)| *d == head_dim) {
+            format!(
+                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16, head dim 128)",
+                variant.name(),
+                T::NAME
+            )
+        } else {
+            format!("head dim {head_dim}: the kernels take 64 or 128")
+        };
+        Error::unsupported(OP, message)
+    })
+}
+
+/// Largest batch and heads_q: they are the grid's z and y extents.
+pub const MAX_GRID_YZ: usize = 65_535;
+
+/// A problem that passed every check that needs no buffer: what a launch needs, derived once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckedProblem {
+    pub shape: AttnShape,
+    pub strides: AttnStrides,
+    pub causal: bool,
+    pub scale: f32,
+    /// scale · log2(e): the kernels work in base 2.
+    pub scale_log2: f32,
+    /// Elements each tensor's buffer must hold at least (q, k, v, o).
+    pub extents: [usize; 4],
+}
+
+impl CheckedProblem {
+    /// Checks `shape` and `options` for any kernel of this module (head dim, counts, strides, 32-bit limits,
+    /// scale); no GPU needed.
+    pub fn new(shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
+        check_problem(OP, shape, options)
+    }
+}
+
+fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
+    let bad = |message: String| Err(Error::bad_argument(op, message));
+    let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim } = shape;
+    if [batch, seq_q, seq_k, heads_q, heads_kv, head_dim].contains(&0) {
+        return bad(format!("every dimension must be at least 1, got {shape}"));
+    }
+    if head_dim != 64 && head_dim != 128 {
+        return Err(Error::unsupported(op, format!("head dim {head_dim}: the kernels take 64 or 128")));
+    }
+    if !heads_q.is_multiple_of(heads_kv) {
+        return bad(format!("heads_q {heads_q} is not a multiple of heads_kv {heads_kv}"));
+    }
+    if batch > MAX_GRID_YZ || heads_q > MAX_GRID_YZ {
+        return bad(format!("batch {batch} and heads_q {heads_q} must each be at most {MAX_GRID_YZ} (grid z and y)"));
+    }
+    // TMA coordinates are signed 32-bit.
+    let coordinate = i32::MAX as usize;
+    if seq_q > coordinate || seq_k > coordinate {
+        return bad(format!("seq_q {seq_q} and seq_k {seq_k} must each be below 2^31 (TMA coordinates)"));
+    }
+    // LSE and the reference's row index are computed in 32 bits; no buffer that large fits a GPU anyway.
+    if shape.rows() > u32::MAX as usize {
+        return bad(format!("{} query rows: batch × heads_q × seq_q must be below 2^32", shape.rows()));
+    }
+
+    let strides = options.strides_for(shape);
+    let tensors = [
+        ("q", strides.q, seq_q, heads_q),
+        ("k", strides.k, seq_k, heads_kv),
+        ("v", strides.v, seq_k, heads_kv),
+        ("o", strides.o, seq_q, heads_q),
+    ];
+    let mut extents = [0usize; 4];
+    for (slot, (name, s, seq, heads)) in tensors.into_iter().enumerate() {
+        // 16-byte rows for TMA and the output's vector stores: 8 elements of 16 bits.
+        for (what, stride) in [("batch", s.batch), ("seq", s.seq), ("head", s.head)] {
+            if !stride.is_multiple_of(8) {
+                return bad(format!("{name}'s {what} stride {stride} is not a multiple of 8 elements (16 bytes)"));
+            }
+        }
+        extents[slot] = s
+            .extent(batch, seq, heads, head_dim)
+            .ok_or_else(|| Error::bad_argument(op, format!("{name}'s strides overflow the address space")))?;
+    }
+    // Inputs may repeat elements (a broadcast is well defined); two output elements on one address would race.
+    let o = strides.o;
+    if !o.is_injective(batch, seq_q, heads_q, head_dim) {
+        return bad(format!("o's strides {o:?} map two output elements to one address"));
+    }
+    // The kernel takes o's seq and head strides as u32 and computes offsets within a batch in 32 bits.
+    let within_batch = (seq_q - 1) as u128 * o.seq as u128 + (heads_q - 1) as u128 * o.head as u128 + head_dim as u128;
+    if o.seq > u32::MAX as usize || o.head > u32::MAX as usize || within_batch > u32::MAX as u128 {
+        return bad(format!(
+            "o's offsets within one batch reach {within_batch} elements: seq and head strides must keep them below 2^32"
+        ));
+    }
+
+    let scale = options.scale_for(head_dim);
+    let scale_log2 = scale * std::f32::consts::LOG2_E;
+    if !scale.is_finite() || !scale_log2.is_finite() {
+        return bad(format!("softmax scale {scale} is not finite (or overflows once multiplied by log2 e)"));
+    }
+    Ok(CheckedProblem { shape, strides, causal: options.causal, scale, scale_log2, extents })
+}
+
+/// Byte ranges [start, end) of two buffers overlap.
+fn overlaps(a: (u64, usize), b: (u64, usize)) -> bool {
+    let end = |(start, bytes): (u64, usize)| start.saturating_add(bytes as u64);
+    a.0 < end(b) && b.0 < end(a)
+}
+
+/// Refuses an output that shares bytes with any other operand: the kernel would read what it overwrites.
+fn check_disjoint(op: &'static str, output: (&str, u64, usize), others: &[(&str, u64, usize)]) -> Result<()> {
+    for &(name, start, bytes) in others {
+        if overlaps((output.1, output.2), (start, bytes)) {
+            return Err(Error::bad_argument(op, format!("{} overlaps {name} in device memory", output.0)));
+        }
+    }
+    Ok(())
+}
+
+/// Rescaling counters of one launch with statistics: see [`oxtile_abi::ATTN_STATS_RESCALED`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RescaleStats {
+    /// (warp, key tile after the first) pairs in which the warp rescaled its output and row sums.
+    pub rescaled: u64,
+    /// All such pairs.
+    pub warp_tiles: u64,
+}
+
+impl RescaleStats {
+    pub fn from_counters(counters: &[u32]) -> RescaleStats {
+        RescaleStats {
+            rescaled: counters[ATTN_STATS_RESCALED] as u64,
+            warp_tiles: counters[ATTN_STATS_WARP_TILES] as u64,
+        }
+    }
+
+    /// rescaled / warp_tiles; 0 when the launch had a single key tile.
+    pub fn fraction(&self) -> f64 {
+        if self.warp_tiles == 0 { 0.0 } else { self.rescaled as f64 / self.warp_tiles as f64 }
+    }
+}
+
+/// A checked attention launch bound to its q, k and v buffers: the tensor maps are encoded and copied to the
+/// device once, so repeated launches pay nothing but the launch.
+pub struct AttnPlan<T: AttnElement> {
+    problem: CheckedProblem,
+    tile: AttnTile,
+    kernel: Kernel,
+    function: CudaFunction,
+    tensor_maps: CudaSlice<u64>,
+    inputs: [u64; 3],
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: AttnElement> AttnPlan<T> {
+    pub fn new(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+    ) -> Result<Self> {
+        let problem = check_problem(OP, shape, &options)?;
+        let kernel = kernel_for::<T>(shape.head_dim, options.variant)?;
+        let tile = if shape.head_dim == 128 { ATTN_SM90_D128 } else { ATTN_SM90_D64 };
+        let stream = gpu.stream();
+        let [q_len, k_len, v_len, _] = problem.extents;
+        let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
+        let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
+        let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
+        let AttnStrides { q: qs, k: ks, v: vs, .. } = problem.strides;
+        let operand = |address, strides: Strides, seq: usize, heads: usize, rows: u32| Tile4d {
+            data_type: T::TENSOR_MAP_TYPE,
+            address,
+            dims: [shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64],
+            strides: [strides.head as u64, strides.seq as u64, strides.batch as u64],
+            boxes: [AttnTile::BOX_COLS, 1, rows, 1],
+        };
+        let maps = [
+            operand(q_address, qs, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+            operand(k_address, ks, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            operand(v_address, vs, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+        ];
+        let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
+        let function = gpu.function(kernel)?;
+        function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            tile.smem_bytes() as i32,
+        )?;
+        Ok(AttnPlan {
+            problem,
+            tile,
+            kernel,
+            function,
+            tensor_maps,
+            inputs: [q_address, k_address, v_address],
+            _element: std::marker::PhantomData,
+        })
+    }
+
+    pub fn problem(&self) -> &CheckedProblem {
+        &self.problem
+    }
+
+    /// The kernel the plan launches.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Blocks of the grid: (query tiles, heads_q, batch).
+    pub fn grid(&self) -> (u32, u32, u32) {
+        let shape = self.problem.shape;
+        (shape.seq_q.div_ceil(self.tile.tile_q as usize) as u32, shape.heads_q as u32, shape.batch as u32)
+    }
+
+    /// O and LSE of the q, k and v the plan was made for.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: &mut impl DevicePtrMut<f32>,
+    ) -> Result<()> {
+        self.enqueue(gpu, q, k, v, o, lse, None)
+    }
+
+    /// As [`launch`](Self::launch), and the kernel adds its rescaling counters to `stats`
+    /// ([`ATTN_STATS_LEN`] u32: zero them first to read one launch's).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_with_stats(
+        &self,
+        gpu: &Gpu,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: &mut impl DevicePtrMut<f32>,
+        stats: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.enqueue(gpu, q, k, v, o, lse, Some(stats))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue(
+        &self,
+        gpu: &Gpu,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: &mut impl DevicePtrMut<f32>,
+        stats: Option<&mut CudaSlice<u32>>,
+    ) -> Result<()> {
+        let stream = gpu.stream();
+        let p = &self.problem;
+        let [q_len, k_len, v_len, o_len] = p.extents;
+        let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
+        let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
+        let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
+        if [q_address, k_address, v_address] != self.inputs {
+            return Err(Error::bad_argument(OP, "q, k or v is not the buffer this plan's tensor maps describe"));
+        }
+        let (o_address, _o_use) = strided_ptr_mut(OP, "o", o, stream, o_len, 16)?;
+        let rows = p.shape.rows();
+        let lse_len = lse.len();
+        if lse_len != rows {
+            return Err(Error::bad_argument(OP, format!("lse has {lse_len} elements, expected {rows}")));
+        }
+        let (lse_address, _lse_use) = lse.device_ptr_mut(stream);
+        check_align(OP, "lse", lse_address, 4)?;
+        let element = std::mem::size_of::<T>();
+        let inputs =
+            [("q", q_address, q_len * element), ("k", k_address, k_len * element), ("v", v_address, v_len * element)];
+        check_disjoint(OP, ("o", o_address, o_len * element), &inputs)?;
+        check_disjoint(OP, ("lse", lse_address, rows * 4), &inputs)?;
+        check_disjoint(OP, ("lse", lse_address, rows * 4), &[("o", o_address, o_len * element)])?;
+        let (stats_address, _stats_use) = match stats {
+            Some(stats) => {
+                if stats.len() != ATTN_STATS_LEN {
+                    return Err(Error::bad_argument(
+                        OP,
+                        format!("stats has {} counters, expected {ATTN_STATS_LEN}", stats.len()),
+                    ));
+                }
+                let (address, guard) = stats.device_ptr_mut(stream);
+                (address, Some(guard))
+            }
+            None => (0u64, None),
+        };
+
+        let (maps, _maps_use) = self.tensor_maps.device_ptr(stream);
+        let map_bytes = std::mem::size_of::<CUtensorMap>() as u64;
+        let (map_q, map_k, map_v) = (maps, maps + map_bytes, maps + 2 * map_bytes);
+        let shape = p.shape;
+        let (seq_q, seq_k, heads_q, group) =
+            (shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.group() as u32);
+        let (o_stride_seq, o_stride_head, o_stride_batch) =
+            (p.strides.o.seq as u32, p.strides.o.head as u32, p.strides.o.batch as u64);
+        let causal = p.causal as u32;
+        let mut launch = stream.launch_builder(&self.function);
+        launch
+            .arg(&map_q)
+            .arg(&map_k)
+            .arg(&map_v)
+            .arg(&o_address)
+            .arg(&lse_address)
+            .arg(&seq_q)
+            .arg(&seq_k)
+            .arg(&heads_q)
+            .arg(&group)
+            .arg(&o_stride_seq)
+            .arg(&o_stride_head)
+            .arg(&o_stride_batch)
+            .arg(&p.scale_log2)
+            .arg(&causal)
+            .arg(&stats_address);
+        let config = LaunchConfig {
+            grid_dim: self.grid(),
+            block_dim: (self.tile.threads(), 1, 1),
+            shared_mem_bytes: self.tile.smem_bytes(),
+        };
+        // SAFETY: the arguments match the kernel's signature in order and type (pointers as u64 addresses); the
+        // tensor maps describe q, k and v (checked above) with boxes the kernel's tile expects; o holds every
+        // element its strides address, injectively, 16-byte aligned, and overlaps no input; lse holds one f32 per
+        // query row; stats is null or ATTN_STATS_LEN counters; block and shared memory are the tile's own, the
+        // shared-memory limit raised in `new`.
+        unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: self.kernel.name, source })
+    }
+}
+
+/// O and LSE in one call (encodes the tensor maps each time; keep an [`AttnPlan`] to repeat).
+#[allow(clippy::too_many_arguments)]
+pub fn attention<T: AttnElement>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    q: &impl DevicePtr<T>,
+    k: &impl DevicePtr<T>,
+    v: &impl DevicePtr<T>,
+    o: &mut impl DevicePtrMut<T>,
+    lse: &mut impl DevicePtrMut<f32>,
+    options: AttnOptions,
+) -> Result<()> {
+    AttnPlan::new(gpu, shape, options, q, k, v)?.launch(gpu, q, k, v, o, lse)
+}
+
+/// As [`attention`], and returns the launch's rescaling counters (waits for the launch to finish).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_with_stats<T: AttnElement>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    q: &impl DevicePtr<T>,
+    k: &impl DevicePtr<T>,
+    v: &impl DevicePtr<T>,
+    o: &mut impl DevicePtrMut<T>,
+    lse: &mut impl DevicePtrMut<f32>,
+    options: AttnOptions,
+) -> Result<RescaleStats> {
+    let plan = AttnPlan::new(gpu, shape, options, q, k, v)?;
+    let mut stats = gpu.stream().alloc_zeros::<u32>(ATTN_STATS_LEN)?;
+    plan.launch_with_stats(gpu, q, k, v, o, lse, &mut stats)?;
+    Ok(RescaleStats::from_counters(&gpu.stream().clone_dtoh(&stats)?))
+}
+
+/// Rows per block of the reference kernel (one per warp).
+const REFERENCE_THREADS: u32 = 256;
+
+/// The plain GPU reference: O (f32, packed [batch, seq_q, heads_q, head_dim] whatever `options.strides.o`
+/// says), optionally `o_magnitude` (same layout: Σ_j p_j·|v_jd|, what rounding errors in O scale with) and LSE,
+/// in f32 arithmetic, one warp per query row. Reads q, k, v as [`attention`] does (same checks, same mask,
+/// scale and grouping); `options.variant` is ignored.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_reference<T: AttnElement>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    q: &impl DevicePtr<T>,
+    k: &impl DevicePtr<T>,
+    v: &impl DevicePtr<T>,
+    o: &mut impl DevicePtrMut<f32>,
+    o_magnitude: Option<&mut CudaSlice<f32>>,
+    lse: &mut impl DevicePtrMut<f32>,
+    options: AttnOptions,
+) -> Result<()> {
+    let p = check_problem(REFERENCE_OP, shape, &options)?;
+    let kernel = T::REFERENCE_KERNELS
+        .iter()
+        .find(|(d, _)| *d == shape.head_dim)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| Error::unsupported(REFERENCE_OP, format!("head dim {}", shape.head_dim)))?;
+    let stream = gpu.stream();
+    let [q_len, k_len, v_len, _] = p.extents;
+    let (q_address, _q_use) = strided_ptr(REFERENCE_OP, "q", q, stream, q_len, 16)?;
+    let (k_address, _k_use) = strided_ptr(REFERENCE_OP, "k", k, stream, k_len, 16)?;
+    let (v_address, _v_use) = strided_ptr(REFERENCE_OP, "v", v, stream, v_len, 16)?;
+    let rows = shape.rows();
+    let o_len = rows * shape.head_dim;
+    let exact = |what: &str, have: usize, want: usize| {
+        if have == want {
+            Ok(())
+        } else {
+            Err(Error::bad_argument(REFERENCE_OP, format!("{what} has {have} elements, expected {want}")))
+        }
+    };
+    exact("o", o.len(), o_len)?;
+    exact("lse", lse.len(), rows)?;
+    let element = std::mem::size_of::<T>();
+    let inputs =
+        [("q", q_address, q_len * element), ("k", k_address, k_len * element), ("v", v_address, v_len * element)];
+    let (o_address, _o_use) = o.device_ptr_mut(stream);
+    let (lse_address, _lse_use) = lse.device_ptr_mut(stream);
+    check_align(REFERENCE_OP, "o", o_address, 16)?;
+    check_align(REFERENCE_OP, "lse", lse_address, 4)?;
+    check_disjoint(REFERENCE_OP, ("o", o_address, o_len * 4), &inputs)?;
+    check_disjoint(REFERENCE_OP, ("lse", lse_address, rows * 4), &inputs)?;
+    check_disjoint(REFERENCE_OP, ("lse", lse_address, rows * 4), &[("o", o_address, o_len * 4)])?;
+    let (magnitude_address, _magnitude_use) = match o_magnitude {
+        Some(m) => {
+            exact("o_magnitude", m.len(), o_len)?;
+            let (address, guard) = m.device_ptr_mut(stream);
+            check_align(REFERENCE_OP, "o_magnitude", address, 16)?;
+            let outputs = [("o", o_address, o_len * 4), ("lse", lse_address, rows * 4)];
+            check_disjoint(REFERENCE_OP, ("o_magnitude", address, o_len * 4), &inputs)?;
+            check_disjoint(REFERENCE_OP, ("o_magnitude", address, o_len * 4), &outputs)?;
+            (address, Some(guard))
+        }
+        None => (0u64, None),
+    };
+
+    let function = gpu.function(kernel)?;
+    let (batch, seq_q, seq_k, heads_q, group) =
+        (shape.batch as u32, shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.group() as u32);
+    let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
+    let [qb, qs, qh] = s(p.strides.q);
+    let [kb, ks, kh] = s(p.strides.k);
+    let [vb, vs, vh] = s(p.strides.v);
+    let causal = p.causal as u32;
+    let mut launch = stream.launch_builder(&function);
+    launch
+        .arg(&q_address)
+        .arg(&k_address)
+        .arg(&v_address)
+        .arg(&o_address)
+        .arg(&magnitude_address)
+        .arg(&lse_address)
+        .arg(&batch)
+        .arg(&seq_q)
+        .arg(&seq_k)
+        .arg(&heads_q)
+        .arg(&group)
+        .arg(&qb)
+        .arg(&qs)
+        .arg(&qh)
+        .arg(&kb)
+        .arg(&ks)
+        .arg(&kh)
+        .arg(&vb)
+        .arg(&vs)
+        .arg(&vh)
+        .arg(&p.scale_log2)
+        .arg(&causal);
+    let rows_per_block = (REFERENCE_THREADS / 32) as usize;
+    let config = LaunchConfig {
+        grid_dim: (rows.div_ceil(rows_per_block) as u32, 1, 1),
+        block_dim: (REFERENCE_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the arguments match the kernel's signature in order and type; q, k and v hold every element their
+    // strides address, 16-byte aligned with 8-element strides; o, o_magnitude (or null) and lse are packed, of the
+    // lengths the kernel writes, and overlap nothing else.
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: kernel.name, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> AttnShape {
+        AttnShape::new(2, 77, 129, 8, 2, 128)
+    }
+
+    fn refused(shape: AttnShape, options: AttnOptions) -> String {
+        CheckedProblem::new(shape, &options).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn packed_strides_and_extents() {
+        let s = shape();
+        let strides = AttnStrides::packed(s);
+        assert_eq!(strides.q, Strides { batch: 77 * 8 * 128, seq: 8 * 128, head: 128 });
+        assert_eq!(strides.k, Strides { batch: 129 * 2 * 128, seq: 2 * 128, head: 128 });
+        let checked = CheckedProblem::new(s, &AttnOptions::default()).unwrap();
+        assert_eq!(checked.extents, [2 * 77 * 8 * 128, 2 * 129 * 2 * 128, 2 * 129 * 2 * 128, 2 * 77 * 8 * 128]);
+        assert!((checked.scale - 1.0 / 128f32.sqrt()).abs() < 1e-7);
+        assert!((checked.scale_log2 - checked.scale * std::f32::consts::LOG2_E).abs() < 1e-7);
+        assert_eq!(s.group(), 4);
+        assert_eq!(s.rows(), 2 * 8 * 77);
+        assert_eq!(AttnShape::new(1, 4, 4, 1, 1, 64).flops(false), 4.0 * 16.0 * 64.0);
+        assert_eq!(AttnShape::new(1, 4, 4, 1, 1, 64).flops(true), 2.0 * 16.0 * 64.0);
+    }
+
+    #[test]
+    fn a_slice_of_packed_qkv_is_accepted() {
+        // q, k, v as views of one [batch, seq, heads_q + 2 heads_kv, d] tensor: seq stride 12 · 128.
+        let s = AttnShape::new(2, 100, 100, 8, 2, 128);
+        let row = (8 + 2 + 2) * 128;
+        let qkv = Strides { batch: 100 * row, seq: row, head: 128 };
+        let strides = AttnStrides { q: qkv, k: qkv, v: qkv, o: Strides::packed(100, 8, 128) };
+        let checked =
+            CheckedProblem::new(s, &AttnOptions { strides: Some(strides), ..AttnOptions::default() }).unwrap();
+        // q reaches the end of its last head in the last row: the whole qkv tensor but the k and v heads after it.
+        assert_eq!(checked.extents[0], 2 * 100 * row - 4 * 128);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_with_reasons() {
+        let o = AttnOptions::default();
+        assert!(refused(AttnShape { batch: 0, ..shape() }, o).contains("at least 1"));
+        assert!(refused(AttnShape { seq_k: 0, ..shape() }, o).contains("at least 1"));
+        let err = CheckedProblem::new(AttnShape { head_dim: 96, ..shape() }, &o).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("64 or 128"), "{err}");
+        assert!(refused(AttnShape { heads_q: 6, heads_kv: 4, ..shape() }, o).contains("not a multiple of heads_kv"));
+        assert!(refused(AttnShape { batch: 65_536, ..shape() }, o).contains("at most 65535"));
+        assert!(refused(AttnShape { heads_q: 65_536, heads_kv: 1, ..shape() }, o).contains("at most 65535"));
+        assert!(refused(AttnShape { seq_q: 1 << 31, ..shape() }, o).contains("2^31"));
+        let rows = AttnShape::new(65_535, 1 << 17, 1, 1024, 1, 64);
+        assert!(refused(rows, o).contains("below 2^32"));
+    }
+
+    #[test]
+    fn bad_strides_and_scales_are_refused() {
+        let s = shape();
+        let with = |f: &dyn Fn(&mut AttnStrides)| {
+            let mut strides = AttnStrides::packed(s);
+            f(&mut strides);
+            AttnOptions { strides: Some(strides), ..AttnOptions::default() }
+        };
+        assert!(refused(s, with(&|st| st.q.seq += 4)).contains("q's seq stride 1028 is not a multiple of 8"));
+        assert!(refused(s, with(&|st| st.o.head = 64)).contains("two output elements"));
+        // Inputs may overlap themselves: reading one element twice is well defined.
+        CheckedProblem::new(s, &with(&|st| st.v.head = 64)).unwrap();
+        assert!(refused(s, with(&|st| st.o.head = 0)).contains("two output elements"));
+        // Heads of o interleaved with sequence positions of the same batch: injective only if they do not collide.
+        assert!(refused(s, with(&|st| st.o.seq = 128)).contains("two output elements"));
+        // Swapped seq and head strides (BHSD-like) are a legal layout.
+        let bhsd = with(&|st| st.o = Strides { batch: 77 * 8 * 128, seq: 128, head: 77 * 128 });
+        CheckedProblem::new(s, &bhsd).unwrap();
+        let huge = with(&|st| st.o = Strides { batch: 1 << 40, seq: 1 << 30, head: 128 });
+        assert!(refused(s, huge).contains("below 2^32"));
+        let nan = AttnOptions { scale: Some(f32::NAN), ..AttnOptions::default() };
+        assert!(refused(s, nan).contains("not finite"));
+        let overflowing = AttnOptions { scale: Some(f32::MAX), ..AttnOptions::default() };
+        assert!(refused(s, overflowing).contains("not finite"));
+        // Zero and negative scales are well defined (uniform or reversed attention).
+        CheckedProblem::new(s, &AttnOptions { scale: Some(0.0), ..AttnOptions::default() }).unwrap();
+        CheckedProblem::new(s, &AttnOptions { scale: Some(-0.5), ..AttnOptions::default() }).unwrap();
+    }
+
+    #[test]
+    fn injectivity() {
+        let packed = Strides::packed(5, 3, 64);
+        assert!(packed.is_injective(2, 5, 3, 64));
+        assert!(!Strides { head: 32, ..packed }.is_injective(2, 5, 3, 64));
+        // A dimension of one index may have any stride.
+        assert!(Strides { batch: 0, ..packed }.is_injective(1, 5, 3, 64));
+        assert!(!Strides { batch: 0, ..packed }.is_injective(2, 5, 3, 64));
+        // Padded rows are fine.
+        assert!(Strides { batch: 10_000, seq: 256, head: 72 }.is_injective(2, 5, 3, 64));
+    }
+
+    #[test]
+    fn kernels_per_type_head_dim_and_variant() {
+        assert_eq!(kernel_for::<bf16>(128, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_BF16_D128_SM90);
+        assert_eq!(kernel_for::<bf16>(128, AttnVariant::Eager).unwrap(), kernels::ATTN_FWD_BF16_D128_EAGER_SM90);
+        assert_eq!(kernel_for::<bf16>(128, AttnVariant::NoPoly).unwrap(), kernels::ATTN_FWD_BF16_D128_NOPOLY_SM90);
+        assert_eq!(kernel_for::<f16>(64, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_F16_D64_SM90);
+        let err = kernel_for::<f16>(128, AttnVariant::Eager).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("ablations"), "{err}");
+        assert!(kernel_for::<bf16>(64, AttnVariant::NoPoly).is_err());
+        assert!(kernel_for::<bf16>(256, AttnVariant::Auto).unwrap_err().to_string().contains("64 or 128"));
+        for &(_, _, kernel) in bf16::ATTN_KERNELS.iter().chain(f16::ATTN_KERNELS) {
+            assert!(kernels::ALL.contains(&kernel), "{kernel:?} is not registered");
+        }
+    }
+
+    #[test]
+    fn byte_ranges_overlap() {
+        assert!(overlaps((100, 10), (105, 10)));
+        assert!(overlaps((105, 10), (100, 10)));
+        assert!(!overlaps((100, 10), (110, 10)));
+        assert!(!overlaps((110, 10), (100, 10)));
+        assert!(check_disjoint(OP, ("o", 0, 64), &[("q", 64, 64)]).is_ok());
+        assert!(check_disjoint(OP, ("o", 0, 65), &[("q", 64, 64)]).unwrap_err().to_string().contains("o overlaps q"));
+    }
+
+    #[test]
+    fn rescale_fraction() {
+        let stats = RescaleStats::from_counters(&[3, 12]);
+        assert_eq!(stats, RescaleStats { rescaled: 3, warp_tiles: 12 });
+        assert_eq!(stats.fraction(), 0.25);
+        assert_eq!(RescaleStats::default().fraction(), 0.0);
+    }
+}
