@@ -1,6 +1,6 @@
 //! One attention problem through the safe API: checked against the plain GPU reference kernel, then timed.
 //!
-//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|nopoly|eager]]`
+//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|nopoly|eager|nopingpong]]`
 //! (default 2,16,4096,128,causal bf16 auto; q, k, v packed [B, S, H, D], as many kv heads as query heads)
 
 use cudarc::driver::sys::CUevent_flags;
@@ -15,7 +15,7 @@ use oxtile::{Error, Gpu};
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|nopoly|eager]]";
+    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|nopoly|eager|nopingpong]]";
     let suite: SuiteShape = match args.first() {
         Some(text) => text.parse().unwrap_or_else(|e| panic!("{e}\n{usage}")),
         None => "2,16,4096,128,causal".parse().expect("default shape"),
@@ -24,6 +24,7 @@ fn main() -> Result<(), Error> {
         None | Some("auto") => AttnVariant::Auto,
         Some("nopoly") => AttnVariant::NoPoly,
         Some("eager") => AttnVariant::Eager,
+        Some("nopingpong") => AttnVariant::NoPingpong,
         Some(other) => panic!("unknown variant {other}\n{usage}"),
     };
     let shape = AttnShape::new(suite.batch, suite.seq, suite.seq, suite.heads, suite.heads, suite.head_dim);
@@ -62,7 +63,7 @@ fn run<T: CheckElement + AttnElement + oxtile::bench::gemm::GemmElement>(
     let mut o = stream.alloc_zeros::<T>(q_len)?;
     let mut lse = stream.alloc_zeros::<f32>(shape.rows())?;
     let options = AttnOptions { causal, variant, ..AttnOptions::default() };
-    let plan = AttnPlan::new(gpu, shape, options, &q, &k, &v)?;
+    let plan = AttnPlan::new(gpu, shape, options, &q, &k, &v, &mut o)?;
     for _ in 0..5 {
         plan.launch(gpu, &q, &k, &v, &mut o, &mut lse)?;
     }

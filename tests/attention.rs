@@ -387,7 +387,7 @@ fn bad_buffers_are_rejected_before_launch() {
     assert!(message(err).contains("multiple of heads_kv"));
 
     // A plan is bound to its inputs: other buffers of the same size are refused.
-    let plan = AttnPlan::new(&gpu, shape, options, &q, &k, &v).unwrap();
+    let plan = AttnPlan::new(&gpu, shape, options, &q, &k, &v, &mut o).unwrap();
     let other = stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
     let err = plan.launch(&gpu, &q, &other, &v, &mut o, &mut lse).unwrap_err();
     assert!(message(err).contains("not the buffer"));
@@ -416,8 +416,8 @@ fn unsupported_shapes_are_typed_errors_without_a_gpu() {
         AttnShape { heads_q: 0, ..shape },
         AttnShape { heads_kv: 0, ..shape },
         AttnShape { heads_kv: 3, ..shape },
-        AttnShape { batch: 70_000, ..shape },
-        AttnShape { heads_q: 70_000, heads_kv: 70_000, ..shape },
+        // More than 2^32 query rows (batch × heads_q × seq_q).
+        AttnShape { batch: 70_000, seq_q: 1 << 16, ..shape },
         AttnShape { seq_k: 1 << 31, ..shape },
     ] {
         assert!(matches!(refused(bad, o), Error::BadArgument { .. }), "{bad}");
@@ -442,7 +442,7 @@ fn bad_strides_are_typed_errors_without_a_gpu() {
     assert!(with(|s| s.q.batch += 1).contains("not a multiple of 8"));
     assert!(with(|s| s.o.head = 64).contains("two output elements"));
     assert!(with(|s| s.o = Strides { batch: 0, ..s.o }).contains("two output elements"));
-    assert!(with(|s| s.o.seq = 1 << 30).contains("below 2^32"));
+    assert!(with(|s| s.o.seq = 1 << 40).contains("2^40 bytes"));
     let scale = CheckedProblem::new(shape, &AttnOptions { scale: Some(f32::INFINITY), ..AttnOptions::default() });
     assert!(scale.unwrap_err().to_string().contains("not finite"));
 }

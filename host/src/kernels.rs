@@ -62,10 +62,11 @@ pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_s
 pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
 pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_sm90");
 pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90");
-/// Ablations of the bf16 d128 kernel: every exponential by MUFU.EX2 (no polynomial), and a rescale whenever a
-/// row maximum grows (no lazy rescaling).
+/// Ablations of the bf16 d128 kernel: every exponential by MUFU.EX2 (no polynomial), a rescale whenever a
+/// row maximum grows (no lazy rescaling), and both consumer warpgroups issuing at will (no ping-pong).
 pub const ATTN_FWD_BF16_D128_NOPOLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopoly_sm90");
 pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
+pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
 
 /// The plain attention reference (gpu/kernels/src/attention/reference.rs): one warp per query row, f32.
 pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference_bf16_d128");
@@ -102,6 +103,7 @@ pub const ALL: &[Kernel] = &[
     ATTN_FWD_F16_D64_SM90,
     ATTN_FWD_BF16_D128_NOPOLY_SM90,
     ATTN_FWD_BF16_D128_EAGER_SM90,
+    ATTN_FWD_BF16_D128_NOPINGPONG_SM90,
     ATTN_REFERENCE_BF16_D128,
     ATTN_REFERENCE_F16_D128,
     ATTN_REFERENCE_BF16_D64,

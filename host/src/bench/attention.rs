@@ -35,10 +35,11 @@ pub struct AttnContender {
 }
 
 /// The library's kernel as users get it, then the ablations: MUFU-only exponentials, eager rescaling.
-pub const CONTENDERS: [AttnContender; 3] = [
+pub const CONTENDERS: [AttnContender; 4] = [
     AttnContender { name: "oxtile", variant: AttnVariant::Auto },
     AttnContender { name: "oxtile-nopoly", variant: AttnVariant::NoPoly },
     AttnContender { name: "oxtile-eager", variant: AttnVariant::Eager },
+    AttnContender { name: "oxtile-nopingpong", variant: AttnVariant::NoPingpong },
 ];
 
 /// One attention problem to benchmark.
@@ -253,8 +254,10 @@ fn measure<T: AttnElement + GemmElement>(
     let shape = problem.attn_shape();
     let options = AttnOptions { causal: problem.shape.causal, variant: contender.variant, ..AttnOptions::default() };
     // A plan per set: its tensor maps hold the set's addresses. Made before any timing.
-    let plans =
-        sets.iter().map(|s| AttnPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v)).collect::<Result<Vec<_>>>()?;
+    let plans = sets
+        .iter_mut()
+        .map(|s| AttnPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &mut s.o))
+        .collect::<Result<Vec<_>>>()?;
 
     let check = match reference {
         Some(reference) => {

@@ -154,16 +154,21 @@ pub enum AttnVariant {
     NoPoly,
     /// Ablation (bf16, head dim 128): rescale the output whenever a row maximum grows, as FlashAttention-2 does.
     Eager,
+    /// Ablation (bf16, head dim 128): the two consumer warpgroups issue their matrix work whenever ready instead
+    /// of taking turns.
+    NoPingpong,
 }
 
 impl AttnVariant {
-    pub const ALL: [AttnVariant; 3] = [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Eager];
+    pub const ALL: [AttnVariant; 4] =
+        [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Eager, AttnVariant::NoPingpong];
 
     pub fn name(self) -> &'static str {
         match self {
             AttnVariant::Auto => "auto",
             AttnVariant::NoPoly => "nopoly",
             AttnVariant::Eager => "eager",
+            AttnVariant::NoPingpong => "nopingpong",
         }
     }
 }
@@ -208,6 +213,7 @@ impl AttnElement for bf16 {
         (128, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D128_SM90),
         (128, AttnVariant::NoPoly, kernels::ATTN_FWD_BF16_D128_NOPOLY_SM90),
         (128, AttnVariant::Eager, kernels::ATTN_FWD_BF16_D128_EAGER_SM90),
+        (128, AttnVariant::NoPingpong, kernels::ATTN_FWD_BF16_D128_NOPINGPONG_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
@@ -238,9 +244,6 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
         Error::unsupported(OP, message)
     })
 }
-
-/// Largest batch and heads_q: they are the grid's z and y extents.
-pub const MAX_GRID_YZ: usize = 65_535;
 
 /// A problem that passed every check that needs no buffer: what a launch needs, derived once.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -275,15 +278,13 @@ fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> R
     if !heads_q.is_multiple_of(heads_kv) {
         return bad(format!("heads_q {heads_q} is not a multiple of heads_kv {heads_kv}"));
     }
-    if batch > MAX_GRID_YZ || heads_q > MAX_GRID_YZ {
-        return bad(format!("batch {batch} and heads_q {heads_q} must each be at most {MAX_GRID_YZ} (grid z and y)"));
-    }
     // TMA coordinates are signed 32-bit.
     let coordinate = i32::MAX as usize;
     if seq_q > coordinate || seq_k > coordinate {
         return bad(format!("seq_q {seq_q} and seq_k {seq_k} must each be below 2^31 (TMA coordinates)"));
     }
-    // LSE and the reference's row index are computed in 32 bits; no buffer that large fits a GPU anyway.
+    // LSE, the reference's row index and the persistent kernel's work items (query tiles × heads × batch) are
+    // counted in 32 bits; no buffer that large fits a GPU anyway.
     if shape.rows() > u32::MAX as usize {
         return bad(format!("{} query rows: batch × heads_q × seq_q must be below 2^32", shape.rows()));
     }
@@ -297,10 +298,13 @@ fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> R
     ];
     let mut extents = [0usize; 4];
     for (slot, (name, s, seq, heads)) in tensors.into_iter().enumerate() {
-        // 16-byte rows for TMA and the output's vector stores: 8 elements of 16 bits.
+        // TMA reads q, k, v and writes o: strides of whole 16-byte units, 8 elements of 16 bits.
         for (what, stride) in [("batch", s.batch), ("seq", s.seq), ("head", s.head)] {
             if !stride.is_multiple_of(8) {
                 return bad(format!("{name}'s {what} stride {stride} is not a multiple of 8 elements (16 bytes)"));
+            }
+            if stride as u128 * 2 >= 1 << 40 {
+                return bad(format!("{name}'s {what} stride {stride} reaches 2^40 bytes, past what a tensor map encodes"));
             }
         }
         extents[slot] = s
@@ -312,14 +316,6 @@ fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> R
     if !o.is_injective(batch, seq_q, heads_q, head_dim) {
         return bad(format!("o's strides {o:?} map two output elements to one address"));
     }
-    // The kernel takes o's seq and head strides as u32 and computes offsets within a batch in 32 bits.
-    let within_batch = (seq_q - 1) as u128 * o.seq as u128 + (heads_q - 1) as u128 * o.head as u128 + head_dim as u128;
-    if o.seq > u32::MAX as usize || o.head > u32::MAX as usize || within_batch > u32::MAX as u128 {
-        return bad(format!(
-            "o's offsets within one batch reach {within_batch} elements: seq and head strides must keep them below 2^32"
-        ));
-    }
-
     let scale = options.scale_for(head_dim);
     let scale_log2 = scale * std::f32::consts::LOG2_E;
     if !scale.is_finite() || !scale_log2.is_finite() {
@@ -375,7 +371,10 @@ pub struct AttnPlan<T: AttnElement> {
     kernel: Kernel,
     function: CudaFunction,
     tensor_maps: CudaSlice<u64>,
-    inputs: [u64; 3],
+    /// q, k, v and o: the buffers the tensor maps describe.
+    bound: [u64; 4],
+    /// Persistent blocks: one per SM, or fewer when there are fewer work items.
+    blocks: u32,
     _element: std::marker::PhantomData<T>,
 }
 
@@ -387,16 +386,18 @@ impl<T: AttnElement> AttnPlan<T> {
         q: &impl DevicePtr<T>,
         k: &impl DevicePtr<T>,
         v: &impl DevicePtr<T>,
+        o: &mut impl DevicePtrMut<T>,
     ) -> Result<Self> {
         let problem = check_problem(OP, shape, &options)?;
         let kernel = kernel_for::<T>(shape.head_dim, options.variant)?;
         let tile = if shape.head_dim == 128 { ATTN_SM90_D128 } else { ATTN_SM90_D64 };
         let stream = gpu.stream();
-        let [q_len, k_len, v_len, _] = problem.extents;
+        let [q_len, k_len, v_len, o_len] = problem.extents;
         let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
         let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
         let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
-        let AttnStrides { q: qs, k: ks, v: vs, .. } = problem.strides;
+        let (o_address, _o_use) = strided_ptr_mut(OP, "o", o, stream, o_len, 16)?;
+        let AttnStrides { q: qs, k: ks, v: vs, o: os } = problem.strides;
         let operand = |address, strides: Strides, seq: usize, heads: usize, rows: u32| Tile4d {
             data_type: T::TENSOR_MAP_TYPE,
             address,
@@ -408,6 +409,8 @@ impl<T: AttnElement> AttnPlan<T> {
             operand(q_address, qs, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
             operand(k_address, ks, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
             operand(v_address, vs, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            // Each consumer warpgroup stores its own rows.
+            operand(o_address, os, shape.seq_q, shape.heads_q, tile.consumer_rows()).encode(OP)?,
         ];
         let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
         let function = gpu.function(kernel)?;
@@ -421,7 +424,8 @@ impl<T: AttnElement> AttnPlan<T> {
             kernel,
             function,
             tensor_maps,
-            inputs: [q_address, k_address, v_address],
+            bound: [q_address, k_address, v_address, o_address],
+            blocks: Self::persistent_blocks(gpu.sm_count(), &problem, tile),
             _element: std::marker::PhantomData,
         })
     }
@@ -435,10 +439,17 @@ impl<T: AttnElement> AttnPlan<T> {
         self.kernel
     }
 
-    /// Blocks of the grid: (query tiles, heads_q, batch).
+    /// Work items (query tiles × heads_q × batch) and the persistent grid over them: one block per SM (the
+    /// kernel's shared memory allows no second), fewer when there are fewer items.
+    fn persistent_blocks(sm_count: u32, problem: &CheckedProblem, tile: AttnTile) -> u32 {
+        let shape = problem.shape;
+        let works = shape.seq_q.div_ceil(tile.tile_q as usize) * shape.heads_q * shape.batch;
+        works.min(sm_count as usize) as u32
+    }
+
+    /// Blocks of the (1-D, persistent) grid.
     pub fn grid(&self) -> (u32, u32, u32) {
-        let shape = self.problem.shape;
-        (shape.seq_q.div_ceil(self.tile.tile_q as usize) as u32, shape.heads_q as u32, shape.batch as u32)
+        (self.blocks, 1, 1)
     }
 
     /// O and LSE of the q, k and v the plan was made for.
@@ -487,10 +498,10 @@ impl<T: AttnElement> AttnPlan<T> {
         let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
         let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
         let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
-        if [q_address, k_address, v_address] != self.inputs {
-            return Err(Error::bad_argument(OP, "q, k or v is not the buffer this plan's tensor maps describe"));
-        }
         let (o_address, _o_use) = strided_ptr_mut(OP, "o", o, stream, o_len, 16)?;
+        if [q_address, k_address, v_address, o_address] != self.bound {
+            return Err(Error::bad_argument(OP, "q, k, v or o is not the buffer this plan's tensor maps describe"));
+        }
         let rows = p.shape.rows();
         let lse_len = lse.len();
         if lse_len != rows {
@@ -520,27 +531,23 @@ impl<T: AttnElement> AttnPlan<T> {
 
         let (maps, _maps_use) = self.tensor_maps.device_ptr(stream);
         let map_bytes = std::mem::size_of::<CUtensorMap>() as u64;
-        let (map_q, map_k, map_v) = (maps, maps + map_bytes, maps + 2 * map_bytes);
+        let [map_q, map_k, map_v, map_o] = [0, 1, 2, 3].map(|i| maps + i * map_bytes);
         let shape = p.shape;
-        let (seq_q, seq_k, heads_q, group) =
-            (shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.group() as u32);
-        let (o_stride_seq, o_stride_head, o_stride_batch) =
-            (p.strides.o.seq as u32, p.strides.o.head as u32, p.strides.o.batch as u64);
+        let (seq_q, seq_k, heads_q, batch, group) =
+            (shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.batch as u32, shape.group() as u32);
         let causal = p.causal as u32;
         let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(&map_q)
             .arg(&map_k)
             .arg(&map_v)
-            .arg(&o_address)
+            .arg(&map_o)
             .arg(&lse_address)
             .arg(&seq_q)
             .arg(&seq_k)
             .arg(&heads_q)
+            .arg(&batch)
             .arg(&group)
-            .arg(&o_stride_seq)
-            .arg(&o_stride_head)
-            .arg(&o_stride_batch)
             .arg(&p.scale_log2)
             .arg(&causal)
             .arg(&stats_address);
@@ -550,7 +557,7 @@ impl<T: AttnElement> AttnPlan<T> {
             shared_mem_bytes: self.tile.smem_bytes(),
         };
         // SAFETY: the arguments match the kernel's signature in order and type (pointers as u64 addresses); the
-        // tensor maps describe q, k and v (checked above) with boxes the kernel's tile expects; o holds every
+        // tensor maps describe q, k, v and o (checked above) with boxes the kernel's tile expects; o holds every
         // element its strides address, injectively, 16-byte aligned, and overlaps no input; lse holds one f32 per
         // query row; stats is null or ATTN_STATS_LEN counters; block and shared memory are the tile's own, the
         // shared-memory limit raised in `new`.
@@ -570,7 +577,7 @@ pub fn attention<T: AttnElement>(
     lse: &mut impl DevicePtrMut<f32>,
     options: AttnOptions,
 ) -> Result<()> {
-    AttnPlan::new(gpu, shape, options, q, k, v)?.launch(gpu, q, k, v, o, lse)
+    AttnPlan::new(gpu, shape, options, q, k, v, o)?.launch(gpu, q, k, v, o, lse)
 }
 
 /// As [`attention`], and returns the launch's rescaling counters (waits for the launch to finish).
@@ -585,7 +592,7 @@ pub fn attention_with_stats<T: AttnElement>(
     lse: &mut impl DevicePtrMut<f32>,
     options: AttnOptions,
 ) -> Result<RescaleStats> {
-    let plan = AttnPlan::new(gpu, shape, options, q, k, v)?;
+    let plan = AttnPlan::new(gpu, shape, options, q, k, v, o)?;
     let mut stats = gpu.stream().alloc_zeros::<u32>(ATTN_STATS_LEN)?;
     plan.launch_with_stats(gpu, q, k, v, o, lse, &mut stats)?;
     Ok(RescaleStats::from_counters(&gpu.stream().clone_dtoh(&stats)?))
@@ -748,8 +755,6 @@ mod tests {
         let err = CheckedProblem::new(AttnShape { head_dim: 96, ..shape() }, &o).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("64 or 128"), "{err}");
         assert!(refused(AttnShape { heads_q: 6, heads_kv: 4, ..shape() }, o).contains("not a multiple of heads_kv"));
-        assert!(refused(AttnShape { batch: 65_536, ..shape() }, o).contains("at most 65535"));
-        assert!(refused(AttnShape { heads_q: 65_536, heads_kv: 1, ..shape() }, o).contains("at most 65535"));
         assert!(refused(AttnShape { seq_q: 1 << 31, ..shape() }, o).contains("2^31"));
         let rows = AttnShape::new(65_535, 1 << 17, 1, 1024, 1, 64);
         assert!(refused(rows, o).contains("below 2^32"));
@@ -774,7 +779,7 @@ mod tests {
         let bhsd = with(&|st| st.o = Strides { batch: 77 * 8 * 128, seq: 128, head: 77 * 128 });
         CheckedProblem::new(s, &bhsd).unwrap();
         let huge = with(&|st| st.o = Strides { batch: 1 << 40, seq: 1 << 30, head: 128 });
-        assert!(refused(s, huge).contains("below 2^32"));
+        assert!(refused(s, huge).contains("2^40 bytes"));
         let nan = AttnOptions { scale: Some(f32::NAN), ..AttnOptions::default() };
         assert!(refused(s, nan).contains("not finite"));
         let overflowing = AttnOptions { scale: Some(f32::MAX), ..AttnOptions::default() };

@@ -478,7 +478,7 @@ pub fn check_inputs<T: CheckElement + AttnElement>(
     let o_strides = prepared.placement.strides.o;
     let mut o_dev = stream.clone_htod(&vec![T::POISON; prepared.checked.extents[3] + prepared.placement.o_padding])?;
     let mut lse_dev = stream.clone_htod(&vec![POISON_F32; shape.rows()])?;
-    let plan = AttnPlan::<T>::new(gpu, shape, prepared.options, &q, &k, &v)?;
+    let plan = AttnPlan::<T>::new(gpu, shape, prepared.options, &q, &k, &v, &mut o_dev)?;
     let stats = if stats {
         let mut counters = stream.alloc_zeros::<u32>(oxtile_abi::ATTN_STATS_LEN)?;
         plan.launch_with_stats(gpu, &q, &k, &v, &mut o_dev, &mut lse_dev, &mut counters)?;
