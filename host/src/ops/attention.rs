@@ -304,7 +304,9 @@ fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> R
                 return bad(format!("{name}'s {what} stride {stride} is not a multiple of 8 elements (16 bytes)"));
             }
             if stride as u128 * 2 >= 1 << 40 {
-                return bad(format!("{name}'s {what} stride {stride} reaches 2^40 bytes, past what a tensor map encodes"));
+                return bad(format!(
+                    "{name}'s {what} stride {stride} reaches 2^40 bytes, past what a tensor map encodes"
+                ));
             }
         }
         extents[slot] = s
