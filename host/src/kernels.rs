@@ -62,9 +62,12 @@ pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_s
 pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
 pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_sm90");
 pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90");
-/// Ablations of the bf16 d128 kernel: every exponential by MUFU.EX2 (no polynomial), a rescale whenever a
-/// row maximum grows (no lazy rescaling), and both consumer warpgroups issuing at will (no ping-pong).
-pub const ATTN_FWD_BF16_D128_NOPOLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopoly_sm90");
+/// Ablations: the bf16 d128 kernel with a quarter of its exponentials on the polynomial (its default is MUFU
+/// only), with a rescale whenever a row maximum grows (no lazy rescaling), with both consumer warpgroups
+/// issuing at will (no ping-pong); the bf16 d64 kernel with MUFU only (its default puts an eighth on the
+/// polynomial).
+pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_poly_sm90");
+pub const ATTN_FWD_BF16_D64_NOPOLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_nopoly_sm90");
 pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
 pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
 
@@ -101,7 +104,8 @@ pub const ALL: &[Kernel] = &[
     ATTN_FWD_F16_D128_SM90,
     ATTN_FWD_BF16_D64_SM90,
     ATTN_FWD_F16_D64_SM90,
-    ATTN_FWD_BF16_D128_NOPOLY_SM90,
+    ATTN_FWD_BF16_D128_POLY_SM90,
+    ATTN_FWD_BF16_D64_NOPOLY_SM90,
     ATTN_FWD_BF16_D128_EAGER_SM90,
     ATTN_FWD_BF16_D128_NOPINGPONG_SM90,
     ATTN_REFERENCE_BF16_D128,

@@ -132,8 +132,13 @@ impl AttnTile {
         self.smem_o_offset() + self.smem_q_bytes()
     }
 
-    pub const fn smem_bytes(&self) -> u32 {
+    /// The work item the producer publishes to the consumers, after the barriers.
+    pub const fn work_slot_offset(&self) -> u32 {
         self.barriers_offset() + (2 + 4 * self.stages) * Self::BARRIER_BYTES
+    }
+
+    pub const fn smem_bytes(&self) -> u32 {
+        self.work_slot_offset() + 4
     }
 
     /// Query rows each consumer warpgroup computes.

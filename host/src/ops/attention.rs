@@ -10,6 +10,8 @@
 //!
 //! Every argument is checked before any launch, each failure a typed [`Error`] that says what is wrong.
 
+use std::sync::Mutex;
+
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
@@ -147,11 +149,14 @@ impl AttnStrides {
 /// Which Hopper kernel runs a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum AttnVariant {
-    /// The kernel: part of the exponentials by a polynomial on the FMA pipe, lazy rescaling.
+    /// The kernel as tuned: lazy rescaling, ping-pong; exponentials by MUFU.EX2 at head dim 128, an eighth of
+    /// them by a polynomial on the FMA pipe at 64 (docs/perf-notes.md has the measurements).
     #[default]
     Auto,
-    /// Ablation (bf16, head dim 128): every exponential by MUFU.EX2.
+    /// Ablation (bf16, head dim 64): every exponential by MUFU.EX2.
     NoPoly,
+    /// Ablation (bf16, head dim 128): FlashAttention-4's split, a quarter of the exponentials by the polynomial.
+    Poly,
     /// Ablation (bf16, head dim 128): rescale the output whenever a row maximum grows, as FlashAttention-2 does.
     Eager,
     /// Ablation (bf16, head dim 128): the two consumer warpgroups issue their matrix work whenever ready instead
@@ -160,13 +165,14 @@ pub enum AttnVariant {
 }
 
 impl AttnVariant {
-    pub const ALL: [AttnVariant; 4] =
-        [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Eager, AttnVariant::NoPingpong];
+    pub const ALL: [AttnVariant; 5] =
+        [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong];
 
     pub fn name(self) -> &'static str {
         match self {
             AttnVariant::Auto => "auto",
             AttnVariant::NoPoly => "nopoly",
+            AttnVariant::Poly => "poly",
             AttnVariant::Eager => "eager",
             AttnVariant::NoPingpong => "nopingpong",
         }
@@ -211,10 +217,11 @@ pub trait AttnElement: GemmElement + Copy {
 impl AttnElement for bf16 {
     const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)] = &[
         (128, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D128_SM90),
-        (128, AttnVariant::NoPoly, kernels::ATTN_FWD_BF16_D128_NOPOLY_SM90),
+        (128, AttnVariant::Poly, kernels::ATTN_FWD_BF16_D128_POLY_SM90),
         (128, AttnVariant::Eager, kernels::ATTN_FWD_BF16_D128_EAGER_SM90),
         (128, AttnVariant::NoPingpong, kernels::ATTN_FWD_BF16_D128_NOPINGPONG_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
+        (64, AttnVariant::NoPoly, kernels::ATTN_FWD_BF16_D64_NOPOLY_SM90),
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
@@ -234,7 +241,8 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
     T::ATTN_KERNELS.iter().find(|(d, v, _)| (*d, *v) == (head_dim, variant)).map(|(_, _, k)| *k).ok_or_else(|| {
         let message = if T::ATTN_KERNELS.iter().any(|(d, _, _)| *d == head_dim) {
             format!(
-                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16, head dim 128)",
+                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: poly, eager and nopingpong at head \
+                 dim 128, nopoly at 64)",
                 variant.name(),
                 T::NAME
             )
@@ -323,6 +331,11 @@ fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> R
     if !scale.is_finite() || !scale_log2.is_finite() {
         return bad(format!("softmax scale {scale} is not finite (or overflows once multiplied by log2 e)"));
     }
+    // The kernels keep raw scores and their row maximum, scaling inside the exponential's FFMA: that needs the
+    // maximum of scale·s to be scale · max(s), i.e. a positive scale (0 would also make −∞ · 0 = NaN of masked keys).
+    if scale <= 0.0 {
+        return Err(Error::unsupported(op, format!("softmax scale {scale}: the kernels take positive scales")));
+    }
     Ok(CheckedProblem { shape, strides, causal: options.causal, scale, scale_log2, extents })
 }
 
@@ -377,6 +390,8 @@ pub struct AttnPlan<T: AttnElement> {
     bound: [u64; 4],
     /// Persistent blocks: one per SM, or fewer when there are fewer work items.
     blocks: u32,
+    /// The kernel's work-item counter, zeroed before every launch (blocks claim items from it).
+    work_counter: Mutex<CudaSlice<u32>>,
     _element: std::marker::PhantomData<T>,
 }
 
@@ -428,6 +443,7 @@ impl<T: AttnElement> AttnPlan<T> {
             tensor_maps,
             bound: [q_address, k_address, v_address, o_address],
             blocks: Self::persistent_blocks(gpu.sm_count(), &problem, tile),
+            work_counter: Mutex::new(stream.alloc_zeros::<u32>(1)?),
             _element: std::marker::PhantomData,
         })
     }
@@ -538,6 +554,9 @@ impl<T: AttnElement> AttnPlan<T> {
         let (seq_q, seq_k, heads_q, batch, group) =
             (shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.batch as u32, shape.group() as u32);
         let causal = p.causal as u32;
+        let mut work_counter = self.work_counter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        stream.memset_zeros(&mut *work_counter)?;
+        let (work_counter_address, _work_counter_use) = work_counter.device_ptr_mut(stream);
         let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(&map_q)
@@ -552,6 +571,7 @@ impl<T: AttnElement> AttnPlan<T> {
             .arg(&group)
             .arg(&p.scale_log2)
             .arg(&causal)
+            .arg(&work_counter_address)
             .arg(&stats_address);
         let config = LaunchConfig {
             grid_dim: self.grid(),
@@ -561,7 +581,8 @@ impl<T: AttnElement> AttnPlan<T> {
         // SAFETY: the arguments match the kernel's signature in order and type (pointers as u64 addresses); the
         // tensor maps describe q, k, v and o (checked above) with boxes the kernel's tile expects; o holds every
         // element its strides address, injectively, 16-byte aligned, and overlaps no input; lse holds one f32 per
-        // query row; stats is null or ATTN_STATS_LEN counters; block and shared memory are the tile's own, the
+        // query row; the work counter is one u32 zeroed on this stream just before; stats is null or
+        // ATTN_STATS_LEN counters; block and shared memory are the tile's own, the
         // shared-memory limit raised in `new`.
         unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: self.kernel.name, source })
     }
@@ -786,9 +807,12 @@ mod tests {
         assert!(refused(s, nan).contains("not finite"));
         let overflowing = AttnOptions { scale: Some(f32::MAX), ..AttnOptions::default() };
         assert!(refused(s, overflowing).contains("not finite"));
-        // Zero and negative scales are well defined (uniform or reversed attention).
-        CheckedProblem::new(s, &AttnOptions { scale: Some(0.0), ..AttnOptions::default() }).unwrap();
-        CheckedProblem::new(s, &AttnOptions { scale: Some(-0.5), ..AttnOptions::default() }).unwrap();
+        // Zero and negative scales (uniform or reversed attention) are typed errors, not wrong answers.
+        for scale in [0.0, -0.5] {
+            let err =
+                CheckedProblem::new(s, &AttnOptions { scale: Some(scale), ..AttnOptions::default() }).unwrap_err();
+            assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("positive"), "{err}");
+        }
     }
 
     #[test]
@@ -807,11 +831,13 @@ mod tests {
     fn kernels_per_type_head_dim_and_variant() {
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_BF16_D128_SM90);
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Eager).unwrap(), kernels::ATTN_FWD_BF16_D128_EAGER_SM90);
-        assert_eq!(kernel_for::<bf16>(128, AttnVariant::NoPoly).unwrap(), kernels::ATTN_FWD_BF16_D128_NOPOLY_SM90);
+        assert_eq!(kernel_for::<bf16>(128, AttnVariant::Poly).unwrap(), kernels::ATTN_FWD_BF16_D128_POLY_SM90);
+        assert_eq!(kernel_for::<bf16>(64, AttnVariant::NoPoly).unwrap(), kernels::ATTN_FWD_BF16_D64_NOPOLY_SM90);
         assert_eq!(kernel_for::<f16>(64, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_F16_D64_SM90);
         let err = kernel_for::<f16>(128, AttnVariant::Eager).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("ablations"), "{err}");
-        assert!(kernel_for::<bf16>(64, AttnVariant::NoPoly).is_err());
+        assert!(kernel_for::<bf16>(64, AttnVariant::Poly).is_err());
+        assert!(kernel_for::<bf16>(128, AttnVariant::NoPoly).is_err());
         assert!(kernel_for::<bf16>(256, AttnVariant::Auto).unwrap_err().to_string().contains("64 or 128"));
         for &(_, _, kernel) in bf16::ATTN_KERNELS.iter().chain(f16::ATTN_KERNELS) {
             assert!(kernels::ALL.contains(&kernel), "{kernel:?} is not registered");

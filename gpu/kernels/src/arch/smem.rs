@@ -58,3 +58,18 @@ pub unsafe fn store_u32(addr: u32, value: u32) {
             options(nostack, preserves_flags));
     }
 }
+
+/// `ld.shared.b32`: the 32 bits at shared-window address `addr`.
+/// PTX ISA: "ld" (#data-movement-and-conversion-instructions-ld).
+///
+/// # Safety
+/// `addr` is a 4-byte aligned address inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn load_u32(addr: u32) -> u32 {
+    let value: u32;
+    unsafe {
+        core::arch::asm!("ld.shared.b32 {value}, [{addr}];", value = out(reg32) value, addr = in(reg32) addr,
+            options(nostack, readonly, preserves_flags));
+    }
+    value
+}

@@ -1,8 +1,9 @@
 //! Hopper attention forward: O = softmax(scale · Q·Kᵀ) · V for one (batch, head, 128-row query tile) per block,
 //! the FlashAttention-3 data path with FlashAttention-4's software exp2 and lazy rescaling.
 //!
-//! Persistent blocks (one per SM) walk the work items — 128-row query tiles of one (batch, head) — in an order
-//! that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block (384 threads):
+//! Persistent blocks (one per SM) take work items — 128-row query tiles of one (batch, head) — from a global
+//! counter, in an order that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block
+//! (384 threads):
 //! - warpgroup 0, the producer, drops to 32 registers; one thread has TMA load each work item's Q tile once (as
 //!   soon as the consumers released the previous one, so it overlaps their epilogue), then streams
 //!   K and V tiles of 128 keys through a ring of `stages` (K and V each have full/empty mbarriers, so Q·Kᵀ
@@ -90,22 +91,26 @@ macro_rules! config {
     };
 }
 
-// The FMA pipe also carries the scaling, maxima and sums: a quarter of the exponentials balances it with MUFU
-// at head dim 128 (docs/perf-notes.md); at 64 the tensor work per exponential halves, so more go to the FMA pipe.
+// Measured on the H200 (docs/perf-notes.md, attention v1): at head dim 128 the tensor cores need 2048 clocks per
+// 128×128 tile and MUFU 1024, so MUFU is never the bottleneck and a quarter of the exponentials on the polynomial
+// cost 8–10% (issue slots); MUFU only is the default there. At 64 the tensor work halves and MUFU alone would
+// take as long as the matrix work: an eighth on the polynomial balances MUFU against the issue slots.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = true, pingpong = true);
-config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
-    out = 64, poly = (1, 4), lazy = true, pingpong = true);
-config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    out = 32, poly = (3, 8), lazy = true, pingpong = true);
-config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
-    out = 32, poly = (3, 8), lazy = true, pingpong = true);
-config!(Bf16D128NoPoly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
     out = 64, poly = (0, 1), lazy = true, pingpong = true);
+config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
+    out = 64, poly = (0, 1), lazy = true, pingpong = true);
+config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+    out = 32, poly = (1, 8), lazy = true, pingpong = true);
+config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
+    out = 32, poly = (1, 8), lazy = true, pingpong = true);
+config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+    out = 64, poly = (1, 4), lazy = true, pingpong = true);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = false, pingpong = true);
+    out = 64, poly = (0, 1), lazy = false, pingpong = true);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = true, pingpong = false);
+    out = 64, poly = (0, 1), lazy = true, pingpong = false);
+config!(Bf16D64NoPoly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+    out = 32, poly = (0, 1), lazy = true, pingpong = true);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -115,7 +120,8 @@ macro_rules! attn_kernel {
         /// # Safety
         /// `tensor_map_q/k/v/o` are device addresses of 4-D tensor maps over q and o [B, seq_q, heads_q, D] and
         /// k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
-        /// (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer warpgroup's rows). `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
+        /// (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer warpgroup's rows); `work_counter`
+        /// is one u32, zero at launch. `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
         /// launched with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks,
         /// the configuration's threads and dynamic shared memory.
         #[unsafe(no_mangle)]
@@ -132,6 +138,7 @@ macro_rules! attn_kernel {
             group: u32,
             scale_log2: f32,
             causal: u32,
+            work_counter: *mut u32,
             stats: *mut u32,
         ) {
             let problem = Problem {
@@ -143,6 +150,7 @@ macro_rules! attn_kernel {
                 group,
                 scale_log2,
                 causal: causal != 0,
+                work_counter,
                 stats,
             };
             unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v, tensor_map_o], &problem) }
@@ -168,8 +176,12 @@ attn_kernel!(
     attn_fwd_f16_d64_sm90, F16D64
 );
 attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: every exponential on MUFU.EX2.
-    attn_fwd_bf16_d128_nopoly_sm90, Bf16D128NoPoly
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: FA4's split, a quarter of the exponentials on the polynomial.
+    attn_fwd_bf16_d128_poly_sm90, Bf16D128Poly
+);
+attn_kernel!(
+    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: every exponential on MUFU.EX2.
+    attn_fwd_bf16_d64_nopoly_sm90, Bf16D64NoPoly
 );
 attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
@@ -189,6 +201,7 @@ struct Problem {
     group: u32,
     scale_log2: f32,
     causal: bool,
+    work_counter: *mut u32,
     stats: *mut u32,
 }
 
@@ -232,6 +245,10 @@ impl SmemMap {
     }
     fn q_full(&self) -> u32 {
         self.barrier(0)
+    }
+    /// The work item the producer published with the last Q (after the barriers).
+    fn work_slot(&self) -> u32 {
+        self.base + self.tile.work_slot_offset()
     }
     fn q_empty(&self) -> u32 {
         self.barrier(1)
@@ -277,9 +294,15 @@ struct Work {
     first_masked_tile: u32,
 }
 
-/// The persistent blocks' work list: work item i is query tile i mod q_tiles of head (i / q_tiles) mod heads and
-/// batch i / (q_tiles · heads). The query tiles of one head are adjacent, so the blocks running at one time share
-/// a few heads' K and V in L2; causal tiles run longest (last) first within each head.
+/// The work list: item i is query tile i mod q_tiles of head (i / q_tiles) mod heads and batch
+/// i / (q_tiles · heads). The query tiles of one head are adjacent, so the blocks running at one time share a few
+/// heads' K and V in L2; causal tiles come longest (last) first within each head.
+///
+/// Blocks take items dynamically: block b starts with item b, then each producer claims the next unclaimed item
+/// from a global counter (zeroed by the host before the launch) and publishes it to its consumers in shared
+/// memory. Causal items differ in length by up to seq_k / 128 key tiles; a static round-robin over 132 blocks
+/// gave each block the same query tile index every time (132 is a multiple of 4), so the blocks holding the
+/// longest tiles set the run time.
 #[derive(Clone, Copy)]
 struct Scheduler {
     q_tiles: u32,
@@ -307,14 +330,10 @@ impl Scheduler {
             first_masked_tile: problem.key_limit(q0) / tile.tile_kv,
         }
     }
-
-    /// This block's work items.
-    #[inline(always)]
-    fn works<'a>(&self, problem: &'a Problem, tile: AttnTile) -> impl Iterator<Item = Work> + 'a {
-        let scheduler = *self;
-        (block_idx_x()..self.works).step_by(grid_dim_x() as usize).map(move |index| scheduler.work(index, problem, tile))
-    }
 }
+
+/// Published in the work slot when there is no item left.
+const NO_WORK: u32 = u32::MAX;
 
 #[inline(always)]
 unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
@@ -346,24 +365,41 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             tma::prefetch_tensormap(map_q);
             tma::prefetch_tensormap(map_k);
             tma::prefetch_tensormap(map_v);
+            let counter = unsafe { AtomicU32::from_ptr(problem.work_counter) };
             let mut q_phase = 0;
             let mut ring = RingState::new(tile.stages);
-            for work in scheduler.works(problem, tile) {
+            let mut next = block_idx_x();
+            loop {
+                let index = next;
+                if index < scheduler.works {
+                    // Claimed now, used after this item's loads: the atomic's latency hides under them.
+                    next = grid_dim_x() + counter.fetch_add(1, Ordering::Relaxed);
+                }
+                // The consumers release Q (and have read the work slot) after their last Q·Kᵀ of the previous item.
+                unsafe { mbarrier::wait(smem.q_empty(), q_phase ^ 1) };
+                q_phase ^= 1;
+                if index >= scheduler.works {
+                    unsafe {
+                        smem::store_u32(smem.work_slot(), NO_WORK);
+                        mbarrier::arrive(smem.q_full());
+                    }
+                    break;
+                }
+                let work = scheduler.work(index, problem, tile);
+                unsafe { smem::store_u32(smem.work_slot(), index) };
                 if work.kv_tiles == 0 {
+                    unsafe { mbarrier::arrive(smem.q_full()) };
                     continue;
                 }
                 let kv_head = (work.head / problem.group) as i32;
                 let (head, batch) = (work.head as i32, work.batch as i32);
                 unsafe {
-                    // The consumers release Q after their last Q·Kᵀ of the previous work item.
-                    mbarrier::wait(smem.q_empty(), q_phase ^ 1);
                     mbarrier::arrive_expect_tx(smem.q_full(), tile.smem_q_bytes());
                     for block in 0..tile.column_blocks() {
                         let column = (block * AttnTile::BOX_COLS) as i32;
                         tma::load_4d(smem.q(block), map_q, column, head, work.q0 as i32, batch, smem.q_full());
                     }
                 }
-                q_phase ^= 1;
                 for kv_tile in 0..work.kv_tiles {
                     let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
                     unsafe {
@@ -404,14 +440,21 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
         let mut q_phase = 0;
         let mut ring = RingState::new(tile.stages);
-        for work in scheduler.works(problem, tile) {
+        loop {
+            unsafe { mbarrier::wait(smem.q_full(), q_phase) };
+            q_phase ^= 1;
+            let index = unsafe { smem::load_u32(smem.work_slot()) };
+            if index == NO_WORK {
+                break;
+            }
+            let work = scheduler.work(index, problem, tile);
             let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread, problem);
             if work.kv_tiles == 0 {
+                warpgroup.release(smem.q_empty());
                 unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
                 continue;
             }
-            let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, q_phase, problem) };
-            q_phase ^= 1;
+            let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, problem) };
             unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, problem) };
         }
         // The last stores must be done with shared memory before the block exits.
@@ -532,7 +575,6 @@ unsafe fn consume<C: Config>(
     work: &Work,
     rows: &Rows,
     ring: &mut RingState,
-    q_phase: u32,
     problem: &Problem,
 ) -> (Softmax, C::Out) {
     let tile = C::TILE;
@@ -541,7 +583,6 @@ unsafe fn consume<C: Config>(
     let mut state = Softmax::empty();
     let mut o = C::OUT_ZERO;
     let mut s = [0.0f32; SCORES];
-    unsafe { mbarrier::wait(smem.q_full(), q_phase) };
 
     // Tile 0: S only.
     warpgroup.take_token();
