@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use oxtile::inspect::{self, KernelStats};
 use oxtile::kernels::{self, Kernel};
+use oxtile::ops::gemm::{Order, Variant};
 
 /// `inspect_all` once for the whole binary.
 static STATS: LazyLock<Vec<KernelStats>> =
@@ -119,4 +120,43 @@ fn axpy_f32_fuses_multiply_and_add() {
 fn exp2_f32_uses_the_special_function_unit() {
     let s = stats(kernels::EXP2_F32);
     assert!(s.opcodes().any(|op| op == "MUFU.EX2"), "exp2_f32 has no MUFU.EX2: {:?}", s.sass);
+}
+
+#[test]
+fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
+    // SASS writes an MN-major wgmma operand as `.tnspA` / `.tnspB` on the descriptor: A column-major, B row-major.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let width = if gemm.variant == Variant::Narrow { "64x64x16" } else { "64x256x16" };
+        // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
+        let input = if gemm.input == "bf16" { ".BF16" } else { "" };
+        let want = format!("HGMMA.{width}.F32{input}");
+        let hgmma: Vec<&String> =
+            s.instructions.iter().filter(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)) == "HGMMA").collect();
+        // Four k16 steps per 64-deep k-tile.
+        assert!(hgmma.len() >= 4, "`{}` has {} HGMMA", s.name, hgmma.len());
+        let (mn_a, mn_b) = (gemm.a_order == Order::ColMajor, gemm.b_order == Order::RowMajor);
+        for instruction in hgmma {
+            assert_eq!(inspect::sass::opcode(instruction), want, "`{}`: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspA"), mn_a, "`{}` A majorness: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspB"), mn_b, "`{}` B majorness: {instruction}", s.name);
+        }
+        assert!(s.count("UTMALDG") > 0, "`{}` loads nothing with TMA", s.name);
+    }
+}
+
+#[test]
+fn gemm_epilogues_store_pairs_in_one_instruction_of_the_output_width() {
+    // Two neighbouring outputs go out together: 4 bytes (STG.E) for 16-bit types, 8 bytes (STG.E.64) for f32.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let stores: Vec<&str> = s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "STG").collect();
+        let pairs = stores.iter().filter(|op| inspect::sass::has_modifier(op, "64")).count();
+        if gemm.output == "f32" {
+            assert!(pairs > 0, "`{}` has no 8-byte store: {stores:?}", s.name);
+        } else {
+            assert_eq!(pairs, 0, "`{}` stores 8 bytes at once: {stores:?}", s.name);
+            assert!(stores.contains(&"STG.E"), "`{}` has no 4-byte store: {stores:?}", s.name);
+        }
+    }
 }
