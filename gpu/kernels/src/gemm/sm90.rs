@@ -64,9 +64,9 @@ trait OutputElement {
     /// How one element is stored.
     type Bits: Copy;
     fn to_f32(value: Self::Bits) -> f32;
-    /// Writes `v0` at `at` and, when `second`, `v1` after it; `paired`: the two lie in one naturally aligned
-    /// double-width word, so they go out as one store.
-    unsafe fn store(at: *mut Self::Bits, v0: f32, v1: f32, second: bool, paired: bool);
+    /// Writes `v0` at `at` and, when `second`, `v1` after it. `at` is aligned to two elements when `ldd_even`
+    /// (see [`Epilogue::store_pair`]): then a pair goes out as one store of twice the element's width.
+    unsafe fn store(at: *mut Self::Bits, v0: f32, v1: f32, second: bool, ldd_even: bool);
 }
 
 struct Bf16;
@@ -117,8 +117,8 @@ impl Input for F16 {
 
 /// Stores two 16-bit results packed by `pack`: one 4-byte store when aligned, else one or two 2-byte stores.
 #[inline(always)]
-unsafe fn store_16bit(at: *mut u16, packed: u32, second: bool, paired: bool) {
-    if paired {
+unsafe fn store_16bit(at: *mut u16, packed: u32, second: bool, ldd_even: bool) {
+    if second && ldd_even {
         unsafe { *(at as *mut u32) = packed };
     } else {
         unsafe { *at = packed as u16 };
@@ -135,8 +135,8 @@ impl OutputElement for Bf16 {
         convert::bf16_to_f32(value)
     }
     #[inline(always)]
-    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, paired: bool) {
-        unsafe { store_16bit(at, convert::pack_bf16x2(v0, v1), second, paired) }
+    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        unsafe { store_16bit(at, convert::pack_bf16x2(v0, v1), second, ldd_even) }
     }
 }
 
@@ -147,8 +147,8 @@ impl OutputElement for F16 {
         convert::f16_to_f32(value)
     }
     #[inline(always)]
-    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, paired: bool) {
-        unsafe { store_16bit(at, convert::pack_f16x2(v0, v1), second, paired) }
+    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        unsafe { store_16bit(at, convert::pack_f16x2(v0, v1), second, ldd_even) }
     }
 }
 
@@ -161,8 +161,8 @@ impl OutputElement for F32 {
     /// A pair is one 8-byte store: the f32 epilogue writes twice the bytes of the 16-bit one, in as many
     /// instructions.
     #[inline(always)]
-    unsafe fn store(at: *mut f32, v0: f32, v1: f32, second: bool, paired: bool) {
-        if paired {
+    unsafe fn store(at: *mut f32, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        if second && ldd_even {
             let bits = v0.to_bits() as u64 | (v1.to_bits() as u64) << 32;
             unsafe { *(at as *mut u64) = bits };
         } else {
@@ -550,6 +550,6 @@ impl<O: OutputElement> Epilogue<O> {
             }
         }
         // c is even and the base is aligned, so with an even `ldd` the pair is aligned to twice the element size.
-        unsafe { O::store(at, v0, v1, second, second && self.ldd.is_multiple_of(2)) };
+        unsafe { O::store(at, v0, v1, second, self.ldd.is_multiple_of(2)) };
     }
 }
