@@ -5,13 +5,25 @@
 
 use std::sync::LazyLock;
 
-use oxtile::inspect::{self, KernelStats};
+use oxtile::inspect::{self, KernelStats, ModuleInspection};
 use oxtile::kernels::{self, Kernel};
 use oxtile::ops::gemm::{Order, Variant};
 
-/// `inspect_all` once for the whole binary.
-static STATS: LazyLock<Vec<KernelStats>> =
-    LazyLock::new(|| inspect::inspect_all().unwrap_or_else(|error| panic!("static inspection failed: {error}")));
+/// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
+/// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
+static MODULES: LazyLock<Vec<ModuleInspection>> = LazyLock::new(|| {
+    kernels::MODULES
+        .iter()
+        .map(|&(target, ptx)| {
+            inspect::inspect_module(target, ptx)
+                .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()))
+        })
+        .collect()
+});
+
+static STATS: LazyLock<Vec<KernelStats>> = LazyLock::new(|| {
+    inspect::kernel_stats(&MODULES).unwrap_or_else(|error| panic!("static inspection failed: {error}"))
+});
 
 fn stats(kernel: Kernel) -> &'static KernelStats {
     STATS
@@ -25,9 +37,8 @@ const ELEMENTWISE: [Kernel; 3] = [kernels::AXPY_F32, kernels::AXPY_BF16, kernels
 
 #[test]
 fn every_registered_kernel_is_assembled_and_disassembled() {
-    for &(target, ptx) in kernels::MODULES {
-        let module = inspect::inspect_module(target, ptx)
-            .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()));
+    for module in MODULES.iter() {
+        let target = module.target;
         for kernel in kernels::ALL.iter().filter(|k| k.target == target) {
             let resources = module.ptxas.function(kernel.name);
             assert!(
@@ -53,9 +64,10 @@ fn every_registered_kernel_is_assembled_and_disassembled() {
 #[test]
 fn ptxas_has_no_warnings() {
     // E.g. C7508: a `setmaxnreg` ignored because the kernel has no register cap at entry.
-    for &(target, ptx) in kernels::MODULES {
-        let module = inspect::inspect_module(target, ptx).unwrap_or_else(|error| panic!("{error}"));
-        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {}: {:#?}", target.cpu(), module.ptxas.warnings);
+    assert_eq!(MODULES.len(), kernels::MODULES.len());
+    for module in MODULES.iter() {
+        let cpu = module.target.cpu();
+        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {cpu}: {:#?}", module.ptxas.warnings);
     }
 }
 

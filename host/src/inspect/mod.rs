@@ -123,6 +123,12 @@ pub fn inspect_module(target: Target, ptx: &str) -> Result<ModuleInspection> {
 pub fn inspect_all() -> Result<Vec<KernelStats>> {
     let modules =
         kernels::MODULES.iter().map(|&(target, ptx)| inspect_module(target, ptx)).collect::<Result<Vec<_>>>()?;
+    kernel_stats(&modules)
+}
+
+/// Every registered kernel's stats from modules already assembled (one per target of [`kernels::MODULES`]): for
+/// callers that also need the modules themselves (ptxas's warnings), so each is assembled only once.
+pub fn kernel_stats(modules: &[ModuleInspection]) -> Result<Vec<KernelStats>> {
     kernels::ALL
         .iter()
         .map(|kernel| {
