@@ -109,12 +109,17 @@ pub struct ModuleInspection {
 
 /// Assembles `ptx` for `target` with ptxas and disassembles the cubin, in a scratch folder.
 pub fn inspect_module(target: Target, ptx: &str) -> Result<ModuleInspection> {
+    inspect_entries(target, ptx, &[])
+}
+
+/// As [`inspect_module`], with code generated for the named kernels only (all of them when `entries` is empty).
+pub fn inspect_entries(target: Target, ptx: &str, entries: &[&str]) -> Result<ModuleInspection> {
     let toolkit = Toolkit::get()?;
     let scratch = toolkit::ScratchDir::new()?;
     let ptx_path = scratch.path().join(format!("kernels_{}.ptx", target.cpu()));
     let cubin_path = ptx_path.with_extension("cubin");
     std::fs::write(&ptx_path, ptx).map_err(|e| Error::Toolkit(format!("cannot write {}: {e}", ptx_path.display())))?;
-    let ptxas = ptxas::assemble(toolkit, target, &ptx_path, &cubin_path)?;
+    let ptxas = ptxas::assemble_entries(toolkit, target, &ptx_path, &cubin_path, entries)?;
     let sass = sass::disassemble(toolkit, &cubin_path)?;
     Ok(ModuleInspection { target, ptxas, sass })
 }
