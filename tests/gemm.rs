@@ -54,10 +54,10 @@ fn all_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
     verify::gemm_shapes(a_order, b_order).to_vec()
 }
 
-/// The first three shapes of the layout (one element, 1000³, the large odd one) and its mid-sized odd shape.
-fn few_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
-    let odd = verify::odd_shape(a_order, b_order);
-    verify::gemm_shapes(a_order, b_order)[..3].iter().copied().chain([(odd.m, odd.n, odd.k)]).collect()
+/// The layout's shapes but the 4096³ one: f16 takes the same data path as bf16 (another wgmma type and conversion),
+/// so the several-wave shape that bf16 covers adds time, not coverage.
+fn f16_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
+    all_shapes(a_order, b_order).into_iter().filter(|&shape| shape != (4096, 4096, 4096)).collect()
 }
 
 #[test]
@@ -80,8 +80,8 @@ fn bf16_with_f32_output_matches_reference_in_every_layout() {
 #[ignore = "needs a CUDA GPU"]
 fn f16_matches_reference_in_every_layout_with_both_outputs() {
     let gpu = gpu();
-    assert_pass::<f16, f16>(&gpu, cases(&Variant::CANDIDATES, few_shapes));
-    assert_pass::<f16, f32>(&gpu, cases(&Variant::CANDIDATES, few_shapes));
+    assert_pass::<f16, f16>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
+    assert_pass::<f16, f32>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
 }
 
 #[test]
@@ -98,6 +98,7 @@ fn alpha_and_beta_scale_product_and_existing_output() {
         };
         assert_pass::<bf16, bf16>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
         assert_pass::<bf16, f32>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
+        assert_pass::<f16, f16>(&gpu, scaled(cases(&[Variant::Wide], odd)));
         assert_pass::<f16, f32>(&gpu, scaled(cases(&[Variant::Wide], odd)));
     }
 }
