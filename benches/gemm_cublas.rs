@@ -1,6 +1,7 @@
 //! `cargo bench --bench gemm_cublas`: the GEMM contenders (cuBLASLt, cublasGemmEx and oxtile's sm90 GEMM) in
-//! layout `tn` (A row-major, B column-major, the layout our kernel takes), timed on the GPU with CUDA events. Input sets rotate so together they exceed three L2s. Throughput is in
-//! FLOP/s (2·M·N·K per launch). The output check is `oxtile bench gemm`'s job; this measures only.
+//! layout `tn` (A row-major, B column-major; `oxtile bench gemm --layout` times the others), timed on the GPU with
+//! CUDA events. Input sets rotate so together they exceed three L2s. Throughput is in FLOP/s (2·M·N·K per launch).
+//! The output check is `oxtile bench gemm`'s job; this measures only.
 
 mod gpu_time;
 

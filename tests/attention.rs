@@ -17,7 +17,7 @@ use oxtile::reference::fresh_seed;
 use oxtile::verify::attention::{
     Against, AttnCase, AttnCheck, AttnInputs, CaseLayout, check, check_gpu_reference, check_inputs,
 };
-use oxtile::verify::{CheckElement, CheckReport};
+use oxtile::verify::{CheckElement, CheckReport, CheckValue};
 use oxtile::{Error, Gpu};
 
 /// Set by scripts/gpu-run.sh --memcheck: kernels run tens of times slower under compute-sanitizer, so the large
@@ -358,7 +358,7 @@ fn bad_buffers_are_rejected_before_launch() {
     let q = stream.clone_htod(&vec![bf16::ONE; len + 8]).unwrap();
     let k = stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
     let v = stream.clone_htod(&vec![bf16::ONE; len]).unwrap();
-    let poison = <bf16 as CheckElement>::POISON;
+    let poison = <bf16 as CheckValue>::POISON;
     let mut o = stream.clone_htod(&vec![poison; len + 8]).unwrap();
     let mut lse = stream.clone_htod(&vec![f32::NAN; 200]).unwrap();
     let options = AttnOptions::default();

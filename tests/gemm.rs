@@ -1,57 +1,168 @@
-//! The Hopper GEMM on the GPU against float64 references, and its argument checks.
+//! The Hopper GEMM on the GPU in every layout (tn, tt, nt, nn), input type (bf16, f16) and output type (the
+//! input's, f32): against float64 references on odd and edge shapes with every tile configuration, alpha and
+//! beta, poisoned outputs; against cuBLAS on the same inputs; and its argument checks.
 
+use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
-use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Order, Variant};
-use oxtile::reference::fresh_seed;
-use oxtile::verify::{self, CheckElement, CheckReport, GEMM_SHAPES};
+use oxtile::bench::gemm::{self as bench, GemmContender, GemmElement as BenchElement, GemmProblem, Layout};
+use oxtile::bench::peers::cublas::CublasGemmEx;
+use oxtile::ops::gemm::{self, GemmOptions, GemmOutput, GemmPlan, GemmShape, LAYOUTS, Order, Variant};
+use oxtile::reference::{self, fresh_seed};
+use oxtile::verify::{self, CheckElement, CheckReport, CheckValue, GEMM_SHAPES};
 use oxtile::{Error, Gpu};
 
 fn gpu() -> Gpu {
     Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
 }
 
-fn assert_pass<T: CheckElement>(gpu: &Gpu, shapes: &[(usize, usize, usize)], options: GemmOptions) {
+/// Checks `T` → `O` GEMMs on each shape with each of `options` against float64, then fails if any did not pass,
+/// printing the whole table (and the seed to replay it) either way.
+fn assert_pass<T: CheckElement, O: GemmOutput<T> + CheckValue>(
+    gpu: &Gpu,
+    cases: impl IntoIterator<Item = (GemmShape, GemmOptions)>,
+) {
     let seed = fresh_seed();
-    let reports: Vec<CheckReport> = shapes
-        .iter()
+    let reports: Vec<CheckReport> = cases
+        .into_iter()
         .enumerate()
-        .map(|(i, &(m, n, k))| verify::gemm_check::<T>(gpu, GemmShape::new(m, n, k), options, seed + i as u64).unwrap())
+        .map(|(i, (shape, options))| {
+            verify::gemm_check::<T, O>(gpu, shape, options, seed + i as u64)
+                .unwrap_or_else(|e| panic!("{shape:?} {options:?}: {e}"))
+        })
         .collect();
     let table = CheckReport::table(&reports);
     println!("{table}");
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn bf16_tn_matches_reference_on_odd_and_edge_shapes() {
-    let gpu = gpu();
-    for variant in [Variant::Wide, Variant::WideCluster2, Variant::WideCluster2Unshared, Variant::Narrow] {
-        assert_pass::<bf16>(&gpu, GEMM_SHAPES, GemmOptions { variant, ..GemmOptions::default() });
+/// Every layout × each of `variants` × the layout's shapes (from `shapes`).
+fn cases(
+    variants: &[Variant],
+    shapes: impl Fn(Order, Order) -> Vec<(usize, usize, usize)>,
+) -> Vec<(GemmShape, GemmOptions)> {
+    let mut cases = Vec::new();
+    for (a_order, b_order) in LAYOUTS {
+        for &variant in variants {
+            let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
+            cases.extend(shapes(a_order, b_order).into_iter().map(|(m, n, k)| (GemmShape::new(m, n, k), options)));
+        }
     }
+    cases
+}
+
+fn all_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
+    verify::gemm_shapes(a_order, b_order).to_vec()
+}
+
+/// The layout's shapes but the 4096³ one: f16 takes the same data path as bf16 (another wgmma type and conversion),
+/// so the several-wave shape that bf16 covers adds time, not coverage.
+fn f16_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
+    all_shapes(a_order, b_order).into_iter().filter(|&shape| shape != (4096, 4096, 4096)).collect()
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn f16_tn_matches_reference() {
+fn bf16_matches_reference_in_every_layout_on_odd_and_edge_shapes() {
     let gpu = gpu();
-    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
-        let options = GemmOptions { variant, ..GemmOptions::default() };
-        assert_pass::<f16>(&gpu, &[(1, 1, 8), (1000, 1000, 1000), (257, 129, 136)], options);
-    }
+    assert_pass::<bf16, bf16>(&gpu, cases(&Variant::CANDIDATES, all_shapes));
+    // The multicast ablation exists in layout tn only.
+    let ablation = GemmOptions { variant: Variant::WideCluster2Unshared, ..GemmOptions::default() };
+    assert_pass::<bf16, bf16>(&gpu, GEMM_SHAPES.iter().map(|&(m, n, k)| (GemmShape::new(m, n, k), ablation)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_with_f32_output_matches_reference_in_every_layout() {
+    assert_pass::<bf16, f32>(&gpu(), cases(&Variant::CANDIDATES, all_shapes));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_matches_reference_in_every_layout_with_both_outputs() {
+    let gpu = gpu();
+    assert_pass::<f16, f16>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
+    assert_pass::<f16, f32>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn alpha_and_beta_scale_product_and_existing_output() {
     let gpu = gpu();
+    let odd = |a, b| {
+        let s = verify::odd_shape(a, b);
+        vec![(s.m, s.n, s.k)]
+    };
     for (alpha, beta) in [(2.0, 0.0), (1.0, 1.0), (-0.5, 0.75)] {
-        for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
-            assert_pass::<bf16>(
-                &gpu,
-                &[(333, 777, 264)],
-                GemmOptions { alpha, beta, variant, ..GemmOptions::default() },
-            );
+        let scaled = |cases: Vec<(GemmShape, GemmOptions)>| {
+            cases.into_iter().map(move |(shape, options)| (shape, GemmOptions { alpha, beta, ..options }))
+        };
+        assert_pass::<bf16, bf16>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
+        assert_pass::<bf16, f32>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
+        assert_pass::<f16, f16>(&gpu, scaled(cases(&[Variant::Wide], odd)));
+        assert_pass::<f16, f32>(&gpu, scaled(cases(&[Variant::Wide], odd)));
+    }
+}
+
+/// The benchmark's name for a layout.
+fn bench_layout(a_order: Order, b_order: Order) -> Layout {
+    let col = |order| order == Order::ColMajor;
+    Layout::ALL.into_iter().find(|l| (l.a_col_major(), l.b_col_major()) == (col(a_order), col(b_order))).unwrap()
+}
+
+/// Ours and cublasGemmEx on the same inputs: same-type output against cuBLAS's same-type output, f32 output against
+/// cuBLAS's f32 output, every element written (outputs start poisoned).
+fn agree_with_cublas<T>(gpu: &Gpu, cublas: &mut CublasGemmEx, shape: GemmShape, options: GemmOptions, seed: u64)
+where
+    T: CheckElement + BenchElement + GemmOutput<T>,
+{
+    let problem = GemmProblem {
+        shape: oxtile::bench::suite::GemmShape::new(shape.m, shape.n, shape.k),
+        dtype: T::DTYPE,
+        layout: bench_layout(options.a_order, options.b_order),
+    };
+    let stream = gpu.stream();
+    let draw =
+        |len, seed| -> Vec<T> { reference::randn(len, 1.0, seed).into_iter().map(BenchElement::from_f32).collect() };
+    let a = stream.clone_htod(&draw(problem.a_len(), seed)).unwrap();
+    let b = stream.clone_htod(&draw(problem.b_len(), seed + 1)).unwrap();
+    let poisoned = |len| stream.clone_htod(&vec![<T as CheckValue>::POISON; len]).unwrap();
+    let poisoned_f32 = |len| stream.clone_htod(&vec![f32::NAN; len]).unwrap();
+    let widen = |c: &CudaSlice<T>| -> Vec<f32> {
+        stream.clone_dtoh(c).unwrap().into_iter().map(BenchElement::to_f32).collect()
+    };
+
+    let (mut ours, mut theirs) = (poisoned(problem.c_len()), poisoned(problem.c_len()));
+    GemmPlan::<T, T>::new(gpu, shape, options, &a, &b).unwrap().launch(gpu, &a, &b, &mut ours).unwrap();
+    cublas.launch(gpu, &problem, T::operands(&a, &b, &mut theirs)).unwrap();
+    let same = bench::compare_outputs(&widen(&ours), &widen(&theirs));
+
+    let (mut ours, mut theirs) = (poisoned_f32(problem.c_len()), poisoned_f32(problem.c_len()));
+    GemmPlan::<T, f32>::new(gpu, shape, options, &a, &b).unwrap().launch(gpu, &a, &b, &mut ours).unwrap();
+    cublas.gemm_f32_out(gpu, &problem, &a, &b, &mut theirs).unwrap();
+    let wide = bench::compare_outputs(&stream.clone_dtoh(&ours).unwrap(), &stream.clone_dtoh(&theirs).unwrap());
+
+    // Same-type outputs: each within half an ulp of the exact value plus accumulation-order noise (the bench's
+    // bound). f32 outputs: two f32 accumulations of the same exact products in different orders, each off by
+    // about √K·2^-24 of the largest partial sums, far below 2^-14 of max |C| for these K (the f64 checks bound
+    // each against the exact value more tightly); an indexing or layout error is O(1).
+    println!("{problem} {:?}: same-type {:.2e}, f32 {:.2e}", options.variant, same.max_rel, wide.max_rel);
+    assert!(same.passes(T::DTYPE.check_bound()), "{problem} {options:?} seed {seed}: {same:?}");
+    assert!(wide.passes(2f64.powi(-14)), "{problem} {options:?} seed {seed}: f32 output {wide:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_layout_and_output_type_agrees_with_cublas() {
+    let gpu = gpu();
+    let mut cublas = CublasGemmEx::new(&gpu).unwrap();
+    let seed = fresh_seed();
+    for (l, (a_order, b_order)) in LAYOUTS.into_iter().enumerate() {
+        for shape in [verify::odd_shape(a_order, b_order), GemmShape::new(1000, 1000, 1000)] {
+            for variant in Variant::CANDIDATES {
+                let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
+                agree_with_cublas::<bf16>(&gpu, &mut cublas, shape, options, seed + l as u64);
+                agree_with_cublas::<f16>(&gpu, &mut cublas, shape, options, seed + 10 + l as u64);
+            }
         }
     }
 }
@@ -64,26 +175,34 @@ fn bad_arguments_are_rejected_before_launch() {
     let a = stream.clone_htod(&vec![bf16::ONE; 64 * 64]).unwrap();
     let b = stream.clone_htod(&vec![bf16::ONE; 64 * 64]).unwrap();
     let mut d = stream.clone_htod(&vec![bf16::ZERO; 64 * 64]).unwrap();
+    let mut d32 = stream.clone_htod(&vec![0f32; 64 * 64]).unwrap();
     let shape = GemmShape::new(64, 64, 64);
-    let run = |shape, options, d: &mut _| gemm::gemm(&gpu, shape, &a, &b, d, options).unwrap_err();
+    let run = |shape, options, d: &mut CudaSlice<bf16>| gemm::gemm(&gpu, shape, &a, &b, d, options).unwrap_err();
 
     let err = run(GemmShape::new(64, 64, 32), GemmOptions::default(), &mut d);
     assert!(matches!(err, Error::BadArgument { .. }) && err.to_string().contains("expected 2048"), "{err}");
     let err = run(GemmShape::new(64, 64, 0), GemmOptions::default(), &mut d);
     assert!(err.to_string().contains("at least 1"), "{err}");
-    let nn = GemmOptions { b_order: Order::RowMajor, ..GemmOptions::default() };
-    assert!(matches!(run(shape, nn, &mut d), Error::Unsupported { .. }));
-    let (a_odd, b_odd) = (a.slice(0..63 * 63), b.slice(0..63 * 63));
-    let err = gemm::gemm(
-        &gpu,
-        GemmShape::new(63, 63, 63),
-        &a_odd,
-        &b_odd,
-        &mut d.slice_mut(0..63 * 63),
-        GemmOptions::default(),
-    )
-    .unwrap_err();
-    assert!(err.to_string().contains("multiple of 8"), "{err}");
+    // An f32 D of the wrong length.
+    let err = gemm::gemm(&gpu, shape, &a, &b, &mut d32.slice_mut(0..64 * 63), GemmOptions::default()).unwrap_err();
+    assert!(matches!(err, Error::BadArgument { .. }) && err.to_string().contains("D has 4032"), "{err}");
+
+    // Each layout refuses a contiguous dimension TMA cannot stride over, naming it, whatever the output type.
+    for ((a_order, b_order), shape, dim) in [
+        ((Order::RowMajor, Order::ColMajor), GemmShape::new(64, 64, 63), "K = 63"),
+        ((Order::RowMajor, Order::RowMajor), GemmShape::new(64, 63, 64), "N = 63"),
+        ((Order::ColMajor, Order::RowMajor), GemmShape::new(63, 64, 64), "M = 63"),
+        ((Order::ColMajor, Order::ColMajor), GemmShape::new(64, 64, 63), "K = 63"),
+    ] {
+        let options = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+        let (a_len, b_len, d_len) = (shape.m * shape.k, shape.k * shape.n, shape.m * shape.n);
+        let (a, b) = (a.slice(0..a_len), b.slice(0..b_len));
+        let err = gemm::gemm(&gpu, shape, &a, &b, &mut d.slice_mut(0..d_len), options).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+        assert!(err.to_string().contains(dim) && err.to_string().contains("multiple of 8"), "{err}");
+        let err = gemm::gemm(&gpu, shape, &a, &b, &mut d32.slice_mut(0..d_len), options).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    }
     let mut d_misaligned = d.slice_mut(1..1 + 64 * 32);
     let err = gemm::gemm(
         &gpu,
@@ -95,8 +214,9 @@ fn bad_arguments_are_rejected_before_launch() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("aligned"), "{err}");
-    // Nothing ran: D still holds zeros.
+    // Nothing else ran: D still holds zeros.
     assert!(stream.clone_dtoh(&d).unwrap().iter().all(|v| *v == bf16::ZERO));
+    assert!(stream.clone_dtoh(&d32).unwrap().iter().all(|v| *v == 0.0));
 }
 
 #[test]
@@ -107,12 +227,23 @@ fn persistent_grids_fit_the_gpu() {
     let (m, n, k) = (8192, 8192, 64);
     let a = stream.alloc_zeros::<bf16>(m * k).unwrap();
     let b = stream.alloc_zeros::<bf16>(k * n).unwrap();
-    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
-        let options = GemmOptions { variant, ..GemmOptions::default() };
-        let plan = gemm::GemmPlan::new(&gpu, GemmShape::new(m, n, k), options, &a, &b).unwrap();
-        let (blocks, cluster) = plan.grid();
-        println!("{variant:?}: {} blocks in clusters of {cluster} on {} SMs", blocks, gpu.sm_count());
-        assert!(blocks > 0 && blocks <= gpu.sm_count() && blocks % cluster == 0);
+    for (a_order, b_order) in LAYOUTS {
+        for variant in Variant::CANDIDATES {
+            let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
+            let shape = GemmShape::new(m, n, k);
+            let plans = [
+                GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap().grid(),
+                GemmPlan::<bf16, f32>::new(&gpu, shape, options, &a, &b).unwrap().grid(),
+            ];
+            for (blocks, cluster) in plans {
+                println!(
+                    "{} {variant:?}: {blocks} blocks in clusters of {cluster} on {} SMs",
+                    options.layout(),
+                    gpu.sm_count()
+                );
+                assert!(blocks > 0 && blocks <= gpu.sm_count() && blocks % cluster == 0);
+            }
+        }
     }
 }
 
@@ -121,12 +252,21 @@ fn persistent_grids_fit_the_gpu() {
 fn tuning_times_every_candidate_and_picks_the_fastest() {
     let gpu = gpu();
     let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, ..Default::default() };
+    let tt = GemmOptions { b_order: Order::RowMajor, ..GemmOptions::default() };
     let tuning =
-        oxtile::tune::tune_gemm::<bf16>(&gpu, GemmShape::new(1024, 1024, 1024), &timing, fresh_seed()).unwrap();
+        oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
+            .unwrap();
     assert_eq!(tuning.results.len(), Variant::CANDIDATES.len());
     let times: Vec<f64> = tuning.results.iter().map(|(_, stats)| stats.as_ref().unwrap().median_ms).collect();
     assert!(times.iter().all(|t| t.is_finite() && *t > 0.0), "{times:?}");
     let best = tuning.best().unwrap();
     let best_time = tuning.results.iter().find(|(v, _)| *v == best).unwrap().1.as_ref().unwrap().median_ms;
     assert!(times.iter().all(|t| best_time <= *t));
+}
+
+#[test]
+fn bench_layouts_name_the_same_orders() {
+    for (a_order, b_order) in LAYOUTS {
+        assert_eq!(bench_layout(a_order, b_order).name(), gemm::layout_name(a_order, b_order));
+    }
 }

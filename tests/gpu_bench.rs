@@ -201,7 +201,7 @@ fn memory_bench_measures_every_kernel_and_the_copy() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn oxtile_gemm_is_timed_and_cross_checked_in_its_layout_only() {
+fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
     let gpu = gpu();
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::new(fresh_seed());
@@ -212,19 +212,34 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_its_layout_only() {
         ..Default::default()
     };
     for dtype in [Dtype::Bf16, Dtype::F16] {
-        // Partial tiles in M and N; K a multiple of 8 as TMA needs.
-        let problem = GemmProblem { shape: GemmShape::new(300, 520, 256), dtype, layout: Layout::Tn };
-        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
-        let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
-        assert_eq!(ours.kind.as_deref(), Some("oxtile"));
-        assert!(ours.error.is_none(), "{ours:?}");
-        assert_eq!(ours.check.as_deref(), Some("ok"), "{problem}: {ours:?}");
-        assert!(ours.tflops.unwrap() > 0.0);
+        for layout in Layout::ALL {
+            // Partial tiles in M and N; every dimension a multiple of 8, so TMA takes every layout.
+            let problem = GemmProblem { shape: GemmShape::new(296, 520, 256), dtype, layout };
+            let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
+            assert_eq!(rows[0].check.as_deref(), Some("ref"), "{problem}: {:?}", rows[0]);
+            let ours: Vec<_> = rows.iter().filter(|r| r.kind.as_deref() == Some("oxtile")).collect();
+            assert!(ours.iter().any(|r| r.implementation == "oxtile"), "{problem}: {rows:?}");
+            for row in ours {
+                // The multicast ablation exists for bf16 tn only; elsewhere its row says so.
+                let ablation_elsewhere =
+                    row.implementation == "oxtile-wide-c2-unshared" && (dtype, layout) != (Dtype::Bf16, Layout::Tn);
+                if ablation_elsewhere {
+                    assert!(row.error.as_deref().is_some_and(|e| e.starts_with("unsupported")), "{problem}: {row:?}");
+                    continue;
+                }
+                assert!(row.error.is_none(), "{problem}: {row:?}");
+                assert_eq!(row.check.as_deref(), Some("ok"), "{problem}: {row:?}");
+                assert!(row.tflops.unwrap() > 0.0);
+            }
+        }
     }
-    let other = GemmProblem { shape: GemmShape::new(256, 256, 256), dtype: Dtype::Bf16, layout: Layout::Tt };
+    // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
+    let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: Layout::Nt };
     let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_| {}).unwrap();
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
-    assert!(ours.error.as_deref().is_some_and(|e| e.starts_with("unsupported")), "{ours:?}");
+    let error = ours.error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("unsupported") && error.contains("M = 255"), "{ours:?}");
+    assert_eq!(rows[0].check.as_deref(), Some("ref"), "{:?}", rows[0]);
 }
 
 /// cuBLASLt computing the wrong product (B's storage read as the other order): a fast wrong kernel.

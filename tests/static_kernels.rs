@@ -5,12 +5,25 @@
 
 use std::sync::LazyLock;
 
-use oxtile::inspect::{self, KernelStats};
+use oxtile::inspect::{self, KernelStats, ModuleInspection};
 use oxtile::kernels::{self, Kernel};
+use oxtile::ops::gemm::{Order, Variant};
 
-/// `inspect_all` once for the whole binary.
-static STATS: LazyLock<Vec<KernelStats>> =
-    LazyLock::new(|| inspect::inspect_all().unwrap_or_else(|error| panic!("static inspection failed: {error}")));
+/// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
+/// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
+static MODULES: LazyLock<Vec<ModuleInspection>> = LazyLock::new(|| {
+    kernels::MODULES
+        .iter()
+        .map(|&(target, ptx)| {
+            inspect::inspect_module(target, ptx)
+                .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()))
+        })
+        .collect()
+});
+
+static STATS: LazyLock<Vec<KernelStats>> = LazyLock::new(|| {
+    inspect::kernel_stats(&MODULES).unwrap_or_else(|error| panic!("static inspection failed: {error}"))
+});
 
 fn stats(kernel: Kernel) -> &'static KernelStats {
     STATS
@@ -24,9 +37,8 @@ const ELEMENTWISE: [Kernel; 3] = [kernels::AXPY_F32, kernels::AXPY_BF16, kernels
 
 #[test]
 fn every_registered_kernel_is_assembled_and_disassembled() {
-    for &(target, ptx) in kernels::MODULES {
-        let module = inspect::inspect_module(target, ptx)
-            .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()));
+    for module in MODULES.iter() {
+        let target = module.target;
         for kernel in kernels::ALL.iter().filter(|k| k.target == target) {
             let resources = module.ptxas.function(kernel.name);
             assert!(
@@ -52,9 +64,10 @@ fn every_registered_kernel_is_assembled_and_disassembled() {
 #[test]
 fn ptxas_has_no_warnings() {
     // E.g. C7508: a `setmaxnreg` ignored because the kernel has no register cap at entry.
-    for &(target, ptx) in kernels::MODULES {
-        let module = inspect::inspect_module(target, ptx).unwrap_or_else(|error| panic!("{error}"));
-        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {}: {:#?}", target.cpu(), module.ptxas.warnings);
+    assert_eq!(MODULES.len(), kernels::MODULES.len());
+    for module in MODULES.iter() {
+        let cpu = module.target.cpu();
+        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {cpu}: {:#?}", module.ptxas.warnings);
     }
 }
 
@@ -119,4 +132,43 @@ fn axpy_f32_fuses_multiply_and_add() {
 fn exp2_f32_uses_the_special_function_unit() {
     let s = stats(kernels::EXP2_F32);
     assert!(s.opcodes().any(|op| op == "MUFU.EX2"), "exp2_f32 has no MUFU.EX2: {:?}", s.sass);
+}
+
+#[test]
+fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
+    // SASS writes an MN-major wgmma operand as `.tnspA` / `.tnspB` on the descriptor: A column-major, B row-major.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let width = if gemm.variant == Variant::Narrow { "64x64x16" } else { "64x256x16" };
+        // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
+        let input = if gemm.input == "bf16" { ".BF16" } else { "" };
+        let want = format!("HGMMA.{width}.F32{input}");
+        let hgmma: Vec<&String> =
+            s.instructions.iter().filter(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)) == "HGMMA").collect();
+        // Four k16 steps per 64-deep k-tile.
+        assert!(hgmma.len() >= 4, "`{}` has {} HGMMA", s.name, hgmma.len());
+        let (mn_a, mn_b) = (gemm.a_order == Order::ColMajor, gemm.b_order == Order::RowMajor);
+        for instruction in hgmma {
+            assert_eq!(inspect::sass::opcode(instruction), want, "`{}`: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspA"), mn_a, "`{}` A majorness: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspB"), mn_b, "`{}` B majorness: {instruction}", s.name);
+        }
+        assert!(s.count("UTMALDG") > 0, "`{}` loads nothing with TMA", s.name);
+    }
+}
+
+#[test]
+fn gemm_epilogues_store_pairs_in_one_instruction_of_the_output_width() {
+    // Two neighbouring outputs go out together: 4 bytes (STG.E) for 16-bit types, 8 bytes (STG.E.64) for f32.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let stores: Vec<&str> = s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "STG").collect();
+        let pairs = stores.iter().filter(|op| inspect::sass::has_modifier(op, "64")).count();
+        if gemm.output == "f32" {
+            assert!(pairs > 0, "`{}` has no 8-byte store: {stores:?}", s.name);
+        } else {
+            assert_eq!(pairs, 0, "`{}` stores 8 bytes at once: {stores:?}", s.name);
+            assert!(stores.contains(&"STG.E"), "`{}` has no 4-byte store: {stores:?}", s.name);
+        }
+    }
 }

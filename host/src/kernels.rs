@@ -2,6 +2,8 @@
 
 pub use oxtile_builder::Target;
 
+use crate::ops::gemm::{Order, Variant};
+
 /// PTX of gpu/kernels for each target, built by build.rs.
 pub const MODULES: &[(Target, &str)] =
     &[(Target::Sm90a, include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")))];
@@ -49,13 +51,95 @@ pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::hopper("exp2_throughput_mi
 pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::hopper("exp2_throughput_mixed_3_8");
 pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::hopper("exp2_throughput_mixed_1_2");
 
-pub const GEMM_BF16_TN_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_sm90");
-pub const GEMM_F16_TN_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_sm90");
-pub const GEMM_BF16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_sm90");
-pub const GEMM_F16_TN_C2_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x256_c2_sm90");
-pub const GEMM_BF16_TN_C2_UNSHARED_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x256_c2_nomc_sm90");
-pub const GEMM_BF16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_bf16_tn_128x64_sm90");
-pub const GEMM_F16_TN_NARROW_SM90: Kernel = Kernel::hopper("gemm_f16_tn_128x64_sm90");
+/// An sm90 GEMM kernel and the problems it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmKernel {
+    pub kernel: Kernel,
+    /// Element type of A and B, as `GemmElement::NAME` writes it.
+    pub input: &'static str,
+    /// Element type of D (and of the C it reads when beta ≠ 0), as `GemmOutput::NAME` writes it.
+    pub output: &'static str,
+    pub a_order: Order,
+    pub b_order: Order,
+    pub variant: Variant,
+}
+
+/// Declares [`GEMM_SM90`], one line per kernel: `name: input -> output, layout, variant`, the layout in BLAS
+/// letters (A then B; t = row-major, n = column-major).
+macro_rules! gemm_sm90 {
+    ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
+        /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
+        /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; and the multicast
+        /// ablation.
+        pub const GEMM_SM90: &[GemmKernel] = &[$({
+            let (a_order, b_order) = gemm_sm90!(@orders $layout);
+            GemmKernel {
+                kernel: Kernel::hopper($name),
+                input: $input,
+                output: $output,
+                a_order,
+                b_order,
+                variant: Variant::$variant,
+            }
+        }),*];
+    };
+    (@orders tn) => { (Order::RowMajor, Order::ColMajor) };
+    (@orders tt) => { (Order::RowMajor, Order::RowMajor) };
+    (@orders nt) => { (Order::ColMajor, Order::RowMajor) };
+    (@orders nn) => { (Order::ColMajor, Order::ColMajor) };
+}
+
+gemm_sm90! {
+    "gemm_bf16_tn_128x256_sm90": "bf16" -> "bf16", tn, Wide;
+    "gemm_bf16_tn_128x256_c2_sm90": "bf16" -> "bf16", tn, WideCluster2;
+    "gemm_bf16_tn_128x64_sm90": "bf16" -> "bf16", tn, Narrow;
+    "gemm_bf16_tt_128x256_sm90": "bf16" -> "bf16", tt, Wide;
+    "gemm_bf16_tt_128x256_c2_sm90": "bf16" -> "bf16", tt, WideCluster2;
+    "gemm_bf16_tt_128x64_sm90": "bf16" -> "bf16", tt, Narrow;
+    "gemm_bf16_nt_128x256_sm90": "bf16" -> "bf16", nt, Wide;
+    "gemm_bf16_nt_128x256_c2_sm90": "bf16" -> "bf16", nt, WideCluster2;
+    "gemm_bf16_nt_128x64_sm90": "bf16" -> "bf16", nt, Narrow;
+    "gemm_bf16_nn_128x256_sm90": "bf16" -> "bf16", nn, Wide;
+    "gemm_bf16_nn_128x256_c2_sm90": "bf16" -> "bf16", nn, WideCluster2;
+    "gemm_bf16_nn_128x64_sm90": "bf16" -> "bf16", nn, Narrow;
+    "gemm_bf16_f32out_tn_128x256_sm90": "bf16" -> "f32", tn, Wide;
+    "gemm_bf16_f32out_tn_128x256_c2_sm90": "bf16" -> "f32", tn, WideCluster2;
+    "gemm_bf16_f32out_tn_128x64_sm90": "bf16" -> "f32", tn, Narrow;
+    "gemm_bf16_f32out_tt_128x256_sm90": "bf16" -> "f32", tt, Wide;
+    "gemm_bf16_f32out_tt_128x256_c2_sm90": "bf16" -> "f32", tt, WideCluster2;
+    "gemm_bf16_f32out_tt_128x64_sm90": "bf16" -> "f32", tt, Narrow;
+    "gemm_bf16_f32out_nt_128x256_sm90": "bf16" -> "f32", nt, Wide;
+    "gemm_bf16_f32out_nt_128x256_c2_sm90": "bf16" -> "f32", nt, WideCluster2;
+    "gemm_bf16_f32out_nt_128x64_sm90": "bf16" -> "f32", nt, Narrow;
+    "gemm_bf16_f32out_nn_128x256_sm90": "bf16" -> "f32", nn, Wide;
+    "gemm_bf16_f32out_nn_128x256_c2_sm90": "bf16" -> "f32", nn, WideCluster2;
+    "gemm_bf16_f32out_nn_128x64_sm90": "bf16" -> "f32", nn, Narrow;
+    "gemm_f16_tn_128x256_sm90": "f16" -> "f16", tn, Wide;
+    "gemm_f16_tn_128x256_c2_sm90": "f16" -> "f16", tn, WideCluster2;
+    "gemm_f16_tn_128x64_sm90": "f16" -> "f16", tn, Narrow;
+    "gemm_f16_tt_128x256_sm90": "f16" -> "f16", tt, Wide;
+    "gemm_f16_tt_128x256_c2_sm90": "f16" -> "f16", tt, WideCluster2;
+    "gemm_f16_tt_128x64_sm90": "f16" -> "f16", tt, Narrow;
+    "gemm_f16_nt_128x256_sm90": "f16" -> "f16", nt, Wide;
+    "gemm_f16_nt_128x256_c2_sm90": "f16" -> "f16", nt, WideCluster2;
+    "gemm_f16_nt_128x64_sm90": "f16" -> "f16", nt, Narrow;
+    "gemm_f16_nn_128x256_sm90": "f16" -> "f16", nn, Wide;
+    "gemm_f16_nn_128x256_c2_sm90": "f16" -> "f16", nn, WideCluster2;
+    "gemm_f16_nn_128x64_sm90": "f16" -> "f16", nn, Narrow;
+    "gemm_f16_f32out_tn_128x256_sm90": "f16" -> "f32", tn, Wide;
+    "gemm_f16_f32out_tn_128x256_c2_sm90": "f16" -> "f32", tn, WideCluster2;
+    "gemm_f16_f32out_tn_128x64_sm90": "f16" -> "f32", tn, Narrow;
+    "gemm_f16_f32out_tt_128x256_sm90": "f16" -> "f32", tt, Wide;
+    "gemm_f16_f32out_tt_128x256_c2_sm90": "f16" -> "f32", tt, WideCluster2;
+    "gemm_f16_f32out_tt_128x64_sm90": "f16" -> "f32", tt, Narrow;
+    "gemm_f16_f32out_nt_128x256_sm90": "f16" -> "f32", nt, Wide;
+    "gemm_f16_f32out_nt_128x256_c2_sm90": "f16" -> "f32", nt, WideCluster2;
+    "gemm_f16_f32out_nt_128x64_sm90": "f16" -> "f32", nt, Narrow;
+    "gemm_f16_f32out_nn_128x256_sm90": "f16" -> "f32", nn, Wide;
+    "gemm_f16_f32out_nn_128x256_c2_sm90": "f16" -> "f32", nn, WideCluster2;
+    "gemm_f16_f32out_nn_128x64_sm90": "f16" -> "f32", nn, Narrow;
+    "gemm_bf16_tn_128x256_c2_nomc_sm90": "bf16" -> "bf16", tn, WideCluster2Unshared;
+}
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
 pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
@@ -82,8 +166,8 @@ pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u1
 /// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
 pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::hopper("swizzled_transpose_u16_by_hand");
 
-/// Every kernel, for the static checks and `oxtile kernels`.
-pub const ALL: &[Kernel] = &[
+/// The kernels other than the GEMMs of [`GEMM_SM90`].
+const OTHERS: &[Kernel] = &[
     AXPY_F32,
     AXPY_BF16,
     EXP2_F32,
@@ -93,13 +177,6 @@ pub const ALL: &[Kernel] = &[
     EXP2_THROUGHPUT_MIXED_1_4,
     EXP2_THROUGHPUT_MIXED_3_8,
     EXP2_THROUGHPUT_MIXED_1_2,
-    GEMM_BF16_TN_SM90,
-    GEMM_F16_TN_SM90,
-    GEMM_BF16_TN_C2_SM90,
-    GEMM_F16_TN_C2_SM90,
-    GEMM_BF16_TN_C2_UNSHARED_SM90,
-    GEMM_BF16_TN_NARROW_SM90,
-    GEMM_F16_TN_NARROW_SM90,
     ATTN_FWD_BF16_D128_SM90,
     ATTN_FWD_F16_D128_SM90,
     ATTN_FWD_BF16_D64_SM90,
@@ -116,6 +193,21 @@ pub const ALL: &[Kernel] = &[
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
 ];
 
+/// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs.
+pub const ALL: &[Kernel] = &{
+    let mut all = [AXPY_F32; OTHERS.len() + GEMM_SM90.len()];
+    let mut i = 0;
+    while i < OTHERS.len() {
+        all[i] = OTHERS[i];
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = GEMM_SM90[i - OTHERS.len()].kernel;
+        i += 1;
+    }
+    all
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +218,28 @@ mod tests {
             let entry = format!(".entry {}(", kernel.name);
             assert!(kernel.ptx().contains(&entry), "{} missing from the {} PTX", kernel.name, kernel.target.cpu());
         }
+    }
+
+    #[test]
+    fn gemm_kernel_names_say_what_they_compute() {
+        // gemm_{input}[_f32out]_{layout}_{tile}[_c2[_nomc]]_sm90, as gpu/kernels/src/gemm/sm90.rs exports them.
+        for gemm in GEMM_SM90 {
+            let output = if gemm.output == gemm.input { String::new() } else { format!("_{}out", gemm.output) };
+            let tile = match gemm.variant {
+                Variant::Wide => "128x256",
+                Variant::WideCluster2 => "128x256_c2",
+                Variant::WideCluster2Unshared => "128x256_c2_nomc",
+                Variant::Narrow => "128x64",
+                Variant::Auto => panic!("{} is registered as Auto", gemm.kernel.name),
+            };
+            let layout = crate::ops::gemm::layout_name(gemm.a_order, gemm.b_order);
+            assert_eq!(gemm.kernel.name, format!("gemm_{}{output}_{layout}_{tile}_sm90", gemm.input));
+        }
+        let mut names: Vec<&str> = GEMM_SM90.iter().map(|g| g.kernel.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), GEMM_SM90.len(), "a GEMM kernel is registered twice");
+        assert_eq!(ALL.len(), OTHERS.len() + GEMM_SM90.len());
     }
 
     #[test]

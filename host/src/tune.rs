@@ -11,21 +11,22 @@ use crate::bench::device::rotation_sets;
 use crate::bench::timing::time_gpu;
 use crate::bench::{DeviceInfo, Stats, TimingConfig};
 use crate::error::{Error, Result};
-use crate::ops::gemm::{GemmOptions, GemmPlan, GemmShape, Variant};
+use crate::ops::gemm::{GemmOptions, GemmOutput, GemmPlan, GemmShape, Variant};
 use crate::reference;
 use crate::runtime::Gpu;
-use crate::verify::CheckElement;
+use crate::verify::{CheckElement, CheckValue};
 
-/// The file: one entry per (GPU, element type, shape).
+/// The file: one entry per (GPU, input and output types, layout, shape).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TuneCache {
     pub gemm: BTreeMap<String, Variant>,
 }
 
-/// The cache key of a GEMM problem: the GPU by name and SM count (the choice depends on both), the element type and
-/// the shape.
-pub fn gemm_key(device: &str, sm_count: u32, element: &str, shape: GemmShape) -> String {
-    format!("{device} ({sm_count} SMs) {element} {}x{}x{}", shape.m, shape.n, shape.k)
+/// The cache key of a GEMM problem: the GPU by name and SM count (the choice depends on both), the input and output
+/// types, the layout in BLAS letters and the shape, e.g. `NVIDIA H200 (132 SMs) bf16->bf16 tt 4096x4096x4096`.
+/// (Keys written before layouts and output types existed, `... bf16 4096x4096x4096`, no longer match anything.)
+pub fn gemm_key(device: &str, sm_count: u32, input: &str, output: &str, layout: &str, shape: GemmShape) -> String {
+    format!("{device} ({sm_count} SMs) {input}->{output} {layout} {}x{}x{}", shape.m, shape.n, shape.k)
 }
 
 impl TuneCache {
@@ -60,8 +61,14 @@ impl TuneCache {
     }
 }
 
-/// The recorded choice for this GPU, element type and shape, from the default cache file (read once per process).
-pub(crate) fn cached_gemm_variant(gpu: &Gpu, element: &str, shape: GemmShape) -> Result<Option<Variant>> {
+/// The recorded choice for this GPU, types, layout and shape, from the default cache file (read once per process).
+pub(crate) fn cached_gemm_variant(
+    gpu: &Gpu,
+    input: &str,
+    output: &str,
+    layout: &str,
+    shape: GemmShape,
+) -> Result<Option<Variant>> {
     static CACHE: OnceLock<std::result::Result<TuneCache, (String, String)>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| match TuneCache::default_path() {
         None => Ok(TuneCache::default()),
@@ -71,15 +78,17 @@ pub(crate) fn cached_gemm_variant(gpu: &Gpu, element: &str, shape: GemmShape) ->
         }),
     });
     match cache {
-        Ok(cache) => Ok(cache.gemm.get(&gemm_key(gpu.name(), gpu.sm_count(), element, shape)).copied()),
+        Ok(cache) => Ok(cache.gemm.get(&gemm_key(gpu.name(), gpu.sm_count(), input, output, layout, shape)).copied()),
         Err((path, message)) => Err(Error::TuneCache { path: path.clone(), message: message.clone() }),
     }
 }
 
-/// One shape's measurements: each candidate's timing, or why it could not run.
+/// One problem's measurements: each candidate's timing, or why it could not run.
 #[derive(Debug)]
 pub struct GemmTuning {
     pub shape: GemmShape,
+    /// Operand orders and scalars of the problem (the variant field is ignored).
+    pub options: GemmOptions,
     pub results: Vec<(Variant, Result<Stats>)>,
 }
 
@@ -94,8 +103,15 @@ impl GemmTuning {
     }
 }
 
-/// Times every [`Variant::CANDIDATES`] kernel on `shape` (randn inputs, several input sets rotated past the L2).
-pub fn tune_gemm<T: CheckElement>(gpu: &Gpu, shape: GemmShape, timing: &TimingConfig, seed: u64) -> Result<GemmTuning> {
+/// Times every [`Variant::CANDIDATES`] kernel on `shape` in the layout of `options` (`T` in, `O` out; randn inputs,
+/// several input sets rotated past the L2).
+pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
+    gpu: &Gpu,
+    shape: GemmShape,
+    options: GemmOptions,
+    timing: &TimingConfig,
+    seed: u64,
+) -> Result<GemmTuning> {
     let bytes_per_set = 2 * (shape.m * shape.k + shape.k * shape.n);
     let l2_bytes = DeviceInfo::query(gpu)?.l2_bytes;
     let sets = rotation_sets(bytes_per_set, l2_bytes, 3.0, 8, 16 << 30);
@@ -109,13 +125,13 @@ pub fn tune_gemm<T: CheckElement>(gpu: &Gpu, shape: GemmShape, timing: &TimingCo
             Ok((upload(shape.m * shape.k, seed + 2 * i as u64)?, upload(shape.k * shape.n, seed + 2 * i as u64 + 1)?))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut d = stream.clone_htod(&vec![T::from_f32(0.0); shape.m * shape.n])?;
+    let mut d = stream.clone_htod(&vec![O::from_f32(0.0); shape.m * shape.n])?;
     let mut results = Vec::new();
     for variant in Variant::CANDIDATES {
-        let options = GemmOptions { variant, ..GemmOptions::default() };
+        let options = GemmOptions { variant, ..options };
         let measured = operands
             .iter()
-            .map(|(a, b)| GemmPlan::<T>::new(gpu, shape, options, a, b))
+            .map(|(a, b)| GemmPlan::<T, O>::new(gpu, shape, options, a, b))
             .collect::<Result<Vec<_>>>()
             .and_then(|plans| {
                 time_gpu(gpu, timing, |i| {
@@ -125,7 +141,7 @@ pub fn tune_gemm<T: CheckElement>(gpu: &Gpu, shape: GemmShape, timing: &TimingCo
             });
         results.push((variant, measured));
     }
-    Ok(GemmTuning { shape, results })
+    Ok(GemmTuning { shape, options, results })
 }
 
 #[cfg(test)]
@@ -138,12 +154,23 @@ mod tests {
         let path = dir.join("nested/gemm-tune.json");
         assert_eq!(TuneCache::load(&path).unwrap(), TuneCache::default());
         let mut cache = TuneCache::default();
-        cache
-            .gemm
-            .insert(gemm_key("NVIDIA H200", 132, "bf16", GemmShape::new(4096, 4096, 4096)), Variant::WideCluster2);
+        let shape = GemmShape::new(4096, 4096, 4096);
+        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "bf16", "tn", shape), Variant::WideCluster2);
+        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "f32", "nt", shape), Variant::Wide);
         cache.save(&path).unwrap();
         assert_eq!(TuneCache::load(&path).unwrap(), cache);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keys_tell_layouts_and_output_types_apart() {
+        let shape = GemmShape::new(4096, 4096, 4096);
+        let key = |output, layout| gemm_key("NVIDIA H200", 132, "bf16", output, layout, shape);
+        assert_eq!(key("bf16", "tt"), "NVIDIA H200 (132 SMs) bf16->bf16 tt 4096x4096x4096");
+        let keys = [key("bf16", "tn"), key("bf16", "tt"), key("f32", "tn"), key("f32", "tt")];
+        for (i, a) in keys.iter().enumerate() {
+            assert!(keys[i + 1..].iter().all(|b| a != b), "{keys:?}");
+        }
     }
 
     #[test]
@@ -160,6 +187,7 @@ mod tests {
         let stats = |ms| Stats::from_samples(&[ms]).unwrap();
         let tuning = GemmTuning {
             shape: GemmShape::new(1, 1, 8),
+            options: GemmOptions::default(),
             results: vec![
                 (Variant::Wide, Ok(stats(2.0))),
                 (Variant::WideCluster2, Err(Error::unsupported("gemm", "no"))),

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use crate::error::Result;
 use crate::exp2;
 use crate::ops::elementwise;
-use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmShape, Order, Variant};
+use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmOutput, GemmShape, LAYOUTS, Order, Variant};
 use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
@@ -38,12 +38,12 @@ impl CheckReport {
 
     pub fn table(reports: &[CheckReport]) -> String {
         let mut out = format!(
-            "{:<28} {:>22} {:>12} {:>10} {:>8}  {}\n",
+            "{:<36} {:>26} {:>12} {:>10} {:>8}  {}\n",
             "kernel", "problem", "max rel err", "bound", "bad", "result"
         );
         for r in reports {
             out += &format!(
-                "{:<28} {:>22} {:>12.3e} {:>10.1e} {:>8}  {}\n",
+                "{:<36} {:>26} {:>12.3e} {:>10.1e} {:>8}  {}\n",
                 r.kernel,
                 r.problem,
                 r.comparison.max_rel_error,
@@ -69,23 +69,34 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
     for mode in Exp2Mode::ALL {
         reports.push(exp2_throughput(gpu, mode, EXP2_THROUGHPUT_ITERS)?);
     }
-    for (i, &(m, n, k)) in GEMM_SHAPES.iter().enumerate() {
-        let shape = GemmShape::new(m, n, k);
-        for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
-            let options = GemmOptions { variant, ..GemmOptions::default() };
-            reports.push(gemm_check::<bf16>(gpu, shape, options, seed + 100 + i as u64)?);
+    // Every layout: every shape it takes with each tile configuration (bf16), then f32 output, f16 and the
+    // epilogue's scalars on one odd shape.
+    for (l, &(a_order, b_order)) in LAYOUTS.iter().enumerate() {
+        let seed = seed + 1000 * (l as u64 + 1);
+        let layout = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+        for (i, &(m, n, k)) in gemm_shapes(a_order, b_order).iter().enumerate() {
+            let shape = GemmShape::new(m, n, k);
+            for (j, variant) in Variant::CANDIDATES.into_iter().enumerate() {
+                let options = GemmOptions { variant, ..layout };
+                reports.push(gemm_check::<bf16, bf16>(gpu, shape, options, seed + 10 * i as u64 + j as u64)?);
+            }
         }
+        let odd = odd_shape(a_order, b_order);
+        let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..layout };
+        reports.push(gemm_check::<bf16, bf16>(gpu, odd, scaled, seed + 200)?);
+        reports.push(gemm_check::<bf16, f32>(gpu, odd, layout, seed + 201)?);
+        reports.push(gemm_check::<bf16, f32>(gpu, odd, scaled, seed + 202)?);
+        reports.push(gemm_check::<f16, f16>(gpu, odd, layout, seed + 203)?);
+        reports.push(gemm_check::<f16, f32>(gpu, odd, scaled, seed + 204)?);
     }
-    let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..GemmOptions::default() };
-    reports.push(gemm_check::<bf16>(gpu, GemmShape::new(1000, 1000, 1000), scaled, seed + 200)?);
-    reports.push(gemm_check::<f16>(gpu, GemmShape::new(1000, 1000, 1000), GemmOptions::default(), seed + 201)?);
     for check in attention::standard_checks(gpu, seed + 300)? {
         reports.extend(check.reports());
     }
     Ok(reports)
 }
 
-/// GEMM shapes every check covers: single elements, odd sizes, M or N below one tile, K = 8, several waves.
+/// GEMM shapes every check covers in layout tn: single elements, odd sizes, M or N below one tile, K = 8, several
+/// waves.
 pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 8),
     (1000, 1000, 1000),
@@ -96,66 +107,149 @@ pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
     (4096, 4096, 4096),
 ];
 
+/// [`GEMM_SHAPES`] as each layout can take them ([`gemm::check_layout`]: the contiguous dimension of each operand
+/// is a multiple of 8). The others stay odd where the layout allows, and partial tiles stay partial: 4095 becomes
+/// 4088 (a partial 64-wide box as well as a partial tile), 4097 becomes 4104 (8 rows into a new tile), 1 becomes 8,
+/// 100 becomes 104. Layout nt takes any K, so it gets odd ones (1, 4097, 515).
+pub fn gemm_shapes(a_order: Order, b_order: Order) -> &'static [(usize, usize, usize)] {
+    match gemm::layout_name(a_order, b_order) {
+        "tn" => GEMM_SHAPES,
+        "tt" => &[
+            (1, 8, 8),
+            (1000, 1000, 1000),
+            (4097, 4088, 4104),
+            (100, 3000, 64),
+            (3000, 104, 512),
+            (128, 256, 8),
+            (4096, 4096, 4096),
+        ],
+        "nt" => &[
+            (8, 8, 1),
+            (1000, 1000, 1000),
+            (4104, 4088, 4097),
+            (104, 3000, 64),
+            (3000, 104, 515),
+            (128, 256, 8),
+            (4096, 4096, 4096),
+        ],
+        _ => &[
+            (8, 1, 8),
+            (1000, 1000, 1000),
+            (4104, 4095, 4104),
+            (104, 3000, 64),
+            (3000, 100, 512),
+            (128, 256, 8),
+            (4096, 4096, 4096),
+        ],
+    }
+}
+
+/// A mid-sized shape with partial tiles in M and N, odd wherever the layout allows it: for the epilogue's
+/// scalars, f32 output and f16.
+pub fn odd_shape(a_order: Order, b_order: Order) -> GemmShape {
+    let (m, n, k) = match gemm::layout_name(a_order, b_order) {
+        "tn" => (333, 777, 264),
+        "tt" => (333, 776, 264),
+        "nt" => (336, 776, 263),
+        _ => (336, 777, 264),
+    };
+    GemmShape::new(m, n, k)
+}
+
 /// Output elements checked against the float64 reference when the full product would be too slow on a CPU.
 const GEMM_SAMPLES: usize = 20_000;
 
-/// A 16-bit type the GEMM check can draw, widen and poison.
-pub trait CheckElement: GemmElement + Copy + 'static {
+/// A type the GEMM check can draw, widen and poison, as input or output.
+pub trait CheckValue: cudarc::driver::DeviceRepr + Copy + 'static {
     const POISON: Self;
-    /// Largest relative error: one rounding of the output plus f32 accumulation, with margin.
-    const BOUND: f64;
+    /// Largest relative error of a GEMM of depth `k` whose D has this type, relative to |alpha|·Σ|a·b| + |beta·c|.
+    fn gemm_bound(k: usize) -> f64;
     fn from_f32(v: f32) -> Self;
     fn to_f64(self) -> f64;
-    /// The raw 16 bits: tells one NaN pattern (the poison) from another.
-    fn to_bits(self) -> u16;
+    /// The raw bits, widened: tells one NaN pattern (the poison) from another.
+    fn to_bits(self) -> u32;
 }
 
-impl CheckElement for bf16 {
+/// An input type of the checked GEMM.
+pub trait CheckElement: GemmElement + CheckValue {}
+
+impl<T: GemmElement + CheckValue> CheckElement for T {}
+
+impl CheckValue for bf16 {
     const POISON: Self = reference::POISON_BF16;
-    const BOUND: f64 = 1e-2;
+    /// One rounding of the output (2^-9 of it) plus f32 accumulation, with margin.
+    fn gemm_bound(_k: usize) -> f64 {
+        1e-2
+    }
     fn from_f32(v: f32) -> Self {
         bf16::from_f32(v)
     }
     fn to_f64(self) -> f64 {
         bf16::to_f64(self)
     }
-    fn to_bits(self) -> u16 {
-        bf16::to_bits(self)
+    fn to_bits(self) -> u32 {
+        bf16::to_bits(self) as u32
     }
 }
 
-impl CheckElement for f16 {
+impl CheckValue for f16 {
     const POISON: Self = f16::from_bits(0x7e5e);
-    const BOUND: f64 = 2e-3;
+    /// One rounding of the output (2^-12 of it) plus f32 accumulation, with margin.
+    fn gemm_bound(_k: usize) -> f64 {
+        2e-3
+    }
     fn from_f32(v: f32) -> Self {
         f16::from_f32(v)
     }
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
     }
-    fn to_bits(self) -> u16 {
-        f16::to_bits(self)
+    fn to_bits(self) -> u32 {
+        f16::to_bits(self) as u32
     }
 }
 
-/// D = alpha·A·B + beta·D on the GPU against float64: every element must be written (poison, or a random
-/// D when beta ≠ 0) and finite; all elements (small problems) or a random sample are compared with the exact
-/// dot product, relative to |alpha|·Σ|a·b| + |beta·d|.
-pub fn gemm_check<T: CheckElement>(
+impl CheckValue for f32 {
+    const POISON: Self = POISON_F32;
+    /// No output rounding to speak of, so the bound is the accumulation's: the products of two bf16 or f16 values
+    /// are exact in f32, and each of the k additions and the epilogue's two operations loses at most one f32 ulp
+    /// of a magnitude no larger than the reference scale (one ulp, not half: the tensor cores' adders need not
+    /// round to nearest). (k + 4)·2^-23: 4.9e-4 at k = 4104, 1.4e-6 at k = 8 — far tighter than the 16-bit
+    /// outputs' bounds, so these checks also catch a wrong k-slice that output rounding would hide.
+    fn gemm_bound(k: usize) -> f64 {
+        (k as f64 + 4.0) * 2f64.powi(-23)
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn to_bits(self) -> u32 {
+        f32::to_bits(self)
+    }
+}
+
+/// D = alpha·A·B + beta·D on the GPU against float64, A and B of type `T` in the layout of `options`, D of type
+/// `O`: every element must be written (poison, or a random D when beta ≠ 0) and finite; all elements (small
+/// problems) or a random sample are compared with the exact dot product, relative to |alpha|·Σ|a·b| + |beta·d|.
+pub fn gemm_check<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     gpu: &Gpu,
     shape: GemmShape,
     options: GemmOptions,
     seed: u64,
 ) -> Result<CheckReport> {
     let GemmShape { m, n, k } = shape;
-    let draw = |len, seed| -> Vec<T> { reference::randn(len, 1.0, seed).into_iter().map(T::from_f32).collect() };
-    let a = draw(m * k, seed);
-    let b = draw(k * n, seed ^ 0x51);
-    let d_in: Vec<T> = if options.beta == 0.0 { vec![T::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
+    fn draw<V: CheckValue>(len: usize, seed: u64) -> Vec<V> {
+        reference::randn(len, 1.0, seed).into_iter().map(V::from_f32).collect()
+    }
+    let a: Vec<T> = draw(m * k, seed);
+    let b: Vec<T> = draw(k * n, seed ^ 0x51);
+    let d_in: Vec<O> = if options.beta == 0.0 { vec![O::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
     let stream = gpu.stream();
     let (a_dev, b_dev) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
     let mut d_dev = stream.clone_htod(&d_in)?;
-    let plan = gemm::GemmPlan::new(gpu, shape, options, &a_dev, &b_dev)?;
+    let plan = gemm::GemmPlan::<T, O>::new(gpu, shape, options, &a_dev, &b_dev)?;
     let kernel = plan.kernel();
     plan.launch(gpu, &a_dev, &b_dev, &mut d_dev)?;
     let d = stream.clone_dtoh(&d_dev)?;
@@ -190,13 +284,7 @@ pub fn gemm_check<T: CheckElement>(
         positions.iter().map(|&(i, j)| expected(i, j)),
     );
     comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
-    let layout = match (options.a_order, options.b_order) {
-        // BLAS letters per operand, as `oxtile bench` writes them: t = row-major, n = column-major.
-        (Order::RowMajor, Order::RowMajor) => "tt",
-        (Order::RowMajor, Order::ColMajor) => "tn",
-        (Order::ColMajor, Order::RowMajor) => "nt",
-        (Order::ColMajor, Order::ColMajor) => "nn",
-    };
+    let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
     let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
         String::new()
     } else {
@@ -204,9 +292,9 @@ pub fn gemm_check<T: CheckElement>(
     };
     Ok(CheckReport {
         kernel: kernel.name,
-        problem: format!("{m}x{n}x{k} {layout} {}{scalars}", T::NAME),
+        problem: format!("{m}x{n}x{k} {} {types}{scalars}", options.layout()),
         comparison,
-        bound: T::BOUND,
+        bound: O::gemm_bound(k),
     })
 }
 
@@ -311,4 +399,43 @@ fn widen(v: &[f32]) -> Vec<f64> {
 
 fn widen_bf16(v: &[bf16]) -> Vec<f64> {
     v.iter().map(|x| x.to_f64()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layouts_shapes_are_loadable_and_keep_the_edge_cases() {
+        for (a_order, b_order) in LAYOUTS {
+            let layout = gemm::layout_name(a_order, b_order);
+            let shapes = gemm_shapes(a_order, b_order);
+            for &(m, n, k) in shapes.iter().chain([&(1000, 1000, 1000)]) {
+                gemm::check_layout(GemmShape::new(m, n, k), a_order, b_order)
+                    .unwrap_or_else(|e| panic!("{layout} {m}x{n}x{k}: {e}"));
+            }
+            let odd = odd_shape(a_order, b_order);
+            gemm::check_layout(odd, a_order, b_order).unwrap();
+            // Partial tiles in both M and N on the odd shapes (tile 128×256 and 128×64).
+            assert!(!odd.m.is_multiple_of(128) && !odd.n.is_multiple_of(64), "{layout} {odd:?}");
+            let has = |f: &dyn Fn(usize, usize, usize) -> bool| shapes.iter().any(|&(m, n, k)| f(m, n, k));
+            assert!(has(&|m, n, _| m * n <= 64), "{layout}: no tiny problem");
+            assert!(has(&|m, _, _| m < 128) && has(&|_, n, _| n < 256), "{layout}: no M or N below a tile");
+            assert!(has(&|_, _, k| k <= 8), "{layout}: no shallow K");
+            assert!(
+                has(&|m, n, _| !m.is_multiple_of(128) && !n.is_multiple_of(256) && m > 4096),
+                "{layout}: no large partial tiles"
+            );
+            assert!(has(&|m, n, _| m * n >= 4096 * 4096), "{layout}: nothing spans several waves");
+        }
+        // nt is the layout whose K is free: its shapes use odd K.
+        assert!(gemm_shapes(Order::ColMajor, Order::RowMajor).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
+    }
+
+    #[test]
+    fn f32_output_bounds_grow_with_depth_and_stay_below_16_bit_ones() {
+        assert!(f32::gemm_bound(8) < 2e-6);
+        assert!(f32::gemm_bound(4104) < 5e-4);
+        assert!(f32::gemm_bound(8192) < f16::gemm_bound(8192) && f16::gemm_bound(1) < bf16::gemm_bound(1));
+    }
 }

@@ -19,6 +19,9 @@ pub struct GemmTile {
 
 impl GemmTile {
     pub const WARPGROUP_THREADS: u32 = 128;
+    /// M/N extent of the TMA box of an MN-major operand (A column-major, B row-major): one 128-byte swizzled row
+    /// of 16-bit elements. Its k extent is `tile_k`, so an operand tile takes `tile_mn / MN_BOX` boxes.
+    pub const MN_BOX: u32 = 64;
     /// Each mbarrier is 8 bytes; the ring has a full and an empty barrier per stage.
     const BARRIER_BYTES: u32 = 8;
 
@@ -55,11 +58,11 @@ impl GemmTile {
     }
 }
 
-/// Hopper TN GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each.
+/// Hopper GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each.
 pub const GEMM_SM90_128X256: GemmTile =
     GemmTile { tile_m: 128, tile_n: 256, tile_k: 64, stages: 4, consumers: 2, element_bytes: 2 };
 
-/// Hopper TN GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma.
+/// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma.
 pub const GEMM_SM90_128X64: GemmTile =
     GemmTile { tile_m: 128, tile_n: 64, tile_k: 64, stages: 8, consumers: 2, element_bytes: 2 };
 
@@ -72,8 +75,21 @@ const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(
     GEMM_SM90_128X256.smem_a_bytes().is_multiple_of(1024) && GEMM_SM90_128X256.smem_b_bytes().is_multiple_of(1024)
 );
-// One k-tile row of a K-major operand is one 128-byte swizzle atom row.
+// One k-tile row of a K-major operand, and one MN-major box row, is one 128-byte swizzle atom row; MN-major
+// operand tiles (and a cluster block's half of B) are whole boxes.
 const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);
+const _: () = assert!(GEMM_SM90_128X64.tile_k * GEMM_SM90_128X64.element_bytes == 128);
+const _: () = assert!(GemmTile::MN_BOX * GEMM_SM90_128X256.element_bytes == 128);
+const _: () = assert!(
+    GEMM_SM90_128X256.tile_m.is_multiple_of(GemmTile::MN_BOX)
+        && (GEMM_SM90_128X256.tile_n / 2).is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X256.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+);
+const _: () = assert!(
+    GEMM_SM90_128X64.tile_m.is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X64.tile_n.is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X64.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+);
 
 /// Shape and resources of one Hopper attention-forward kernel (gpu/kernels/src/attention/sm90.rs): a producer
 /// warpgroup feeding `consumers` math warpgroups. Each block owns `tile_q` query rows of one (batch, head): Q

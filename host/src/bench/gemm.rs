@@ -6,8 +6,8 @@
 //! C (M×N) = A (M×K) · B (K×N), C always row-major, as in torch and `oxtile::ops::gemm`. The layout names how A
 //! then B are stored, in the project's convention (that of `ops::gemm::Order`): `t` = row-major, `n` =
 //! column-major. So `tt` is torch's `a @ b` (both row-major, what torch_reference.py times), and `tn` (A
-//! row-major, B column-major, i.e. stored N×K: both operands K-major, like `x @ W.T`) is the layout of our sm90
-//! kernel. [`Layout::blas_name`] gives the op letters of the column-major cuBLAS call that computes it.
+//! row-major, B column-major, i.e. stored N×K: both operands K-major, like `x @ W.T`); our sm90 kernels take all
+//! four. [`Layout::blas_name`] gives the op letters of the column-major cuBLAS call that computes it.
 //!
 //! # Output check
 //!
@@ -65,7 +65,7 @@ impl Dtype {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
-    /// A row-major, B column-major: both K-major (the sm90 kernel's layout).
+    /// A row-major, B column-major: both K-major.
     Tn,
     /// A and B row-major: torch's `a @ b`.
     Tt,

@@ -3,9 +3,9 @@
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 
-use super::gemm::{GemmContender, GemmProblem, Layout, Operands};
+use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands};
 use crate::error::Result;
-use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Variant};
+use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Order, Variant};
 use crate::runtime::Gpu;
 
 pub const OXTILE: &str = "oxtile";
@@ -13,9 +13,9 @@ pub const OXTILE: &str = "oxtile";
 /// A plan per (A, B) address pair: a plan's tensor maps encode its operands' addresses.
 type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 
-/// The sm90 TN GEMM through [`ops_gemm::GemmPlan`]: A row-major, B column-major (layout `tn`), C row-major,
-/// bf16 or fp16 with fp32 accumulation, alpha = 1, beta = 0. One plan is made per input set, in
-/// [`GemmContender::bind`], so the timed launches pay only the launch.
+/// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (every layout whose operands TMA can load,
+/// see [`ops_gemm::check_layout`]), C row-major, bf16 or fp16 in and out with fp32 accumulation, alpha = 1,
+/// beta = 0. One plan is made per input set, in [`GemmContender::bind`], so the timed launches pay only the launch.
 pub struct OxtileSm90 {
     name: &'static str,
     variant: Variant,
@@ -42,6 +42,16 @@ impl Default for OxtileSm90 {
     }
 }
 
+/// The storage orders of A and B in `layout`.
+fn orders(layout: Layout) -> (Order, Order) {
+    let order = |col_major| if col_major { Order::ColMajor } else { Order::RowMajor };
+    (order(layout.a_col_major()), order(layout.b_col_major()))
+}
+
+fn shape(problem: &GemmProblem) -> ops_gemm::GemmShape {
+    ops_gemm::GemmShape::new(problem.shape.m, problem.shape.n, problem.shape.k)
+}
+
 fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
     let (a_address, _a_use) = a.device_ptr(gpu.stream());
     let (b_address, _b_use) = b.device_ptr(gpu.stream());
@@ -49,7 +59,7 @@ fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
 }
 
 /// The plan for these buffers, made on first use.
-fn plan_for<'p, T: ops_gemm::GemmElement>(
+fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     plans: &'p mut Plans<T>,
     variant: Variant,
     gpu: &Gpu,
@@ -58,11 +68,12 @@ fn plan_for<'p, T: ops_gemm::GemmElement>(
     b: &CudaSlice<T>,
 ) -> Result<&'p GemmPlan<T>> {
     let key = addresses(gpu, a, b);
+    let (a_order, b_order) = orders(problem.layout);
     let index = match plans.iter().position(|(k, _)| *k == key) {
         Some(index) => index,
         None => {
-            let shape = ops_gemm::GemmShape::new(problem.shape.m, problem.shape.n, problem.shape.k);
-            plans.push((key, GemmPlan::new(gpu, shape, GemmOptions { variant, ..GemmOptions::default() }, a, b)?));
+            let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
+            plans.push((key, GemmPlan::new(gpu, shape(problem), options, a, b)?));
             plans.len() - 1
         }
     };
@@ -79,14 +90,21 @@ impl GemmContender for OxtileSm90 {
     }
 
     fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
-        if problem.layout != Layout::Tn {
-            return Err(format!(
-                "layout {}: the sm90 kernel takes A row-major and B column-major (layout tn)",
-                problem.layout.name()
-            ));
+        let (a_order, b_order) = orders(problem.layout);
+        match ops_gemm::check_layout(shape(problem), a_order, b_order) {
+            Ok(()) => {}
+            Err(crate::Error::Unsupported { message, .. }) => return Err(message),
+            Err(other) => return Err(other.to_string()),
         }
-        if !problem.shape.k.is_multiple_of(8) {
-            return Err(format!("K = {} is not a multiple of 8 (TMA needs 16-byte row strides)", problem.shape.k));
+        // A forced variant may exist for some types and layouts only (the multicast ablation: bf16 tn).
+        let input = match problem.dtype {
+            Dtype::Bf16 => <bf16 as ops_gemm::GemmElement>::NAME,
+            Dtype::F16 => <f16 as ops_gemm::GemmElement>::NAME,
+        };
+        if self.variant != Variant::Auto
+            && ops_gemm::find_kernel(input, input, a_order, b_order, self.variant).is_none()
+        {
+            return Err(format!("no {:?} kernel for {input} in layout {}", self.variant, problem.layout.name()));
         }
         Ok(())
     }

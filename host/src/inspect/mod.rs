@@ -109,12 +109,17 @@ pub struct ModuleInspection {
 
 /// Assembles `ptx` for `target` with ptxas and disassembles the cubin, in a scratch folder.
 pub fn inspect_module(target: Target, ptx: &str) -> Result<ModuleInspection> {
+    inspect_entries(target, ptx, &[])
+}
+
+/// As [`inspect_module`], with code generated for the named kernels only (all of them when `entries` is empty).
+pub fn inspect_entries(target: Target, ptx: &str, entries: &[&str]) -> Result<ModuleInspection> {
     let toolkit = Toolkit::get()?;
     let scratch = toolkit::ScratchDir::new()?;
     let ptx_path = scratch.path().join(format!("kernels_{}.ptx", target.cpu()));
     let cubin_path = ptx_path.with_extension("cubin");
     std::fs::write(&ptx_path, ptx).map_err(|e| Error::Toolkit(format!("cannot write {}: {e}", ptx_path.display())))?;
-    let ptxas = ptxas::assemble(toolkit, target, &ptx_path, &cubin_path)?;
+    let ptxas = ptxas::assemble_entries(toolkit, target, &ptx_path, &cubin_path, entries)?;
     let sass = sass::disassemble(toolkit, &cubin_path)?;
     Ok(ModuleInspection { target, ptxas, sass })
 }
@@ -123,6 +128,12 @@ pub fn inspect_module(target: Target, ptx: &str) -> Result<ModuleInspection> {
 pub fn inspect_all() -> Result<Vec<KernelStats>> {
     let modules =
         kernels::MODULES.iter().map(|&(target, ptx)| inspect_module(target, ptx)).collect::<Result<Vec<_>>>()?;
+    kernel_stats(&modules)
+}
+
+/// Every registered kernel's stats from modules already assembled (one per target of [`kernels::MODULES`]): for
+/// callers that also need the modules themselves (ptxas's warnings), so each is assembled only once.
+pub fn kernel_stats(modules: &[ModuleInspection]) -> Result<Vec<KernelStats>> {
     kernels::ALL
         .iter()
         .map(|kernel| {

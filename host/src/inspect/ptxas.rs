@@ -45,10 +45,25 @@ impl PtxasReport {
 
 /// Runs `ptxas -arch=<target> -v -o <cubin> <ptx>` and parses its report.
 pub fn assemble(toolkit: &Toolkit, target: Target, ptx: &Path, cubin: &Path) -> Result<PtxasReport> {
+    assemble_entries(toolkit, target, ptx, cubin, &[])
+}
+
+/// As [`assemble`], generating code for the named entry functions only (`ptxas -e`), or for all of them when
+/// `entries` is empty: a check that looks at two kernels need not wait for the module's fifty.
+pub fn assemble_entries(
+    toolkit: &Toolkit,
+    target: Target,
+    ptx: &Path,
+    cubin: &Path,
+    entries: &[&str],
+) -> Result<PtxasReport> {
     let arch = format!("-arch={}", target.cpu());
-    let output = Command::new(toolkit.ptxas())
-        .arg(&arch)
-        .arg("-v")
+    let mut command = Command::new(toolkit.ptxas());
+    command.arg(&arch).arg("-v");
+    if !entries.is_empty() {
+        command.arg("-e").arg(entries.join(","));
+    }
+    let output = command
         .arg("-o")
         .arg(cubin)
         .arg(ptx)

@@ -1,7 +1,11 @@
-//! D = alpha·A·B + beta·D on the Hopper GEMM kernel (gpu/kernels/src/gemm/sm90.rs).
+//! D = alpha·A·B + beta·D on the Hopper GEMM kernels (gpu/kernels/src/gemm/sm90.rs).
 //!
-//! A is M×K, B is K×N, D is M×N row-major. The sm90 kernel reads both operands K-major through TMA: A
-//! row-major and B column-major ("TN"). Every argument is checked before launch.
+//! A is M×K and B is K×N, each stored row- or column-major ([`Order`]; the four combinations are the BLAS
+//! layouts tn, tt, nt, nn, see [`layout_name`]); D is M×N row-major, in the input type or in f32
+//! ([`GemmOutput`]). The kernels load each operand with TMA as it lies and wgmma reads it in place: K-major (A
+//! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs 16-byte row
+//! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
+//! argument is checked before launch.
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
@@ -10,7 +14,7 @@ use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel};
+use crate::kernels::{self, GemmKernel, Kernel};
 use crate::runtime::{ClusterLaunch, Gpu};
 use crate::tma::{self, Tile2d};
 
@@ -22,6 +26,38 @@ pub enum Order {
     RowMajor,
     ColMajor,
 }
+
+/// A then B's storage orders in BLAS letters (t = row-major, n = column-major), D row-major: "tn" has both
+/// operands K-major (`x @ W.T`), "tt" is torch's `a @ b`, "nt" has both MN-major, "nn" the rest.
+pub fn layout_name(a_order: Order, b_order: Order) -> &'static str {
+    match (a_order, b_order) {
+        (Order::RowMajor, Order::ColMajor) => "tn",
+        (Order::RowMajor, Order::RowMajor) => "tt",
+        (Order::ColMajor, Order::RowMajor) => "nt",
+        (Order::ColMajor, Order::ColMajor) => "nn",
+    }
+}
+
+/// The orders of a layout named by [`layout_name`], if it is one.
+pub fn parse_layout(name: &str) -> Option<(Order, Order)> {
+    let order = |letter| match letter {
+        't' => Some(Order::RowMajor),
+        'n' => Some(Order::ColMajor),
+        _ => None,
+    };
+    match name.chars().collect::<Vec<_>>()[..] {
+        [a, b] => Some((order(a)?, order(b)?)),
+        _ => None,
+    }
+}
+
+/// The four layouts, in the order tables list them.
+pub const LAYOUTS: [(Order, Order); 4] = [
+    (Order::RowMajor, Order::ColMajor),
+    (Order::RowMajor, Order::RowMajor),
+    (Order::ColMajor, Order::RowMajor),
+    (Order::ColMajor, Order::ColMajor),
+];
 
 /// Problem size: D is M×N, the contraction runs over K.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,7 +87,7 @@ pub enum Variant {
     Wide,
     /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
     WideCluster2,
-    /// Ablation of [`Variant::WideCluster2`] (bf16 only): the same clusters and barriers, each block loading all
+    /// Ablation of [`Variant::WideCluster2`] (bf16, layout tn only): the same clusters and barriers, each block loading all
     /// of B itself — separates the cost of multicast from the cost of coupling the blocks.
     WideCluster2Unshared,
     /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
@@ -62,13 +98,16 @@ impl Variant {
     /// The kernels `oxtile tune gemm` chooses among.
     pub const CANDIDATES: [Variant; 3] = [Variant::Wide, Variant::WideCluster2, Variant::Narrow];
 
-    /// The concrete kernel for `shape` on a GPU with `sm_count` SMs.
+    /// The concrete kernel for `shape` on a GPU with `sm_count` SMs. The same for every layout and output type:
+    /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
+    /// change which tiling fills the GPU best (docs/perf-notes.md); `oxtile tune gemm` records per-layout
+    /// measurements that take precedence.
     pub fn resolve(self, shape: GemmShape, sm_count: u32) -> Variant {
         if self != Variant::Auto {
             return self;
         }
-        // Measured 2026-11-30 (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four times
-        // as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
+        // Measured 2026-11-30 on tn (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four
+        // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
         // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks.
         let wide_tiles =
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
@@ -103,7 +142,7 @@ impl Variant {
 }
 
 /// Operand orders, the epilogue's scalars and the kernel variant. The default is A row-major, B column-major
-/// (both K-major) with D = A·B.
+/// (layout tn, both K-major) with D = A·B.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOptions {
     pub a_order: Order,
@@ -111,6 +150,13 @@ pub struct GemmOptions {
     pub alpha: f32,
     pub beta: f32,
     pub variant: Variant,
+}
+
+impl GemmOptions {
+    /// The operand layout in BLAS letters ([`layout_name`]).
+    pub fn layout(&self) -> &'static str {
+        layout_name(self.a_order, self.b_order)
+    }
 }
 
 impl Default for GemmOptions {
@@ -127,37 +173,118 @@ impl Default for GemmOptions {
 
 /// The 16-bit input types the tensor-core kernels take.
 pub trait GemmElement: cudarc::driver::DeviceRepr {
-    /// `bf16` or `f16`, as tables and the tune cache write it.
+    /// `bf16` or `f16`, as tables, kernel names and the tune cache write it.
     const NAME: &'static str;
-    /// The kernel of each concrete variant this type has.
-    const KERNELS: &'static [(Variant, Kernel)];
     const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmElement for bf16 {
     const NAME: &'static str = "bf16";
-    const KERNELS: &'static [(Variant, Kernel)] = &[
-        (Variant::Wide, kernels::GEMM_BF16_TN_SM90),
-        (Variant::WideCluster2, kernels::GEMM_BF16_TN_C2_SM90),
-        (Variant::WideCluster2Unshared, kernels::GEMM_BF16_TN_C2_UNSHARED_SM90),
-        (Variant::Narrow, kernels::GEMM_BF16_TN_NARROW_SM90),
-    ];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
 impl GemmElement for f16 {
     const NAME: &'static str = "f16";
-    const KERNELS: &'static [(Variant, Kernel)] = &[
-        (Variant::Wide, kernels::GEMM_F16_TN_SM90),
-        (Variant::WideCluster2, kernels::GEMM_F16_TN_C2_SM90),
-        (Variant::Narrow, kernels::GEMM_F16_TN_NARROW_SM90),
-    ];
     const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
+/// The types D (and the C read when beta ≠ 0) can have for inputs of type `T`: `T` itself, or f32.
+pub trait GemmOutput<T: GemmElement>: cudarc::driver::DeviceRepr {
+    /// `bf16`, `f16` or `f32`.
+    const NAME: &'static str;
+}
+
+impl GemmOutput<bf16> for bf16 {
+    const NAME: &'static str = "bf16";
+}
+
+impl GemmOutput<f16> for f16 {
+    const NAME: &'static str = "f16";
+}
+
+impl<T: GemmElement> GemmOutput<T> for f32 {
+    const NAME: &'static str = "f32";
+}
+
+/// The kernel computing `input` → `output` GEMMs of this layout with this (concrete) variant.
+pub fn find_kernel(input: &str, output: &str, a_order: Order, b_order: Order, variant: Variant) -> Option<GemmKernel> {
+    kernels::GEMM_SM90
+        .iter()
+        .copied()
+        .find(|g| (g.input, g.output, g.a_order, g.b_order, g.variant) == (input, output, a_order, b_order, variant))
+}
+
+/// Whether TMA can load A and B in these orders: the contiguous dimension of each (K for A row-major and B
+/// column-major, M for A column-major, N for B row-major) must be a multiple of 8, since rows must start 16 bytes
+/// apart. [`Error::Unsupported`] otherwise, naming the operand and dimension.
+pub fn check_layout(shape: GemmShape, a_order: Order, b_order: Order) -> Result<()> {
+    let GemmShape { m, n, k } = shape;
+    let a = match a_order {
+        Order::RowMajor => ("K", k),
+        Order::ColMajor => ("M", m),
+    };
+    let b = match b_order {
+        Order::RowMajor => ("N", n),
+        Order::ColMajor => ("K", k),
+    };
+    for (operand, order, (dim, extent)) in [("A", a_order, a), ("B", b_order, b)] {
+        if !extent.is_multiple_of(8) {
+            let order = if order == Order::RowMajor { "row-major" } else { "column-major" };
+            return Err(Error::unsupported(
+                OP,
+                format!(
+                    "layout {}: {operand} is {order}, so {dim} = {extent} is its contiguous dimension, and it is not a \
+                     multiple of 8: TMA needs 16-byte row strides",
+                    layout_name(a_order, b_order)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Elements of one 128-byte swizzled row: the k extent of every TMA box, and the M/N extent of an MN-major one.
+const SWIZZLE_ROW: u32 = GemmTile::MN_BOX;
+
+/// The tensor map of one operand over its storage. `mn` is its M (A) or N (B) extent; `k_major` says whether K is
+/// its contiguous dimension; `box_mn` is the M/N extent of a K-major box (a tile, or a cluster block's share).
+fn operand_map(
+    data_type: CUtensorMapDataType,
+    address: u64,
+    k_major: bool,
+    mn: usize,
+    k: usize,
+    box_mn: u32,
+) -> Tile2d {
+    if k_major {
+        // Stored as mn rows of k: one box of box_mn rows × 64 k per tile.
+        Tile2d {
+            data_type,
+            address,
+            rows: mn as u64,
+            cols: k as u64,
+            row_stride: k as u64,
+            box_rows: box_mn,
+            box_cols: SWIZZLE_ROW,
+        }
+    } else {
+        // Stored as k rows of mn: boxes of 64 k rows × 64 M/N, tile_mn / 64 of them per tile.
+        Tile2d {
+            data_type,
+            address,
+            rows: k as u64,
+            cols: mn as u64,
+            row_stride: mn as u64,
+            box_rows: SWIZZLE_ROW,
+            box_cols: SWIZZLE_ROW,
+        }
+    }
+}
+
 /// A checked GEMM bound to its operand buffers: the tensor maps are encoded and copied to the device once,
-/// so repeated launches (benchmarks, iterative solvers) pay nothing but the launch.
-pub struct GemmPlan<T: GemmElement> {
+/// so repeated launches (benchmarks, iterative solvers) pay nothing but the launch. `T` is the type of A and B,
+/// `O` that of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
+pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     shape: GemmShape,
     options: GemmOptions,
     kernel: Kernel,
@@ -166,10 +293,10 @@ pub struct GemmPlan<T: GemmElement> {
     a_address: u64,
     b_address: u64,
     launch: ClusterLaunch,
-    _element: std::marker::PhantomData<T>,
+    _types: std::marker::PhantomData<(T, O)>,
 }
 
-impl<T: GemmElement> GemmPlan<T> {
+impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     pub fn new(
         gpu: &Gpu,
         shape: GemmShape,
@@ -178,50 +305,40 @@ impl<T: GemmElement> GemmPlan<T> {
         b: &impl DevicePtr<T>,
     ) -> Result<Self> {
         check_shape(shape)?;
-        if (options.a_order, options.b_order) != (Order::RowMajor, Order::ColMajor) {
-            return Err(Error::unsupported(
-                OP,
-                format!(
-                    "A {:?} with B {:?}: the sm90 kernel takes both operands K-major (A row-major, B column-major)",
-                    options.a_order, options.b_order
-                ),
-            ));
-        }
-        if !shape.k.is_multiple_of(8) {
-            return Err(Error::unsupported(
-                OP,
-                format!("K = {} is not a multiple of 8: TMA needs 16-byte row strides", shape.k),
-            ));
-        }
+        let (a_order, b_order) = (options.a_order, options.b_order);
+        check_layout(shape, a_order, b_order)?;
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
-            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, shape)?
+            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)?
                 .unwrap_or_else(|| Variant::Auto.resolve(shape, gpu.sm_count())),
             chosen => chosen,
         };
+        let kernel = find_kernel(T::NAME, O::NAME, a_order, b_order, variant)
+            .ok_or_else(|| {
+                Error::unsupported(
+                    OP,
+                    format!("no {variant:?} kernel for {} → {} in layout {}", T::NAME, O::NAME, options.layout()),
+                )
+            })?
+            .kernel;
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
-        let operand = |address, rows, box_rows| Tile2d {
-            data_type: T::TENSOR_MAP_TYPE,
-            address,
-            rows: rows as u64,
-            cols: shape.k as u64,
-            row_stride: shape.k as u64,
-            box_rows,
-            box_cols: tile.tile_k,
-        };
-        // In a cluster each block loads (and multicasts) its share of the B tile's rows.
+        // In a cluster each block loads (and multicasts) its share of the B tile.
         let maps = [
-            operand(a_address, shape.m, tile.tile_m).encode(OP)?,
-            operand(b_address, shape.n, tile.tile_n / variant.b_sharers()).encode(OP)?,
+            operand_map(T::TENSOR_MAP_TYPE, a_address, a_order == Order::RowMajor, shape.m, shape.k, tile.tile_m)
+                .encode(OP)?,
+            operand_map(
+                T::TENSOR_MAP_TYPE,
+                b_address,
+                b_order == Order::ColMajor,
+                shape.n,
+                shape.k,
+                tile.tile_n / variant.b_sharers(),
+            )
+            .encode(OP)?,
         ];
         let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
 
-        let kernel = T::KERNELS
-            .iter()
-            .find(|(v, _)| *v == variant)
-            .map(|(_, kernel)| *kernel)
-            .ok_or_else(|| Error::unsupported(OP, format!("no {variant:?} kernel for this element type")))?;
         let function = gpu.function(kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -246,7 +363,7 @@ impl<T: GemmElement> GemmPlan<T> {
             a_address,
             b_address,
             launch,
-            _element: std::marker::PhantomData,
+            _types: std::marker::PhantomData,
         })
     }
 
@@ -270,7 +387,7 @@ impl<T: GemmElement> GemmPlan<T> {
         gpu: &Gpu,
         a: &impl DevicePtr<T>,
         b: &impl DevicePtr<T>,
-        d: &mut impl DevicePtrMut<T>,
+        d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
@@ -295,22 +412,24 @@ impl<T: GemmElement> GemmPlan<T> {
             arg(&mut alpha),
             arg(&mut beta),
         ];
-        // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B (checked above), D
-        // holds M×N elements, 16-byte aligned; block, cluster and shared-memory sizes are the kernel's own.
+        // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
+        // kernel reads (checked above); D holds M×N elements of the kernel's output type, 16-byte aligned; block,
+        // cluster and shared-memory sizes are the kernel's own.
         unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args) }
     }
 }
 
-/// D = alpha·A·B + beta·D, in one call (encodes the tensor maps each time; keep a [`GemmPlan`] to repeat).
-pub fn gemm<T: GemmElement>(
+/// D = alpha·A·B + beta·D, in one call (encodes the tensor maps each time; keep a [`GemmPlan`] to repeat). D's
+/// type picks the output: the input type, or f32.
+pub fn gemm<T: GemmElement, O: GemmOutput<T>>(
     gpu: &Gpu,
     shape: GemmShape,
     a: &impl DevicePtr<T>,
     b: &impl DevicePtr<T>,
-    d: &mut impl DevicePtrMut<T>,
+    d: &mut impl DevicePtrMut<O>,
     options: GemmOptions,
 ) -> Result<()> {
-    GemmPlan::new(gpu, shape, options, a, b)?.launch(gpu, a, b, d)
+    GemmPlan::<T, O>::new(gpu, shape, options, a, b)?.launch(gpu, a, b, d)
 }
 
 fn arg<T>(value: &mut T) -> *mut std::ffi::c_void {
@@ -343,6 +462,70 @@ mod tests {
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
         assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);
+    }
+
+    #[test]
+    fn layouts_have_names_and_round_trip() {
+        let names: Vec<&str> = LAYOUTS.iter().map(|&(a, b)| layout_name(a, b)).collect();
+        assert_eq!(names, ["tn", "tt", "nt", "nn"]);
+        for (a, b) in LAYOUTS {
+            assert_eq!(parse_layout(layout_name(a, b)), Some((a, b)));
+        }
+        assert_eq!(parse_layout("tx"), None);
+        assert_eq!(parse_layout("ttt"), None);
+        assert_eq!(GemmOptions::default().layout(), "tn");
+    }
+
+    #[test]
+    fn each_operands_contiguous_dimension_must_be_a_multiple_of_8() {
+        use Order::{ColMajor as N, RowMajor as T};
+        let ok = |m, n, k, a, b| check_layout(GemmShape::new(m, n, k), a, b);
+        // tn: K contiguous in both.
+        ok(4097, 4095, 4104, T, N).unwrap();
+        assert!(ok(64, 64, 63, T, N).unwrap_err().to_string().contains("K = 63"));
+        // tt: A by K, B by N.
+        ok(4097, 4088, 4104, T, T).unwrap();
+        let err = ok(4097, 4095, 4104, T, T).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+        assert!(err.to_string().contains("B is row-major, so N = 4095") && err.to_string().contains("multiple of 8"));
+        // nt: M and N; K is free.
+        ok(4104, 4088, 4097, N, T).unwrap();
+        ok(8, 8, 1, N, T).unwrap();
+        assert!(ok(4097, 4088, 8, N, T).unwrap_err().to_string().contains("A is column-major, so M = 4097"));
+        assert!(ok(8, 1, 8, N, T).unwrap_err().to_string().contains("N = 1"));
+        // nn: A by M, B by K.
+        ok(4104, 4095, 4104, N, N).unwrap();
+        assert!(ok(4104, 4095, 4097, N, N).unwrap_err().to_string().contains("B is column-major, so K = 4097"));
+        assert!(ok(1, 8, 8, N, N).unwrap_err().to_string().contains("M = 1"));
+    }
+
+    #[test]
+    fn every_type_pair_and_layout_has_each_candidate_kernel() {
+        for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
+            for (a, b) in LAYOUTS {
+                for variant in Variant::CANDIDATES {
+                    let found = find_kernel(input, output, a, b, variant);
+                    assert!(found.is_some(), "no {variant:?} kernel for {input} → {output} {}", layout_name(a, b));
+                }
+            }
+        }
+        assert!(find_kernel("bf16", "f16", Order::RowMajor, Order::ColMajor, Variant::Wide).is_none());
+        assert!(find_kernel("bf16", "bf16", Order::RowMajor, Order::ColMajor, Variant::Auto).is_none());
+        let ablation = find_kernel("bf16", "bf16", Order::RowMajor, Order::ColMajor, Variant::WideCluster2Unshared);
+        assert_eq!(ablation.unwrap().kernel.name, "gemm_bf16_tn_128x256_c2_nomc_sm90");
+    }
+
+    #[test]
+    fn operand_maps_follow_the_contiguous_dimension() {
+        let data_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        // K-major: stored M rows of K, one box of 64 k × the tile's rows.
+        let k_major = operand_map(data_type, 0, true, 300, 520, 128);
+        assert_eq!((k_major.rows, k_major.cols, k_major.row_stride), (300, 520, 520));
+        assert_eq!((k_major.box_rows, k_major.box_cols), (128, 64));
+        // MN-major: stored K rows of M, boxes of 64 k × 64 M whatever the tile.
+        let mn_major = operand_map(data_type, 0, false, 304, 520, 128);
+        assert_eq!((mn_major.rows, mn_major.cols, mn_major.row_stride), (520, 304, 304));
+        assert_eq!((mn_major.box_rows, mn_major.box_cols), (64, 64));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Hopper GEMM: D = alpha·A·B + beta·D with A (M×K) and B (K×N) both K-major (BLAS "TN": A row-major, B
-//! column-major), bf16 or f16 in, f32 accumulate, same type out, D row-major.
+//! Hopper GEMM: D = alpha·A·B + beta·D with A (M×K) and B (K×N) each stored row- or column-major (all four BLAS
+//! layouts), bf16 or f16 in, f32 accumulate, D (and the C it reads when beta ≠ 0, D's old contents) in the input
+//! type or in f32, row-major.
 //!
 //! Data path, per persistent block (one per SM):
 //! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
@@ -11,9 +12,23 @@
 //! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
 //!   while the producer is already loading the next tile's stages.
 //!
+//! Operand majorness. An operand is K-major when K is its contiguous dimension (A row-major, B column-major) and
+//! MN-major otherwise (A column-major: M contiguous; B row-major: N contiguous). wgmma reads either from shared
+//! memory (its transpose flags), so both are loaded by TMA as they lie in global memory, with no transpose pass:
+//! - K-major: one box of 64 k × `rows` M/N indices; each 128-byte row holds one index's 64 k values;
+//! - MN-major: one box of 64 M/N indices × 64 k per 64 indices, stored one after another (8 KiB each); each
+//!   128-byte row holds one k's 64 consecutive M/N values, eight k-rows per 1024-byte swizzle atom.
+//!
+//! Either way a block of 64 M/N indices starting at index `r` (a multiple of 64) begins at byte `r·128` of the
+//! tile, so each consumer's A rows and each cluster block's half of B sit at the same offsets in both; only the
+//! TMA coordinates, the descriptors and the wgmma flag differ, all fixed at compile time by `MN_MAJOR_A` and
+//! `MN_MAJOR_B`.
+//!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
 //! tiles with a deeper ring for problems with few large tiles. The `_c2` kernels run in clusters of two blocks
 //! that share the B tile: each block's producer loads half of it and multicasts that half into both rings.
+
+use core::marker::PhantomData;
 
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
 use oxtile_layout::StaticLayout;
@@ -24,83 +39,199 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, tma, wgmma};
 
-/// A 16-bit input type of the tensor cores and its conversions.
-trait Element {
-    fn to_f32(bits: u16) -> f32;
-    fn pack2(lo: f32, hi: f32) -> u32;
+/// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
+const K: u32 = 0;
+const MN: u32 = 1;
+
+/// A 16-bit input type of the tensor cores: the wgmma each tile width issues for it.
+trait Input {
+    unsafe fn mma_n256<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 128],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
+    unsafe fn mma_n64<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 32],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
+}
+
+/// A type the epilogue writes D in, and reads the old D in when beta ≠ 0.
+trait OutputElement {
+    /// How one element is stored.
+    type Bits: Copy;
+    fn to_f32(value: Self::Bits) -> f32;
+    /// Writes `v0` at `at` and, when `second`, `v1` after it. `at` is aligned to two elements when `ldd_even`
+    /// (see [`Epilogue::store_pair`]): then a pair goes out as one store of twice the element's width.
+    unsafe fn store(at: *mut Self::Bits, v0: f32, v1: f32, second: bool, ldd_even: bool);
 }
 
 struct Bf16;
 struct F16;
+struct F32;
 
-impl Element for Bf16 {
+impl Input for Bf16 {
     #[inline(always)]
-    fn to_f32(bits: u16) -> f32 {
-        convert::bf16_to_f32(bits)
+    unsafe fn mma_n256<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 128],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n256k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
-    fn pack2(lo: f32, hi: f32) -> u32 {
-        convert::pack_bf16x2(lo, hi)
+    unsafe fn mma_n64<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 32],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n64k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
 }
 
-impl Element for F16 {
+impl Input for F16 {
     #[inline(always)]
-    fn to_f32(bits: u16) -> f32 {
-        convert::f16_to_f32(bits)
+    unsafe fn mma_n256<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 128],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n256k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
-    fn pack2(lo: f32, hi: f32) -> u32 {
-        convert::pack_f16x2(lo, hi)
+    unsafe fn mma_n64<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 32],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n64k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
 }
 
-/// One kernel configuration: the tile and ring (shared with the host through oxtile-abi), the element type,
-/// and the wgmma of width `tile_n` whose accumulator fragment each consumer thread holds.
+/// Stores two 16-bit results packed by `pack`: one 4-byte store when aligned, else one or two 2-byte stores.
+#[inline(always)]
+unsafe fn store_16bit(at: *mut u16, packed: u32, second: bool, ldd_even: bool) {
+    if second && ldd_even {
+        unsafe { *(at as *mut u32) = packed };
+    } else {
+        unsafe { *at = packed as u16 };
+        if second {
+            unsafe { *at.add(1) = (packed >> 16) as u16 };
+        }
+    }
+}
+
+impl OutputElement for Bf16 {
+    type Bits = u16;
+    #[inline(always)]
+    fn to_f32(value: u16) -> f32 {
+        convert::bf16_to_f32(value)
+    }
+    #[inline(always)]
+    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        unsafe { store_16bit(at, convert::pack_bf16x2(v0, v1), second, ldd_even) }
+    }
+}
+
+impl OutputElement for F16 {
+    type Bits = u16;
+    #[inline(always)]
+    fn to_f32(value: u16) -> f32 {
+        convert::f16_to_f32(value)
+    }
+    #[inline(always)]
+    unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        unsafe { store_16bit(at, convert::pack_f16x2(v0, v1), second, ldd_even) }
+    }
+}
+
+impl OutputElement for F32 {
+    type Bits = f32;
+    #[inline(always)]
+    fn to_f32(value: f32) -> f32 {
+        value
+    }
+    /// A pair is one 8-byte store: the f32 epilogue writes twice the bytes of the 16-bit one, in as many
+    /// instructions.
+    #[inline(always)]
+    unsafe fn store(at: *mut f32, v0: f32, v1: f32, second: bool, ldd_even: bool) {
+        if second && ldd_even {
+            let bits = v0.to_bits() as u64 | (v1.to_bits() as u64) << 32;
+            unsafe { *(at as *mut u64) = bits };
+        } else {
+            unsafe { *at = v0 };
+            if second {
+                unsafe { *at.add(1) = v1 };
+            }
+        }
+    }
+}
+
+/// One kernel configuration: the tile and ring (shared with the host through oxtile-abi), the output type, and
+/// the wgmma of width `tile_n` whose accumulator fragment each consumer thread holds.
 trait Config {
     const TILE: GemmTile;
-    type Element: Element;
+    type Output: OutputElement;
     /// `tile_n / 2` f32 per thread: the m64nNk16 accumulator fragment.
     type Fragment: Copy;
     const ZERO: Self::Fragment;
-    /// One m64nNk16 wgmma, both operands K-major in shared memory.
-    unsafe fn mma(acc: &mut Self::Fragment, desc_a: u64, desc_b: u64, accumulate: bool);
+    /// One m64nNk16 wgmma from shared memory, each operand K-major (0) or MN-major (1).
+    unsafe fn mma<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut Self::Fragment,
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
     /// Writes the fragment of the warpgroup whose 64 × N block starts at (`row0`, `col0`).
-    unsafe fn store(acc: &Self::Fragment, out: &Output, row0: u32, col0: u32, thread: u32);
+    unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32);
 }
 
-/// Implements [`Config`]. The store is unrolled by `seq!` so the fragment is only indexed by constants and stays
-/// in registers; where each value lands is the layout algebra's wgmma accumulator TV layout
-/// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) → column-major index in the 64×N block. Values
-/// 2i and 2i + 1 are neighbours in a row, so they are stored as one pair.
+/// Defines a tile configuration generic over the input type `I` and the output type `O`. The store is unrolled
+/// by `seq!` so the fragment is only indexed by constants and stays in registers; where each value lands is the
+/// layout algebra's wgmma accumulator TV layout `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) →
+/// column-major index in the 64×N block. Values 2i and 2i + 1 are neighbours in a row, so they are stored as one
+/// pair.
 macro_rules! config {
-    ($name:ident, $tile:path, $element:ty, $mma:ident, fragment = $regs:literal, column_blocks = $blocks:literal) => {
-        struct $name;
+    ($(#[$doc:meta])* $name:ident, $tile:path, $mma:ident, fragment = $regs:literal, column_blocks = $blocks:literal) => {
+        $(#[$doc])*
+        struct $name<I, O>(PhantomData<(I, O)>);
 
-        impl $name {
+        impl<I, O> $name<I, O> {
             const ACCUMULATOR: StaticLayout<6> =
                 StaticLayout::expect(StaticLayout::wgmma_accumulator_tv(8 * $blocks));
         }
 
-        impl Config for $name {
+        impl<I: Input, O: OutputElement> Config for $name<I, O> {
             const TILE: GemmTile = $tile;
-            type Element = $element;
+            type Output = O;
             type Fragment = [f32; $regs];
             const ZERO: Self::Fragment = [0.0; $regs];
 
             #[inline(always)]
-            unsafe fn mma(acc: &mut Self::Fragment, desc_a: u64, desc_b: u64, accumulate: bool) {
-                unsafe { wgmma::$mma::<0, 0>(acc, desc_a, desc_b, accumulate) }
+            unsafe fn mma<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+                acc: &mut Self::Fragment,
+                desc_a: u64,
+                desc_b: u64,
+                accumulate: bool,
+            ) {
+                unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
             }
 
             #[inline(always)]
-            unsafe fn store(acc: &Self::Fragment, out: &Output, row0: u32, col0: u32, thread: u32) {
+            unsafe fn store(acc: &Self::Fragment, out: &Epilogue<O>, row0: u32, col0: u32, thread: u32) {
                 seq!(PAIR in 0..$blocks {
                     seq!(HALF in 0..2 {
                         let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 4 * PAIR + 2 * HALF]);
                         let (row, col) = (index % 64, index / 64);
                         let (v0, v1) = (acc[4 * PAIR + 2 * HALF], acc[4 * PAIR + 2 * HALF + 1]);
-                        unsafe { out.store_pair::<$element>(row0 + row, col0 + col, v0, v1) };
+                        unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
                     });
                 });
             }
@@ -108,10 +239,14 @@ macro_rules! config {
     };
 }
 
-config!(Bf16Wide, GEMM_SM90_128X256, Bf16, mma_m64n256k16_f32_bf16, fragment = 128, column_blocks = 32);
-config!(F16Wide, GEMM_SM90_128X256, F16, mma_m64n256k16_f32_f16, fragment = 128, column_blocks = 32);
-config!(Bf16Narrow, GEMM_SM90_128X64, Bf16, mma_m64n64k16_f32_bf16, fragment = 32, column_blocks = 8);
-config!(F16Narrow, GEMM_SM90_128X64, F16, mma_m64n64k16_f32_f16, fragment = 32, column_blocks = 8);
+config!(
+    /// 128×256 tiles, m64n256k16.
+    Wide, GEMM_SM90_128X256, mma_n256, fragment = 128, column_blocks = 32
+);
+config!(
+    /// 128×64 tiles, m64n64k16.
+    Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8
+);
 
 /// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
 struct SmemMap {
@@ -134,24 +269,74 @@ impl SmemMap {
     }
 }
 
-/// Defines one exported kernel over [`gemm_tn`]; the host pushes the arguments in this order.
+/// One operand's k-tile in shared memory, K-major (`MN_MAJOR` = 0) or MN-major (1); see the module documentation.
+/// Every configuration has 64-element (128-byte) k-tiles and M/N extents in whole MN-major boxes (asserted in
+/// oxtile-abi).
+struct Operand<const MN_MAJOR: u32>;
+
+impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
+    /// Elements in one 128-byte swizzled row: a k-tile of a K-major box, the M/N width of an MN-major one.
+    const ROW_ELEMENTS: u32 = GemmTile::MN_BOX;
+    /// Bytes of 64 M/N indices × one k-tile: an MN-major box, or 64 rows of a K-major one.
+    const BLOCK_BYTES: u32 = Self::ROW_ELEMENTS * 128;
+    /// Bytes between the k16 slices: 32 along a K-major row; 16 k-rows of 128 bytes in an MN-major block.
+    const K_STEP_BYTES: u32 = if MN_MAJOR == K { 32 } else { 16 * 128 };
+
+    /// Has TMA load M/N indices `mn0 .. mn0 + rows` and k indices `k0 .. k0 + 64` into `dst`, signalling `bar`
+    /// (at the same offsets in every block of `multicast`, when given). Parts outside the matrix arrive as zeros.
+    ///
+    /// # Safety
+    /// `map` is this operand's tensor map, with boxes of 64 k × `rows` (K-major) or 64 × 64 (MN-major); `dst`
+    /// has room for `rows × 128` bytes, 1024-byte aligned; `bar` expects these bytes.
+    #[inline(always)]
+    unsafe fn load(dst: u32, map: u64, mn0: u32, k0: u32, rows: u32, bar: u32, multicast: Option<u16>) {
+        let load_box = |dst: u32, x: u32, y: u32| match multicast {
+            Some(mask) => unsafe { tma::load_2d_multicast(dst, map, x as i32, y as i32, bar, mask) },
+            None => unsafe { tma::load_2d(dst, map, x as i32, y as i32, bar) },
+        };
+        if MN_MAJOR == K {
+            load_box(dst, k0, mn0);
+        } else {
+            for block in 0..rows / Self::ROW_ELEMENTS {
+                load_box(dst + block * Self::BLOCK_BYTES, mn0 + block * Self::ROW_ELEMENTS, k0);
+            }
+        }
+    }
+
+    /// The wgmma descriptor of k16 slice `k_step` of the tile at `base` (whose first 64 M/N indices are one
+    /// block). For MN-major tiles the leading byte offset steps between 64-index blocks.
+    #[inline(always)]
+    fn desc(base: u32, k_step: u32) -> u64 {
+        let start = base + k_step * Self::K_STEP_BYTES;
+        if MN_MAJOR == K {
+            wgmma::desc_k_major_sw128(start)
+        } else {
+            wgmma::desc_mn_major_sw128(start, Self::BLOCK_BYTES)
+        }
+    }
+}
+
+/// Defines one exported kernel over [`gemm`]; the host pushes the arguments in this order.
 macro_rules! gemm_kernel {
-    ($(#[$doc:meta])* $name:ident, $config:ty, cluster = $cluster:literal) => {
-        gemm_kernel!($(#[$doc])* $name, $config, cluster = $cluster, multicast = true);
+    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal) => {
+        gemm_kernel!($name, $config, a = $a, b = $b, cluster = $cluster, multicast = true);
     };
-    ($(#[$doc:meta])* $name:ident, $config:ty, cluster = $cluster:literal, multicast = $multicast:literal) => {
-        $(#[$doc])*
+    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal, multicast = $multicast:literal) => {
+        /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are in
+        /// its arguments.
         ///
         /// # Safety
-        /// `tensor_map_a` / `tensor_map_b` are tensor maps over A (dims K, M) and B (dims K, N), 128-byte
-        /// swizzled, with boxes of 64×`tile_m` and 64×(`tile_n` / cluster); `d` holds M×N elements row-major with
-        /// leading dimension `ldd` (4-byte aligned base); launched with the configuration's threads and dynamic
-        /// shared memory (oxtile-abi), clusters of (cluster, 1, 1) and a grid that is a multiple of the cluster.
+        /// `tensor_map_a` / `tensor_map_b` are tensor maps over A and B as stored, 128-byte swizzled: dims (K, M)
+        /// with boxes of 64 × `tile_m` for a K-major A, dims (M, K) with boxes of 64 × 64 for an MN-major one;
+        /// likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K) with
+        /// boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
+        /// (8-byte aligned); launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
+        /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             tensor_map_a: u64,
             tensor_map_b: u64,
-            d: *mut u16,
+            d: *mut u8,
             m: u32,
             n: u32,
             k: u32,
@@ -159,54 +344,79 @@ macro_rules! gemm_kernel {
             alpha: f32,
             beta: f32,
         ) {
-            let out = Output { d, ldd, m, n, alpha, beta };
-            unsafe { gemm_tn::<$config, $cluster, $multicast>(tensor_map_a, tensor_map_b, k, out) }
+            let out = Epilogue { d: d.cast(), ldd, m, n, alpha, beta };
+            unsafe { gemm::<$config, { $a }, { $b }, $cluster, $multicast>(tensor_map_a, tensor_map_b, k, out) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 
-gemm_kernel!(
-    /// bf16 GEMM, 128×256 tiles, one block per tile.
-    gemm_bf16_tn_128x256_sm90, Bf16Wide, cluster = 1
-);
-gemm_kernel!(
-    /// f16 GEMM, 128×256 tiles, one block per tile.
-    gemm_f16_tn_128x256_sm90, F16Wide, cluster = 1
-);
-gemm_kernel!(
-    /// bf16 GEMM, 128×256 tiles, clusters of two blocks on vertically adjacent tiles sharing B by multicast.
-    gemm_bf16_tn_128x256_c2_sm90, Bf16Wide, cluster = 2
-);
-gemm_kernel!(
-    /// f16 GEMM, 128×256 tiles, clusters of two blocks on vertically adjacent tiles sharing B by multicast.
-    gemm_f16_tn_128x256_c2_sm90, F16Wide, cluster = 2
-);
-gemm_kernel!(
-    /// Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
-    gemm_bf16_tn_128x256_c2_nomc_sm90, Bf16Wide, cluster = 2, multicast = false
-);
-gemm_kernel!(
-    /// bf16 GEMM, 128×64 tiles: four times as many blocks for problems with few wide tiles.
-    gemm_bf16_tn_128x64_sm90, Bf16Narrow, cluster = 1
-);
-gemm_kernel!(
-    /// f16 GEMM, 128×64 tiles: four times as many blocks for problems with few wide tiles.
-    gemm_f16_tn_128x64_sm90, F16Narrow, cluster = 1
-);
+// Layouts in BLAS letters, D row-major: t = the operand is row-major, n = column-major. A row-major is K-major,
+// B row-major is N-major: tn = (K, K), tt = (K, MN), nt = (MN, MN), nn = (MN, K).
+//
+// Every (input, output, layout) has all three tile configurations — wide, wide in clusters of two, narrow — so
+// `Variant::Auto` picks among the same kernels everywhere (docs/perf-notes.md weighs their build cost).
+gemm_kernel!(gemm_bf16_tn_128x256_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_tn_128x256_c2_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_tn_128x64_sm90, Narrow<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_tt_128x256_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_tt_128x256_c2_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_tt_128x64_sm90, Narrow<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nt_128x256_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nt_128x256_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_nt_128x64_sm90, Narrow<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nn_128x256_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_nn_128x256_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_nn_128x64_sm90, Narrow<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tn_128x256_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tn_128x256_c2_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_f32out_tn_128x64_sm90, Narrow<Bf16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tt_128x256_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tt_128x256_c2_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_f32out_tt_128x64_sm90, Narrow<Bf16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nt_128x256_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nt_128x256_c2_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_f32out_nt_128x64_sm90, Narrow<Bf16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nn_128x256_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nn_128x256_c2_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_f32out_nn_128x64_sm90, Narrow<Bf16, F32>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tn_128x256_sm90, Wide<F16, F16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tn_128x256_c2_sm90, Wide<F16, F16>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_f16_tn_128x64_sm90, Narrow<F16, F16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tt_128x256_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_tt_128x256_c2_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_f16_tt_128x64_sm90, Narrow<F16, F16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nt_128x256_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nt_128x256_c2_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_f16_nt_128x64_sm90, Narrow<F16, F16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nn_128x256_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_nn_128x256_c2_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 2);
+gemm_kernel!(gemm_f16_nn_128x64_sm90, Narrow<F16, F16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tn_128x256_sm90, Wide<F16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tn_128x256_c2_sm90, Wide<F16, F32>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_f16_f32out_tn_128x64_sm90, Narrow<F16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tt_128x256_sm90, Wide<F16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tt_128x256_c2_sm90, Wide<F16, F32>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_f16_f32out_tt_128x64_sm90, Narrow<F16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nt_128x256_sm90, Wide<F16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nt_128x256_c2_sm90, Wide<F16, F32>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_f16_f32out_nt_128x64_sm90, Narrow<F16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nn_128x256_sm90, Wide<F16, F32>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nn_128x256_c2_sm90, Wide<F16, F32>, a = MN, b = K, cluster = 2);
+gemm_kernel!(gemm_f16_f32out_nn_128x64_sm90, Narrow<F16, F32>, a = MN, b = K, cluster = 1);
 
-/// Bytes between the k16 slices of one swizzled 128-byte row.
-const K_STEP_BYTES: u32 = 32;
+// Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
+gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, multicast = false);
 
 /// The data path. With `CLUSTER` = 2 the blocks of a cluster compute tiles (2i, j) and (2i + 1, j): each loads
-/// its own A box and half of the shared B box, multicast into both blocks; a stage is refilled only after the
+/// its own A tile and half of the shared B tile, multicast into both blocks; a stage is refilled only after the
 /// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
 #[inline(always)]
-unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
+unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CLUSTER: u32, const MULTICAST: bool>(
     tensor_map_a: u64,
     tensor_map_b: u64,
     k: u32,
-    out: Output,
+    out: Epilogue<C::Output>,
 ) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
@@ -235,6 +445,8 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
     let b_share = if MULTICAST { CLUSTER } else { 1 };
     let b_rows_per_block = tile.tile_n / b_share;
+    // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
+    let row_bytes = tile.tile_k * tile.element_bytes;
 
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
@@ -242,23 +454,20 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
             tma::prefetch_tensormap(tensor_map_a);
             tma::prefetch_tensormap(tensor_map_b);
             let mut ring = RingState::new(tile.stages);
+            let b_rank = if MULTICAST { rank } else { 0 };
+            let multicast = if CLUSTER > 1 && MULTICAST { Some((1u16 << CLUSTER) - 1) } else { None };
             for work in scheduler.tiles_from(first, stride) {
-                let a_row = ((work.m * CLUSTER + rank) * tile.tile_m) as i32;
-                let b_rank = if MULTICAST { rank } else { 0 };
-                let b_row = (work.n * tile.tile_n + b_rank * b_rows_per_block) as i32;
+                let a_row = (work.m * CLUSTER + rank) * tile.tile_m;
+                let b_row = work.n * tile.tile_n + b_rank * b_rows_per_block;
                 for k_tile in 0..k_tiles {
-                    let x = (k_tile * tile.tile_k) as i32;
+                    let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
                         mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
                         mbarrier::arrive_expect_tx(full, tile.stage_bytes());
-                        tma::load_2d(smem.a(stage), tensor_map_a, x, a_row, full);
-                        let b_part = smem.b(stage) + b_rank * b_rows_per_block * tile.tile_k * tile.element_bytes;
-                        if CLUSTER > 1 && MULTICAST {
-                            tma::load_2d_multicast(b_part, tensor_map_b, x, b_row, full, (1 << CLUSTER) - 1);
-                        } else {
-                            tma::load_2d(b_part, tensor_map_b, x, b_row, full);
-                        }
+                        Operand::<MN_MAJOR_A>::load(smem.a(stage), tensor_map_a, a_row, k0, tile.tile_m, full, None);
+                        let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
+                        Operand::<MN_MAJOR_B>::load(b_part, tensor_map_b, b_row, k0, b_rows_per_block, full, multicast);
                     }
                     ring.advance();
                 }
@@ -267,7 +476,7 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
     } else {
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
-        let a_rows_offset = consumer * tile.consumer_rows() * tile.tile_k * tile.element_bytes;
+        let a_rows_offset = consumer * tile.consumer_rows() * row_bytes;
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -287,9 +496,9 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
                 wgmma::fence();
                 for k_step in 0..tile.tile_k / 16 {
-                    let desc_a = wgmma::desc_k_major_sw128(smem.a(ring.stage) + a_rows_offset + k_step * K_STEP_BYTES);
-                    let desc_b = wgmma::desc_k_major_sw128(smem.b(ring.stage) + k_step * K_STEP_BYTES);
-                    unsafe { C::mma(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
+                    let desc_a = Operand::<MN_MAJOR_A>::desc(smem.a(ring.stage) + a_rows_offset, k_step);
+                    let desc_b = Operand::<MN_MAJOR_B>::desc(smem.b(ring.stage), k_step);
+                    unsafe { C::mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
                 }
                 wgmma::commit_group();
                 // The group before this one has finished reading its stage: hand that stage back.
@@ -315,8 +524,8 @@ unsafe fn gemm_tn<C: Config, const CLUSTER: u32, const MULTICAST: bool>(
 
 /// Where and how the epilogue writes: D (row-major, leading dimension `ldd`) clipped to M×N,
 /// D ← alpha·acc + beta·D.
-struct Output {
-    d: *mut u16,
+struct Epilogue<O: OutputElement> {
+    d: *mut O::Bits,
     ldd: u32,
     m: u32,
     n: u32,
@@ -324,10 +533,10 @@ struct Output {
     beta: f32,
 }
 
-impl Output {
-    /// Writes columns `c` and `c + 1` of row `r` (whichever lie inside D).
+impl<O: OutputElement> Epilogue<O> {
+    /// Writes columns `c` (even) and `c + 1` of row `r` (whichever lie inside D).
     #[inline(always)]
-    unsafe fn store_pair<E: Element>(&self, r: u32, c: u32, v0: f32, v1: f32) {
+    unsafe fn store_pair(&self, r: u32, c: u32, v0: f32, v1: f32) {
         if r >= self.m || c >= self.n {
             return;
         }
@@ -335,19 +544,12 @@ impl Output {
         let second = c + 1 < self.n;
         let (mut v0, mut v1) = (self.alpha * v0, self.alpha * v1);
         if self.beta != 0.0 {
-            v0 += self.beta * E::to_f32(unsafe { *at });
+            v0 += self.beta * O::to_f32(unsafe { *at });
             if second {
-                v1 += self.beta * E::to_f32(unsafe { *at.add(1) });
+                v1 += self.beta * O::to_f32(unsafe { *at.add(1) });
             }
         }
-        let packed = E::pack2(v0, v1);
-        if second && self.ldd.is_multiple_of(2) {
-            unsafe { *(at as *mut u32) = packed };
-        } else {
-            unsafe { *at = packed as u16 };
-            if second {
-                unsafe { *at.add(1) = (packed >> 16) as u16 };
-            }
-        }
+        // c is even and the base is aligned, so with an even `ldd` the pair is aligned to twice the element size.
+        unsafe { O::store(at, v0, v1, second, self.ldd.is_multiple_of(2)) };
     }
 }

@@ -13,7 +13,7 @@ use cudarc::cublaslt::result as lt;
 use cudarc::cublaslt::sys as lt_sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmProblem, Operands};
+use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmElement, GemmProblem, Operands};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
 
@@ -306,6 +306,35 @@ impl CublasGemmEx {
         b: &CudaSlice<T>,
         c: &mut CudaSlice<T>,
     ) -> Result<()> {
+        self.gemm_into(gpu, problem, a, b, c, blas_data_type(problem.dtype))
+    }
+
+    /// C = A·B with C in f32 (`CUDA_R_32F`), A and B of the problem's type: the peer of oxtile's f32-output GEMM
+    /// (tests compare the two; the benchmark tables hold same-type outputs only).
+    pub fn gemm_f32_out<T: GemmElement>(
+        &self,
+        gpu: &Gpu,
+        problem: &GemmProblem,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        if T::DTYPE != problem.dtype {
+            return Err(Error::bad_argument(CUBLAS_GEMM_EX, format!("{problem}: operands are {}", T::DTYPE.name())));
+        }
+        self.gemm_into(gpu, problem, a, b, c, cublas::sys::cudaDataType::CUDA_R_32F)
+    }
+
+    /// cublasGemmEx with A and B of the problem's type and C of `c_type` (the caller vouches that `O` is it).
+    fn gemm_into<T, O>(
+        &self,
+        gpu: &Gpu,
+        problem: &GemmProblem,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<O>,
+        c_type: cublas::sys::cudaDataType,
+    ) -> Result<()> {
         check_lengths(CUBLAS_GEMM_EX, problem, a.len(), b.len(), c.len())?;
         let call = BlasCall::of(problem);
         let (m, n, k) = (int("m", call.m)?, int("n", call.n)?, int("k", call.k)?);
@@ -318,8 +347,9 @@ impl CublasGemmEx {
         let (c_ptr, _c_use) = c.device_ptr_mut(stream);
         let (alpha, beta) = (1f32, 0f32);
         // SAFETY: as in CublasLt::matmul: BLAS's first operand is our B, its second our A, dimensions and leading
-        // dimensions from BlasCall match the buffers' lengths (checked above); fp32 host alpha and beta for
-        // CUBLAS_COMPUTE_32F; the handle's stream is the GPU's stream.
+        // dimensions from BlasCall match the buffers' lengths (checked above), whose element types are the
+        // problem's (A, B) and `c_type` (C); fp32 host alpha and beta for CUBLAS_COMPUTE_32F; the handle's stream
+        // is the GPU's stream.
         unsafe {
             cublas::result::gemm_ex(
                 *self.blas.handle(),
@@ -337,7 +367,7 @@ impl CublasGemmEx {
                 ldb,
                 (&beta as *const f32).cast(),
                 c_ptr as *mut c_void,
-                data_type,
+                c_type,
                 ldc,
                 cublas::sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                 cublas::sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,

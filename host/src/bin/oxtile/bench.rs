@@ -90,8 +90,8 @@ struct GemmArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
     dtype: Vec<Dtype>,
     /// Storage of A then B: t = row-major, n = column-major (C is row-major). tt is torch's `a @ b` (what
-    /// torch_reference.py times); tn (B column-major, both operands K-major) is the layout of oxtile's sm90
-    /// kernel. Comma-separated for several.
+    /// torch_reference.py times); tn has both operands K-major, nt both MN-major. oxtile and the cuBLAS peers run
+    /// in each. Comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "tt,tn")]
     layout: Vec<Layout>,
     /// Skip comparing each implementation's output with cuBLASLt's.
@@ -284,8 +284,8 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         }
     }
     progress.finish();
-    // A contender that does not take a problem (oxtile's kernel takes layout tn only) gets one line, not a row
-    // per problem.
+    // A contender that does not take a problem (oxtile's kernels need each operand's contiguous dimension to be a
+    // multiple of 8) gets one line, not a row per problem.
     let mut rows = summarize_skipped(rows);
 
     let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();

@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use oxtile::Gpu;
 use oxtile::bench::TimingConfig;
 use oxtile::bench::suite::{self, GEMM_SUITE};
-use oxtile::ops::gemm::{GemmShape, Variant};
+use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Variant};
 use oxtile::tune::{self, GemmTuning, TuneCache};
 
 #[derive(clap::Args)]
@@ -18,7 +18,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum What {
-    /// Time each sm90 GEMM variant (wide, wide in clusters of 2, narrow) per shape; store the fastest.
+    /// Time each sm90 GEMM variant (wide, wide in clusters of 2, narrow) per shape and layout; store the fastest.
     Gemm(GemmArgs),
 }
 
@@ -27,9 +27,15 @@ struct GemmArgs {
     /// Comma-separated MxNxK; default: the benchmark suite.
     #[arg(long)]
     shapes: Option<String>,
-    /// Element type of A, B and D.
+    /// Element type of A and B.
     #[arg(long, default_value = "bf16", value_parser = ["bf16", "fp16"])]
     dtype: String,
+    /// Element type of D: that of A and B, or f32.
+    #[arg(long, default_value = "same", value_parser = ["same", "f32"])]
+    output: String,
+    /// Layouts of A then B (t = row-major, n = column-major), comma-separated; each gets its own entries.
+    #[arg(long, value_delimiter = ',', default_value = "tn,tt,nt,nn", value_parser = ["tn", "tt", "nt", "nn"])]
+    layout: Vec<String>,
     /// The cache file to update (default: $OXTILE_TUNE_CACHE, else ~/.cache/oxtile/gemm-tune.json).
     #[arg(long)]
     cache: Option<PathBuf>,
@@ -55,17 +61,28 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let gpu = Gpu::new(0)?;
     let timing = TimingConfig { runs: args.runs, ..TimingConfig::default() };
     let mut cache = TuneCache::load(&path)?;
-    println!("{:<20} {:>10} {:>10} {:>10}  best", "shape", "wide ms", "c2 ms", "narrow ms");
-    for (i, &shape) in shapes.iter().enumerate() {
-        let seed = oxtile::reference::fresh_seed() + i as u64;
-        let tuning = match args.dtype.as_str() {
-            "fp16" => tune::tune_gemm::<f16>(&gpu, shape, &timing, seed)?,
-            _ => tune::tune_gemm::<bf16>(&gpu, shape, &timing, seed)?,
-        };
-        println!("{}", row(&tuning));
-        if let Some(best) = tuning.best() {
-            let element = if args.dtype == "fp16" { "f16" } else { "bf16" };
-            cache.gemm.insert(tune::gemm_key(gpu.name(), gpu.sm_count(), element, shape), best);
+    println!("{:<20} {:<6} {:>10} {:>10} {:>10}  best", "shape", "layout", "wide ms", "c2 ms", "narrow ms");
+    let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
+    let output = if args.output == "f32" { "f32" } else { input };
+    for layout in &args.layout {
+        let (a_order, b_order) = gemm::parse_layout(layout).expect("clap accepts the four layouts only");
+        let options = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+        for (i, &shape) in shapes.iter().enumerate() {
+            if let Err(reason) = gemm::check_layout(shape, a_order, b_order) {
+                println!("{:<20} {layout:<6} skipped: {reason}", format!("{}x{}x{}", shape.m, shape.n, shape.k));
+                continue;
+            }
+            let seed = oxtile::reference::fresh_seed() + i as u64;
+            let tuning = match (input, output) {
+                ("f16", "f32") => tune::tune_gemm::<f16, f32>(&gpu, shape, options, &timing, seed)?,
+                ("f16", _) => tune::tune_gemm::<f16, f16>(&gpu, shape, options, &timing, seed)?,
+                (_, "f32") => tune::tune_gemm::<bf16, f32>(&gpu, shape, options, &timing, seed)?,
+                _ => tune::tune_gemm::<bf16, bf16>(&gpu, shape, options, &timing, seed)?,
+            };
+            println!("{}", row(&tuning));
+            if let Some(best) = tuning.best() {
+                cache.gemm.insert(tune::gemm_key(gpu.name(), gpu.sm_count(), input, output, layout, shape), best);
+            }
         }
     }
     cache.save(&path)?;
@@ -85,8 +102,9 @@ fn row(tuning: &GemmTuning) -> String {
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none".to_string(), |v| format!("{v:?}"));
     format!(
-        "{:<20} {:>10} {:>10} {:>10}  {best}",
+        "{:<20} {:<6} {:>10} {:>10} {:>10}  {best}",
         format!("{m}x{n}x{k}"),
+        tuning.options.layout(),
         ms(Variant::Wide),
         ms(Variant::WideCluster2),
         ms(Variant::Narrow)
