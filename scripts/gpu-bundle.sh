@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every test, bench and example binary in release and gathers them, with the runner, into gpu-run/
-# (git-ignored; or the folder given as $1) for the GPU machine, which has no cargo. There:
-# `bash gpu-run/run.sh [--memcheck] [--bench]`.
+# (git-ignored; or the folder given as $1) for the GPU machine, which has no cargo, and packs it into
+# gpu-pack/gpu-run.tar.xz beside it. There: `tar xJf gpu-pack/gpu-run.tar.xz && bash gpu-run/run.sh [--memcheck] [--bench]`.
 set -euo pipefail
 out=$(realpath -m "${1:-$(dirname "$0")/../gpu-run}")
 cd "$(dirname "$0")/.."
@@ -32,4 +32,9 @@ collect examples --examples
 cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
+# The device tool carries at most 64 MiB; the binaries embed the whole PTX module each, so ship them compressed.
+pack="$(dirname "$out")/gpu-pack"
+mkdir -p "$pack"
+tar cf - -C "$(dirname "$out")" "$(basename "$out")" | xz -T0 -6 > "$pack/gpu-run.tar.xz"
+echo "gpu-pack/gpu-run.tar.xz: $(du -sh "$pack/gpu-run.tar.xz" | cut -f1) (on the GPU machine: tar xJf gpu-pack/gpu-run.tar.xz)"
 echo "gpu-run/: $(ls "$out/tests" | wc -l) test, $(ls "$out/benches" | wc -l) bench, $(ls "$out/examples" | wc -l) example binaries ($(du -sh "$out" | cut -f1))"
