@@ -510,6 +510,15 @@ const fn score_position(i: usize, column: u32) -> (usize, u32) {
     (half, 8 * block as u32 + column + pair as u32)
 }
 
+/// Independent accumulators per row in the softmax's reductions.
+const PARTIALS: usize = 4;
+
+/// Which of a row's [`PARTIALS`] accumulators score `i` goes to: alternating 8-column blocks and the pair member.
+#[inline(always)]
+const fn partial(i: usize) -> usize {
+    ((i / 4) % 2) * 2 + i % 2
+}
+
 /// Turns a tile of raw scores into unnormalized probabilities in place and returns each row's rescale factor
 /// for O (1 when its applied maximum did not move).
 #[inline(always)]
@@ -529,11 +538,14 @@ fn softmax_tile<C: Config>(
             }
         });
     }
-    let mut tile_max = [f32::NEG_INFINITY; 2];
+    // Four independent partial maxima (and sums, below) per row: a single running value would be a dependency
+    // chain of 32 FMNMX (FADD) on the softmax's critical path; four chains of 8 and a two-level tree are not.
+    let mut partial_max = [[f32::NEG_INFINITY; PARTIALS]; 2];
     seq!(I in 0..64 {
         let (half, _) = score_position(I, 0);
-        tile_max[half] = tile_max[half].max(s[I]);
+        partial_max[half][partial(I)] = partial_max[half][partial(I)].max(s[I]);
     });
+    let tile_max = partial_max.map(|[a, b, c, d]| a.max(b).max(c.max(d)));
     let mut factor = [1.0f32; 2];
     let mut base = [0.0f32; 2];
     seq!(HALF in 0..2 {
@@ -556,11 +568,16 @@ fn softmax_tile<C: Config>(
         base[half] = if state.max[half] == f32::NEG_INFINITY { 0.0 } else { state.max[half] * scale_log2 };
     });
     let (num, den) = C::POLY;
+    let mut partial_sum = [[0.0f32; PARTIALS]; 2];
     seq!(I in 0..64 {
         let (half, _) = score_position(I, 0);
         let x = core::intrinsics::fmaf32(s[I], scale_log2, -base[half]);
         s[I] = if takes_poly(I, num, den) { exp2_poly(x) } else { mufu::ex2_approx(x) };
-        state.sum[half] += s[I];
+        partial_sum[half][partial(I)] += s[I];
+    });
+    seq!(HALF in 0..2 {
+        let [a, b, c, d] = partial_sum[HALF];
+        state.sum[HALF] += (a + b) + (c + d);
     });
     factor
 }
