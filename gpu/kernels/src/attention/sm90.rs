@@ -37,10 +37,8 @@ use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
 use crate::smem_layout::SW128_64X64_B16;
 use crate::softmax::exp2::{exp2_poly, takes_poly};
 
-/// Scores per thread for a 128-key tile: the m64n128 accumulator fragment.
-const SCORES: usize = 64;
-/// The same scores packed two per register: the A fragments of the eight k16 steps of P·V.
-const PACKED: usize = SCORES / 2;
+/// Most scores per thread (a 192-key tile): the bound of the unrolled loops over a fragment of S.
+const MAX_SCORES: usize = 96;
 
 /// One kernel configuration: tile shape (shared with the host), element type, and the softmax tricks.
 trait Config {
@@ -51,30 +49,43 @@ trait Config {
     const LAZY: bool;
     /// The consumer warpgroups take turns issuing wgmma; `false` lets both issue whenever ready (ablation).
     const PINGPONG: bool;
+    /// `tile_kv / 2` f32 per thread: the m64n{tile_kv} accumulator fragment of S.
+    type Scores: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    const SCORES_ZERO: Self::Scores;
+    /// The scores packed two per register: the A fragments of the `tile_kv / 16` k16 steps of P·V.
+    type Packed: Copy + AsRef<[u32]> + AsMut<[u32]>;
+    const PACKED_ZERO: Self::Packed;
     /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O.
     type Out: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const OUT_ZERO: Self::Out;
     /// S (+)= Q·Kᵀ for one k16 step of the head dimension; both operands K-major in shared memory.
-    unsafe fn mma_qk(s: &mut [f32; SCORES], desc_q: u64, desc_k: u64, accumulate: bool);
+    unsafe fn mma_qk(s: &mut Self::Scores, desc_q: u64, desc_k: u64, accumulate: bool);
     /// O += P·V for one k16 step of the keys; P from registers, V MN-major in shared memory.
     unsafe fn mma_pv(o: &mut Self::Out, p: &[u32; 4], desc_v: u64);
     fn pack2(lo: f32, hi: f32) -> u32;
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
+    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
         struct $name;
+
+        // The unrolled loops over S cover it; the k16 steps of P·V tile it.
+        const _: () = assert!($scores <= MAX_SCORES && $scores % 8 == 0 && $tile.tile_kv == 2 * $scores);
 
         impl Config for $name {
             const TILE: AttnTile = $tile;
             const POLY: (usize, usize) = $poly;
             const LAZY: bool = $lazy;
             const PINGPONG: bool = $pingpong;
+            type Scores = [f32; $scores];
+            const SCORES_ZERO: Self::Scores = [0.0; $scores];
+            type Packed = [u32; $scores / 2];
+            const PACKED_ZERO: Self::Packed = [0; $scores / 2];
             type Out = [f32; $out];
             const OUT_ZERO: Self::Out = [0.0; $out];
 
             #[inline(always)]
-            unsafe fn mma_qk(s: &mut [f32; SCORES], desc_q: u64, desc_k: u64, accumulate: bool) {
+            unsafe fn mma_qk(s: &mut Self::Scores, desc_q: u64, desc_k: u64, accumulate: bool) {
                 unsafe { wgmma::$qk::<0, 0>(s, desc_q, desc_k, accumulate) }
             }
 
@@ -96,21 +107,21 @@ macro_rules! config {
 // cost 8–10% (issue slots); MUFU only is the default there. At 64 the tensor work halves and MUFU alone would
 // take as long as the matrix work: an eighth on the polynomial balances MUFU against the issue slots.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
-    out = 64, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    out = 32, poly = (1, 8), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
-    out = 32, poly = (1, 8), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (1, 4), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (0, 1), lazy = false, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
-    out = 64, poly = (0, 1), lazy = true, pingpong = false);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false);
 config!(Bf16D64NoPoly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    out = 32, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -448,7 +459,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 break;
             }
             let work = scheduler.work(index, problem, tile);
-            let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread, problem);
+            let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
             if work.kv_tiles == 0 {
                 warpgroup.release(smem.q_empty());
                 unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
@@ -468,23 +479,32 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     }
 }
 
-/// The two query rows a consumer thread holds (m64 fragment rows `r` and `r + 8`), their key limits, and the
-/// first of the two columns it holds in each 8-column block.
+/// The two query rows a consumer thread holds (m64 fragment rows `r` and `r + 8`, counted from the warpgroup's
+/// first row `row0`) and the first of the two columns it holds in each 8-column block. Their key limits are
+/// recomputed in the (rare) masked tiles rather than kept: registers are the consumers' scarcest resource.
 struct Rows {
-    index: [u32; 2],
-    /// The same rows counted from the warpgroup's first row.
-    local: [u32; 2],
-    key_limit: [u32; 2],
+    row0: u32,
+    local: u32,
     column: u32,
 }
 
 impl Rows {
     #[inline(always)]
-    fn new(row0: u32, thread: u32, problem: &Problem) -> Self {
+    fn new(row0: u32, thread: u32) -> Self {
         let (warp, lane) = (thread / 32, thread % 32);
-        let local = [16 * warp + lane / 4, 16 * warp + lane / 4 + 8];
-        let index = local.map(|row| row0 + row);
-        Rows { index, local, key_limit: index.map(|row| problem.key_limit(row)), column: 2 * (lane % 4) }
+        Rows { row0, local: 16 * warp + lane / 4, column: 2 * (lane % 4) }
+    }
+
+    /// Row `half` (0: r, 1: r + 8) counted from the warpgroup's first row.
+    #[inline(always)]
+    fn local(&self, half: usize) -> u32 {
+        self.local + 8 * half as u32
+    }
+
+    /// Row `half` of the problem.
+    #[inline(always)]
+    fn index(&self, half: usize) -> u32 {
+        self.row0 + self.local(half)
     }
 }
 
@@ -523,34 +543,41 @@ const fn partial(i: usize) -> usize {
 /// for O (1 when its applied maximum did not move).
 #[inline(always)]
 fn softmax_tile<C: Config>(
-    s: &mut [f32; SCORES],
+    s: &mut C::Scores,
     state: &mut Softmax,
     rows: &Rows,
     key0: u32,
     masked: bool,
-    scale_log2: f32,
+    problem: &Problem,
 ) -> [f32; 2] {
+    let scale_log2 = problem.scale_log2;
+    let s = s.as_mut();
     if masked {
-        seq!(I in 0..64 {
-            let (half, column) = score_position(I, rows.column);
-            if key0 + column >= rows.key_limit[half] {
-                s[I] = f32::NEG_INFINITY;
+        let key_limit = [problem.key_limit(rows.index(0)), problem.key_limit(rows.index(1))];
+        seq!(I in 0..96 {
+            if I < s.len() {
+                let (half, column) = score_position(I, rows.column);
+                if key0 + column >= key_limit[half] {
+                    s[I] = f32::NEG_INFINITY;
+                }
             }
         });
     }
     // Four independent partial maxima (and sums, below) per row: a single running value would be a dependency
     // chain of 32 FMNMX (FADD) on the softmax's critical path; four chains of 8 and a two-level tree are not.
     let mut partial_max = [[f32::NEG_INFINITY; PARTIALS]; 2];
-    seq!(I in 0..64 {
-        let (half, _) = score_position(I, 0);
-        partial_max[half][partial(I)] = partial_max[half][partial(I)].max(s[I]);
+    seq!(I in 0..96 {
+        if I < s.len() {
+            let (half, _) = score_position(I, 0);
+            partial_max[half][partial(I)] = partial_max[half][partial(I)].max(s[I]);
+        }
     });
     let tile_max = partial_max.map(|[a, b, c, d]| a.max(b).max(c.max(d)));
     let mut factor = [1.0f32; 2];
     let mut base = [0.0f32; 2];
     seq!(HALF in 0..2 {
         let half = HALF;
-        // The four threads of a row hold its 128 scores between them.
+        // The four threads of a row hold its tile_kv scores between them.
         let mut m = tile_max[half];
         m = m.max(warp::shfl_xor(m, 1));
         m = m.max(warp::shfl_xor(m, 2));
@@ -569,11 +596,13 @@ fn softmax_tile<C: Config>(
     });
     let (num, den) = C::POLY;
     let mut partial_sum = [[0.0f32; PARTIALS]; 2];
-    seq!(I in 0..64 {
-        let (half, _) = score_position(I, 0);
-        let x = core::intrinsics::fmaf32(s[I], scale_log2, -base[half]);
-        s[I] = if takes_poly(I, num, den) { exp2_poly(x) } else { mufu::ex2_approx(x) };
-        partial_sum[half][partial(I)] += s[I];
+    seq!(I in 0..96 {
+        if I < s.len() {
+            let (half, _) = score_position(I, 0);
+            let x = core::intrinsics::fmaf32(s[I], scale_log2, -base[half]);
+            s[I] = if takes_poly(I, num, den) { exp2_poly(x) } else { mufu::ex2_approx(x) };
+            partial_sum[half][partial(I)] += s[I];
+        }
     });
     seq!(HALF in 0..2 {
         let [a, b, c, d] = partial_sum[HALF];
@@ -599,7 +628,7 @@ unsafe fn consume<C: Config>(
     let (kv_tiles, first_masked_tile) = (work.kv_tiles, work.first_masked_tile);
     let mut state = Softmax::empty();
     let mut o = C::OUT_ZERO;
-    let mut s = [0.0f32; SCORES];
+    let mut s = C::SCORES_ZERO;
 
     // Tile 0: S only.
     warpgroup.take_token();
@@ -609,12 +638,12 @@ unsafe fn consume<C: Config>(
     wgmma::commit_group();
     warpgroup.pass_token();
     wgmma::wait_group::<0>();
-    wgmma::fence_operands(&mut s);
+    fence_fragment(s.as_mut());
     warpgroup.release(smem.k_empty(ring.stage));
     if kv_tiles == 1 {
         warpgroup.release(smem.q_empty());
     }
-    softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem.scale_log2);
+    softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
     let mut p = pack::<C>(&s);
     let mut v_ring = *ring;
     ring.advance();
@@ -632,18 +661,18 @@ unsafe fn consume<C: Config>(
         warpgroup.pass_token();
 
         wgmma::wait_group::<1>();
-        wgmma::fence_operands(&mut s);
+        fence_fragment(s.as_mut());
         warpgroup.release(smem.k_empty(ring.stage));
         if kv_tile == kv_tiles - 1 {
             warpgroup.release(smem.q_empty());
         }
         let key0 = kv_tile * tile.tile_kv;
         let factor =
-            softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem.scale_log2);
+            softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem);
 
         wgmma::wait_group::<0>();
-        fence_out::<C>(&mut o);
-        wgmma::fence_packed(&mut p);
+        fence_fragment(o.as_mut());
+        fence_packed(p.as_mut());
         warpgroup.release(smem.v_empty(v_ring.stage));
         let rescale = warp::any(factor[0] != 1.0 || factor[1] != 1.0);
         state.tiles += 1;
@@ -669,7 +698,7 @@ unsafe fn consume<C: Config>(
     wgmma::commit_group();
     warpgroup.pass_token();
     wgmma::wait_group::<0>();
-    fence_out::<C>(&mut o);
+    fence_fragment(o.as_mut());
     warpgroup.release(smem.v_empty(v_ring.stage));
     (state, o)
 }
@@ -690,7 +719,7 @@ struct Warpgroup<'a> {
 impl Warpgroup<'_> {
     /// S = Q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K).
     #[inline(always)]
-    fn issue_qk<C: Config>(&self, s: &mut [f32; SCORES], stage: u32) {
+    fn issue_qk<C: Config>(&self, s: &mut C::Scores, stage: u32) {
         let head_dim = C::TILE.head_dim;
         seq!(STEP in 0..8 {
             if STEP < head_dim / 16 {
@@ -704,12 +733,14 @@ impl Warpgroup<'_> {
 
     /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block).
     #[inline(always)]
-    fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &[u32; PACKED], stage: u32) {
-        let kv_block_bytes = self.smem.kv_block_bytes();
-        seq!(STEP in 0..8 {
-            let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0) + STEP * MN_K_STEP_BYTES, kv_block_bytes);
-            let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
-            unsafe { C::mma_pv(o, &a, desc_v) };
+    fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
+        let (p, kv_block_bytes) = (p.as_ref(), self.smem.kv_block_bytes());
+        seq!(STEP in 0..12 {
+            if STEP < C::TILE.tile_kv / 16 {
+                let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0) + STEP * MN_K_STEP_BYTES, kv_block_bytes);
+                let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
+                unsafe { C::mma_pv(o, &a, desc_v) };
+            }
         });
     }
 
@@ -746,21 +777,33 @@ impl Warpgroup<'_> {
 
 /// Probabilities to the 16-bit A fragments of P·V: values 2i and 2i + 1 are neighbours in a row.
 #[inline(always)]
-fn pack<C: Config>(s: &[f32; SCORES]) -> [u32; PACKED] {
-    let mut p = [0u32; PACKED];
-    seq!(I in 0..32 {
-        p[I] = C::pack2(s[2 * I], s[2 * I + 1]);
+fn pack<C: Config>(s: &C::Scores) -> C::Packed {
+    let mut packed = C::PACKED_ZERO;
+    let (s, p) = (s.as_ref(), packed.as_mut());
+    seq!(I in 0..48 {
+        if I < p.len() {
+            p[I] = C::pack2(s[2 * I], s[2 * I + 1]);
+        }
     });
-    p
+    packed
 }
 
-/// [`wgmma::fence_operands`] over an O fragment of any width.
+/// [`wgmma::fence_operands`] over a fragment of any width (S or O).
 #[inline(always)]
-fn fence_out<C: Config>(o: &mut C::Out) {
-    let o = o.as_mut();
-    seq!(I in 0..64 {
-        if I < o.len() {
-            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) o[I], options(nostack, nomem, preserves_flags)) };
+fn fence_fragment(fragment: &mut [f32]) {
+    seq!(I in 0..96 {
+        if I < fragment.len() {
+            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags)) };
+        }
+    });
+}
+
+/// [`wgmma::fence_packed`] over a P fragment of any width.
+#[inline(always)]
+fn fence_packed(fragment: &mut [u32]) {
+    seq!(I in 0..48 {
+        if I < fragment.len() {
+            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags)) };
         }
     });
 }
@@ -787,7 +830,7 @@ unsafe fn store_output<C: Config>(
         sum += warp::shfl_xor(sum, 1);
         sum += warp::shfl_xor(sum, 2);
         inverse[HALF] = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        let row = rows.index[HALF];
+        let row = rows.index(HALF);
         if lane_is_row_leader && row < problem.seq_q {
             // ln Σ exp(scale·s) = (m·scale·log2 e + log2 Σ 2^((s − m)·scale·log2 e)) · ln 2
             let lse = if sum > 0.0 {
@@ -812,7 +855,7 @@ unsafe fn store_output<C: Config>(
             let staging = smem.o(column / 64, warpgroup.q_rows_offset);
             seq!(HALF in 0..2 {
                 let (v0, v1) = (o[4 * BLOCK + 2 * HALF] * inverse[HALF], o[4 * BLOCK + 2 * HALF + 1] * inverse[HALF]);
-                let offset = SW128_64X64_B16.crd2idx_u32(&[rows.local[HALF], column % 64]);
+                let offset = SW128_64X64_B16.crd2idx_u32(&[rows.local(HALF), column % 64]);
                 unsafe { smem::store_u32(staging + offset, C::pack2(v0, v1)) };
             });
         }
