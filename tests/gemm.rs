@@ -35,14 +35,16 @@ fn assert_pass<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
 }
 
-/// Every layout × each of `variants` × the layout's shapes (from `shapes`).
-fn cases(
+/// Every layout × each of `variants` that has a `T` → `O` kernel in the layout ([`Variant::available`]: the
+/// ping-pong kernels exist for same-type outputs only) × the layout's shapes (from `shapes`).
+fn cases<T: gemm::GemmElement, O: GemmOutput<T>>(
     variants: &[Variant],
     shapes: impl Fn(Order, Order) -> Vec<(usize, usize, usize)>,
 ) -> Vec<(GemmShape, GemmOptions)> {
     let mut cases = Vec::new();
     for (a_order, b_order) in LAYOUTS {
-        for &variant in variants {
+        let available = |v: &&Variant| v.available(<T as gemm::GemmElement>::NAME, O::NAME, a_order, b_order);
+        for &variant in variants.iter().filter(available) {
             let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
             cases.extend(shapes(a_order, b_order).into_iter().map(|(m, n, k)| (GemmShape::new(m, n, k), options)));
         }
@@ -64,24 +66,56 @@ fn f16_shapes(a_order: Order, b_order: Order) -> Vec<(usize, usize, usize)> {
 #[ignore = "needs a CUDA GPU"]
 fn bf16_matches_reference_in_every_layout_on_odd_and_edge_shapes() {
     let gpu = gpu();
-    assert_pass::<bf16, bf16>(&gpu, cases(&Variant::CANDIDATES, all_shapes));
+    assert_pass::<bf16, bf16>(&gpu, cases::<bf16, bf16>(&Variant::CANDIDATES, all_shapes));
     // The multicast ablation exists in layout tn only.
     let ablation = GemmOptions { variant: Variant::WideCluster2Unshared, ..GemmOptions::default() };
     assert_pass::<bf16, bf16>(&gpu, GEMM_SHAPES.iter().map(|&(m, n, k)| (GemmShape::new(m, n, k), ablation)));
 }
 
+/// Shapes aimed at the ping-pong schedule's bookkeeping, every dimension a multiple of 8 so each layout takes them
+/// as they are: one k-tile per tile with ~31 tiles per block (each consumer skips the other's stage every turn);
+/// exactly as many k-tiles as ring stages (7); one more (8: the ring wraps inside a tile); 4–5 tiles per block
+/// (blocks with an odd count, whose consumer 1 ends a turn early); a single tile (consumer 1 never runs).
+const PING_PONG_SHAPES: [(usize, usize, usize); 5] =
+    [(8192, 8192, 64), (1024, 1024, 448), (2000, 1000, 456), (3000, 2992, 1000), (64, 128, 64)];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
+    let gpu = gpu();
+    let variants = [Variant::PingPong, Variant::PingPongCluster2];
+    assert_pass::<bf16, bf16>(&gpu, cases::<bf16, bf16>(&variants, |_, _| PING_PONG_SHAPES.to_vec()));
+    assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&variants, |_, _| PING_PONG_SHAPES.to_vec()));
+}
+
+#[test]
+fn the_candidates_include_the_ping_pong_kernels_where_they_exist() {
+    let one = |_: Order, _: Order| vec![(64, 64, 64)];
+    let variants = |cases: Vec<(GemmShape, GemmOptions)>| cases.into_iter().map(|(_, o)| o.variant).collect::<Vec<_>>();
+    let bf16_cases = variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one));
+    for variant in [Variant::PingPong, Variant::PingPongCluster2] {
+        assert_eq!(bf16_cases.iter().filter(|&&v| v == variant).count(), LAYOUTS.len(), "{variant:?}");
+    }
+    let f16_cases = variants(cases::<f16, f16>(&Variant::CANDIDATES, one));
+    assert_eq!(f16_cases.iter().filter(|&&v| v == Variant::PingPong).count(), LAYOUTS.len());
+    assert!(!f16_cases.contains(&Variant::PingPongCluster2));
+    // f32 outputs keep the three cooperative configurations in every layout.
+    assert_eq!(variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)).len(), 3 * LAYOUTS.len());
+    assert_eq!(variants(cases::<f16, f32>(&Variant::CANDIDATES, one)).len(), 3 * LAYOUTS.len());
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_with_f32_output_matches_reference_in_every_layout() {
-    assert_pass::<bf16, f32>(&gpu(), cases(&Variant::CANDIDATES, all_shapes));
+    assert_pass::<bf16, f32>(&gpu(), cases::<bf16, f32>(&Variant::CANDIDATES, all_shapes));
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f16_matches_reference_in_every_layout_with_both_outputs() {
     let gpu = gpu();
-    assert_pass::<f16, f16>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
-    assert_pass::<f16, f32>(&gpu, cases(&Variant::CANDIDATES, f16_shapes));
+    assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&Variant::CANDIDATES, f16_shapes));
+    assert_pass::<f16, f32>(&gpu, cases::<f16, f32>(&Variant::CANDIDATES, f16_shapes));
 }
 
 #[test]
@@ -96,10 +130,10 @@ fn alpha_and_beta_scale_product_and_existing_output() {
         let scaled = |cases: Vec<(GemmShape, GemmOptions)>| {
             cases.into_iter().map(move |(shape, options)| (shape, GemmOptions { alpha, beta, ..options }))
         };
-        assert_pass::<bf16, bf16>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
-        assert_pass::<bf16, f32>(&gpu, scaled(cases(&Variant::CANDIDATES, odd)));
-        assert_pass::<f16, f16>(&gpu, scaled(cases(&[Variant::Wide], odd)));
-        assert_pass::<f16, f32>(&gpu, scaled(cases(&[Variant::Wide], odd)));
+        assert_pass::<bf16, bf16>(&gpu, scaled(cases::<bf16, bf16>(&Variant::CANDIDATES, odd)));
+        assert_pass::<bf16, f32>(&gpu, scaled(cases::<bf16, f32>(&Variant::CANDIDATES, odd)));
+        assert_pass::<f16, f16>(&gpu, scaled(cases::<f16, f16>(&[Variant::Wide, Variant::PingPong], odd)));
+        assert_pass::<f16, f32>(&gpu, scaled(cases::<f16, f32>(&[Variant::Wide], odd)));
     }
 }
 
@@ -136,8 +170,15 @@ where
     cublas.launch(gpu, &problem, T::operands(&a, &b, &mut theirs)).unwrap();
     let same = bench::compare_outputs(&widen(&ours), &widen(&theirs));
 
+    // The ping-pong kernels write same-type outputs only: compare an f32 output of theirs with the default kernel's.
+    let (a_order, b_order) = (options.a_order, options.b_order);
+    let f32_options = if options.variant.available(<T as gemm::GemmElement>::NAME, "f32", a_order, b_order) {
+        options
+    } else {
+        GemmOptions { variant: Variant::Auto, ..options }
+    };
     let (mut ours, mut theirs) = (poisoned_f32(problem.c_len()), poisoned_f32(problem.c_len()));
-    GemmPlan::<T, f32>::new(gpu, shape, options, &a, &b).unwrap().launch(gpu, &a, &b, &mut ours).unwrap();
+    GemmPlan::<T, f32>::new(gpu, shape, f32_options, &a, &b).unwrap().launch(gpu, &a, &b, &mut ours).unwrap();
     cublas.gemm_f32_out(gpu, &problem, &a, &b, &mut theirs).unwrap();
     let wide = bench::compare_outputs(&stream.clone_dtoh(&ours).unwrap(), &stream.clone_dtoh(&theirs).unwrap());
 
@@ -161,7 +202,9 @@ fn every_layout_and_output_type_agrees_with_cublas() {
             for variant in Variant::CANDIDATES {
                 let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
                 agree_with_cublas::<bf16>(&gpu, &mut cublas, shape, options, seed + l as u64);
-                agree_with_cublas::<f16>(&gpu, &mut cublas, shape, options, seed + 10 + l as u64);
+                if variant.available("f16", "f16", a_order, b_order) {
+                    agree_with_cublas::<f16>(&gpu, &mut cublas, shape, options, seed + 10 + l as u64);
+                }
             }
         }
     }
@@ -231,10 +274,10 @@ fn persistent_grids_fit_the_gpu() {
         for variant in Variant::CANDIDATES {
             let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
             let shape = GemmShape::new(m, n, k);
-            let plans = [
-                GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap().grid(),
-                GemmPlan::<bf16, f32>::new(&gpu, shape, options, &a, &b).unwrap().grid(),
-            ];
+            let mut plans = vec![GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap().grid()];
+            if variant.available("bf16", "f32", a_order, b_order) {
+                plans.push(GemmPlan::<bf16, f32>::new(&gpu, shape, options, &a, &b).unwrap().grid());
+            }
             for (blocks, cluster) in plans {
                 println!(
                     "{} {variant:?}: {blocks} blocks in clusters of {cluster} on {} SMs",
@@ -256,12 +299,23 @@ fn tuning_times_every_candidate_and_picks_the_fastest() {
     let tuning =
         oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
             .unwrap();
-    assert_eq!(tuning.results.len(), Variant::CANDIDATES.len());
+    // bf16 → f32: the three cooperative configurations (the ping-pong kernels write same-type outputs only).
+    let available = Variant::CANDIDATES.iter().filter(|v| v.available("bf16", "f32", tt.a_order, tt.b_order));
+    assert_eq!(tuning.results.len(), available.count());
+    assert!(tuning.results.iter().all(|(v, _)| !matches!(v, Variant::PingPong | Variant::PingPongCluster2)));
     let times: Vec<f64> = tuning.results.iter().map(|(_, stats)| stats.as_ref().unwrap().median_ms).collect();
     assert!(times.iter().all(|t| t.is_finite() && *t > 0.0), "{times:?}");
     let best = tuning.best().unwrap();
     let best_time = tuning.results.iter().find(|(v, _)| *v == best).unwrap().1.as_ref().unwrap().median_ms;
     assert!(times.iter().all(|t| best_time <= *t));
+
+    // bf16 → bf16 has every candidate, the ping-pong kernels included.
+    let tuning =
+        oxtile::tune::tune_gemm::<bf16, bf16>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
+            .unwrap();
+    let tuned: Vec<Variant> = tuning.results.iter().map(|(v, _)| *v).collect();
+    assert_eq!(tuned, Variant::CANDIDATES);
+    assert!(tuning.results.iter().all(|(_, stats)| stats.is_ok()));
 }
 
 #[test]

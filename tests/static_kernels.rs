@@ -139,7 +139,11 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     // SASS writes an MN-major wgmma operand as `.tnspA` / `.tnspB` on the descriptor: A column-major, B row-major.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
-        let width = if gemm.variant == Variant::Narrow { "64x64x16" } else { "64x256x16" };
+        let width = match gemm.variant {
+            Variant::Narrow => "64x64x16",
+            Variant::PingPong | Variant::PingPongCluster2 => "64x128x16",
+            _ => "64x256x16",
+        };
         // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
         let input = if gemm.input == "bf16" { ".BF16" } else { "" };
         let want = format!("HGMMA.{width}.F32{input}");
@@ -155,6 +159,30 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
         }
         assert!(s.count("UTMALDG") > 0, "`{}` loads nothing with TMA", s.name);
     }
+}
+
+#[test]
+fn ping_pong_gemms_take_turns_and_keep_one_wgmma_group_per_k_tile() {
+    let ping_pong =
+        kernels::GEMM_SM90.iter().filter(|g| matches!(g.variant, Variant::PingPong | Variant::PingPongCluster2));
+    let mut count = 0;
+    for gemm in ping_pong {
+        count += 1;
+        let s = stats(gemm.kernel);
+        let opcodes = |full: &str| s.opcodes().filter(|op| *op == full).count();
+        // Two m64n128k16 (the tile's two 64-row halves) per k16 step, four steps per k-tile, under one
+        // `wgmma.fence`: a second WARPGROUP.ARRIVE would be one that ptxas injected to serialize the wgmma.
+        assert!(s.count("HGMMA") >= 8, "`{}` has {} HGMMA", s.name, s.count("HGMMA"));
+        assert_eq!(opcodes("WARPGROUP.ARRIVE"), 1, "`{}`", s.name);
+        // The hand-over: `bar.arrive` to pass the tensor cores on, a named `bar.sync` (besides the block-wide one
+        // after the barrier set-up) to take them.
+        assert!(opcodes("BAR.ARV") > 0, "`{}` never hands its turn over", s.name);
+        assert!(opcodes("BAR.SYNC.DEFER_BLOCKING") >= 2, "`{}` never waits for its turn", s.name);
+        // One group stays in flight in the main loop.
+        assert!(s.instructions.iter().any(|i| i.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")), "`{}`", s.name);
+    }
+    // bf16 in every layout alone and in clusters, f16 in every layout alone.
+    assert_eq!(count, 12);
 }
 
 #[test]

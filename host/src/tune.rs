@@ -103,8 +103,8 @@ impl GemmTuning {
     }
 }
 
-/// Times every [`Variant::CANDIDATES`] kernel on `shape` in the layout of `options` (`T` in, `O` out; randn inputs,
-/// several input sets rotated past the L2).
+/// Times every [`Variant::CANDIDATES`] kernel that exists for `T` → `O` in the layout of `options`
+/// ([`Variant::available`]) on `shape` (randn inputs, several input sets rotated past the L2).
 pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     gpu: &Gpu,
     shape: GemmShape,
@@ -127,7 +127,8 @@ pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
         .collect::<Result<Vec<_>>>()?;
     let mut d = stream.clone_htod(&vec![O::from_f32(0.0); shape.m * shape.n])?;
     let mut results = Vec::new();
-    for variant in Variant::CANDIDATES {
+    let available = |v: &Variant| v.available(T::NAME, <O as GemmOutput<T>>::NAME, options.a_order, options.b_order);
+    for variant in Variant::CANDIDATES.into_iter().filter(available) {
         let options = GemmOptions { variant, ..options };
         let measured = operands
             .iter()

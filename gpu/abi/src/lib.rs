@@ -3,6 +3,16 @@
 
 #![no_std]
 
+/// How the math warpgroups of a Hopper GEMM share the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmSchedule {
+    /// All consumers work on every tile, `tile_m / consumers` rows each, and run their epilogues together.
+    Cooperative,
+    /// Each consumer owns whole tiles, the consumers taking alternate tiles of the block; their main loops take
+    /// turns on the tensor cores, so one's epilogue runs while the other's main loop does.
+    PingPong,
+}
+
 /// Shape and resources of one warp-specialized Hopper GEMM kernel: a producer warpgroup feeding `consumers`
 /// math warpgroups through a `stages`-deep shared-memory ring of (A, B) tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -11,10 +21,11 @@ pub struct GemmTile {
     pub tile_n: u32,
     pub tile_k: u32,
     pub stages: u32,
-    /// Math warpgroups; each owns `tile_m / consumers` rows of the tile.
+    /// Math warpgroups.
     pub consumers: u32,
     /// Bytes per element of A and B.
     pub element_bytes: u32,
+    pub schedule: GemmSchedule,
 }
 
 impl GemmTile {
@@ -52,25 +63,66 @@ impl GemmTile {
         self.barriers_offset() + 2 * self.stages * Self::BARRIER_BYTES
     }
 
-    /// Rows of the tile each consumer warpgroup computes.
+    /// Rows of a tile each consumer warpgroup computes: its share, or all of them when it owns whole tiles.
     pub const fn consumer_rows(&self) -> u32 {
-        self.tile_m / self.consumers
+        match self.schedule {
+            GemmSchedule::Cooperative => self.tile_m / self.consumers,
+            GemmSchedule::PingPong => self.tile_m,
+        }
+    }
+
+    /// Consumer warpgroups (of one block) that read each stage, and so arrive on its `empty` barrier.
+    pub const fn stage_readers(&self) -> u32 {
+        match self.schedule {
+            GemmSchedule::Cooperative => self.consumers,
+            GemmSchedule::PingPong => 1,
+        }
     }
 }
 
 /// Hopper GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each.
-pub const GEMM_SM90_128X256: GemmTile =
-    GemmTile { tile_m: 128, tile_n: 256, tile_k: 64, stages: 4, consumers: 2, element_bytes: 2 };
+pub const GEMM_SM90_128X256: GemmTile = GemmTile {
+    tile_m: 128,
+    tile_n: 256,
+    tile_k: 64,
+    stages: 4,
+    consumers: 2,
+    element_bytes: 2,
+    schedule: GemmSchedule::Cooperative,
+};
 
 /// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma.
-pub const GEMM_SM90_128X64: GemmTile =
-    GemmTile { tile_m: 128, tile_n: 64, tile_k: 64, stages: 8, consumers: 2, element_bytes: 2 };
+pub const GEMM_SM90_128X64: GemmTile = GemmTile {
+    tile_m: 128,
+    tile_n: 64,
+    tile_k: 64,
+    stages: 8,
+    consumers: 2,
+    element_bytes: 2,
+    schedule: GemmSchedule::Cooperative,
+};
+
+/// Hopper GEMM with ping-pong consumers: each of the 2 consumer warpgroups owns whole 128×128 tiles (two
+/// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). The
+/// ring is as deep as shared memory allows (7 stages of 32 KiB): while one consumer runs its main loop the producer
+/// already fills stages with the next tile's k-tiles, so the other consumer starts on loaded data when its turn
+/// comes.
+pub const GEMM_SM90_128X128_PINGPONG: GemmTile = GemmTile {
+    tile_m: 128,
+    tile_n: 128,
+    tile_k: 64,
+    stages: 7,
+    consumers: 2,
+    element_bytes: 2,
+    schedule: GemmSchedule::PingPong,
+};
 
 /// Shared memory one block may use on sm_90 (227 KiB of the SM's 228 KiB).
 pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // 128-byte swizzled tiles must start on 1024-byte boundaries.
 const _: () = assert!(
     GEMM_SM90_128X256.smem_a_bytes().is_multiple_of(1024) && GEMM_SM90_128X256.smem_b_bytes().is_multiple_of(1024)
@@ -79,11 +131,19 @@ const _: () = assert!(
 // operand tiles (and a cluster block's half of B) are whole boxes.
 const _: () = assert!(GEMM_SM90_128X256.tile_k * GEMM_SM90_128X256.element_bytes == 128);
 const _: () = assert!(GEMM_SM90_128X64.tile_k * GEMM_SM90_128X64.element_bytes == 128);
+const _: () = assert!(GEMM_SM90_128X128_PINGPONG.tile_k * GEMM_SM90_128X128_PINGPONG.element_bytes == 128);
 const _: () = assert!(GemmTile::MN_BOX * GEMM_SM90_128X256.element_bytes == 128);
 const _: () = assert!(
     GEMM_SM90_128X256.tile_m.is_multiple_of(GemmTile::MN_BOX)
         && (GEMM_SM90_128X256.tile_n / 2).is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X256.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+);
+// The ping-pong tile in clusters of two shares B in halves, like the 128×256 one; its stages start on swizzle atoms.
+const _: () = assert!(
+    GEMM_SM90_128X128_PINGPONG.tile_m.is_multiple_of(GemmTile::MN_BOX)
+        && (GEMM_SM90_128X128_PINGPONG.tile_n / 2).is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X128_PINGPONG.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X128_PINGPONG.stage_bytes().is_multiple_of(1024)
 );
 const _: () = assert!(
     GEMM_SM90_128X64.tile_m.is_multiple_of(GemmTile::MN_BOX)

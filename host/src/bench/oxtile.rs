@@ -96,7 +96,8 @@ impl GemmContender for OxtileSm90 {
             Err(crate::Error::Unsupported { message, .. }) => return Err(message),
             Err(other) => return Err(other.to_string()),
         }
-        // A forced variant may exist for some types and layouts only (the multicast ablation: bf16 tn).
+        // A forced variant may exist for some types and layouts only (the multicast ablation: bf16 tn; the
+        // ping-pong kernels: same-type outputs, clusters for bf16).
         let input = match problem.dtype {
             Dtype::Bf16 => <bf16 as ops_gemm::GemmElement>::NAME,
             Dtype::F16 => <f16 as ops_gemm::GemmElement>::NAME,

@@ -10,7 +10,7 @@
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
-use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
+use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
@@ -92,11 +92,25 @@ pub enum Variant {
     WideCluster2Unshared,
     /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
     Narrow,
+    /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
+    /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
+    PingPong,
+    /// [`Variant::PingPong`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
+    /// bf16 → bf16 only.
+    PingPongCluster2,
 }
 
 impl Variant {
-    /// The kernels `oxtile tune gemm` chooses among.
-    pub const CANDIDATES: [Variant; 3] = [Variant::Wide, Variant::WideCluster2, Variant::Narrow];
+    /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
+    pub const CANDIDATES: [Variant; 5] =
+        [Variant::Wide, Variant::WideCluster2, Variant::Narrow, Variant::PingPong, Variant::PingPongCluster2];
+
+    /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in layout (`a_order`,
+    /// `b_order`): the cooperative tile configurations exist for every type pair and layout; the ping-pong ones
+    /// for fewer (see [`kernels::GEMM_SM90`]), and the multicast ablation only for bf16 tn.
+    pub fn available(self, input: &str, output: &str, a_order: Order, b_order: Order) -> bool {
+        find_kernel(input, output, a_order, b_order, self).is_some()
+    }
 
     /// The concrete kernel for `shape` on a GPU with `sm_count` SMs. The same for every layout and output type:
     /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
@@ -124,20 +138,21 @@ impl Variant {
     fn tile(self) -> GemmTile {
         match self {
             Variant::Narrow => GEMM_SM90_128X64,
+            Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
     }
 
     fn cluster_size(self) -> u32 {
         match self {
-            Variant::WideCluster2 | Variant::WideCluster2Unshared => 2,
+            Variant::WideCluster2 | Variant::WideCluster2Unshared | Variant::PingPongCluster2 => 2,
             _ => 1,
         }
     }
 
     /// Blocks that share one B tile by multicast.
     fn b_sharers(self) -> u32 {
-        if self == Variant::WideCluster2 { 2 } else { 1 }
+        if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2) { 2 } else { 1 }
     }
 }
 
@@ -501,11 +516,18 @@ mod tests {
 
     #[test]
     fn every_type_pair_and_layout_has_each_candidate_kernel() {
+        // The cooperative configurations everywhere; ping-pong for same-type outputs (in clusters: bf16 only).
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
             for (a, b) in LAYOUTS {
                 for variant in Variant::CANDIDATES {
+                    let expected = match variant {
+                        Variant::PingPong => input == output,
+                        Variant::PingPongCluster2 => (input, output) == ("bf16", "bf16"),
+                        _ => true,
+                    };
                     let found = find_kernel(input, output, a, b, variant);
-                    assert!(found.is_some(), "no {variant:?} kernel for {input} → {output} {}", layout_name(a, b));
+                    assert_eq!(found.is_some(), expected, "{variant:?} {input} → {output} {}", layout_name(a, b));
+                    assert_eq!(variant.available(input, output, a, b), expected);
                 }
             }
         }

@@ -109,4 +109,14 @@ impl RingState {
             self.phase ^= 1;
         }
     }
+
+    /// Moves past `n` buffers at once, as `n` calls of [`advance`](Self::advance) would: for a consumer that
+    /// skips the buffers another one reads.
+    #[inline(always)]
+    pub fn advance_by(&mut self, n: u32) {
+        let position = self.stage + n;
+        // Each full lap of the ring flips the parity once.
+        self.phase ^= (position / self.stages) & 1;
+        self.stage = position % self.stages;
+    }
 }

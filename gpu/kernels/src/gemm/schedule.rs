@@ -40,6 +40,12 @@ impl TileScheduler {
         })
     }
 
+    /// How many tiles [`tiles_from`](Self::tiles_from) visits.
+    #[inline(always)]
+    pub const fn tiles_from_count(&self, first: u32, stride: u32) -> u32 {
+        if first < self.tiles() { (self.tiles() - first).div_ceil(stride) } else { 0 }
+    }
+
     /// The `index`-th tile of the grouped order.
     #[inline(always)]
     pub const fn tile(&self, index: u32) -> Tile {

@@ -12,6 +12,13 @@
 //! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
 //!   while the producer is already loading the next tile's stages.
 //!
+//! That is the cooperative schedule: the tensor cores idle while both consumers run their epilogues. With the
+//! ping-pong schedule ([`GemmSchedule::PingPong`], 128×128 tiles) each consumer owns whole tiles, the block's even
+//! tiles for consumer 0 and its odd ones for consumer 1; the producer fills the ring with every tile's k-tiles in
+//! order, and each consumer waits only for the stages of its own tiles, stepping its ring position past the
+//! other's. A named-barrier hand-over orders the main loops: a consumer issues its main loop, passes the turn, and
+//! runs its epilogue while the other's main loop keeps the tensor cores busy.
+//!
 //! Operand majorness. An operand is K-major when K is its contiguous dimension (A row-major, B column-major) and
 //! MN-major otherwise (A column-major: M contiguous; B row-major: N contiguous). wgmma reads either from shared
 //! memory (its transpose flags), so both are loaded by TMA as they lie in global memory, with no transpose pass:
@@ -25,12 +32,13 @@
 //! `MN_MAJOR_B`.
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
-//! tiles with a deeper ring for problems with few large tiles. The `_c2` kernels run in clusters of two blocks
+//! tiles with a deeper ring for problems with few large tiles, 128×128 ping-pong tiles (two m64n128k16 per k16
+//! step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
 //! that share the B tile: each block's producer loads half of it and multicasts that half into both rings.
 
 use core::marker::PhantomData;
 
-use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X256, GemmTile};
+use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile};
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
@@ -47,6 +55,12 @@ const MN: u32 = 1;
 trait Input {
     unsafe fn mma_n256<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut [f32; 128],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
+    unsafe fn mma_n128<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 64],
         desc_a: u64,
         desc_b: u64,
         accumulate: bool,
@@ -84,6 +98,15 @@ impl Input for Bf16 {
         unsafe { wgmma::mma_m64n256k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
+    unsafe fn mma_n128<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 64],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n128k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
     unsafe fn mma_n64<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut [f32; 32],
         desc_a: u64,
@@ -103,6 +126,15 @@ impl Input for F16 {
         accumulate: bool,
     ) {
         unsafe { wgmma::mma_m64n256k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    unsafe fn mma_n128<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 64],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n128k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
     unsafe fn mma_n64<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
@@ -174,32 +206,37 @@ impl OutputElement for F32 {
     }
 }
 
-/// One kernel configuration: the tile and ring (shared with the host through oxtile-abi), the output type, and
-/// the wgmma of width `tile_n` whose accumulator fragment each consumer thread holds.
+/// One kernel configuration: the tile, ring and schedule (shared with the host through oxtile-abi), the output
+/// type, and the wgmma of width `tile_n` whose accumulator fragments each consumer thread holds: one per 64 rows
+/// of the tile that its warpgroup computes (`consumer_rows / 64`).
 trait Config {
     const TILE: GemmTile;
     type Output: OutputElement;
-    /// `tile_n / 2` f32 per thread: the m64nNk16 accumulator fragment.
+    /// `consumer_rows / 64` m64nNk16 accumulator fragments of `tile_n / 2` f32 per thread.
     type Fragment: Copy;
     const ZERO: Self::Fragment;
-    /// One m64nNk16 wgmma from shared memory, each operand K-major (0) or MN-major (1).
-    unsafe fn mma<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+    /// One k16 step of a consumer warpgroup: an m64nNk16 wgmma from shared memory per 64 of its rows, A from the
+    /// tile at `a` (its first row) and B from the tile at `b`, each operand K-major (0) or MN-major (1).
+    unsafe fn mma_step<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut Self::Fragment,
-        desc_a: u64,
-        desc_b: u64,
+        a: u32,
+        b: u32,
+        k_step: u32,
         accumulate: bool,
     );
-    /// Writes the fragment of the warpgroup whose 64 × N block starts at (`row0`, `col0`).
+    /// Pins every accumulator after a `wgmma::wait_group` ([`wgmma::fence_operands`]).
+    fn fence(acc: &mut Self::Fragment);
+    /// Writes the fragments of the warpgroup whose `consumer_rows` × N block starts at (`row0`, `col0`).
     unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32);
 }
 
-/// Defines a tile configuration generic over the input type `I` and the output type `O`. The store is unrolled
-/// by `seq!` so the fragment is only indexed by constants and stays in registers; where each value lands is the
-/// layout algebra's wgmma accumulator TV layout `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) →
-/// column-major index in the 64×N block. Values 2i and 2i + 1 are neighbours in a row, so they are stored as one
-/// pair.
+/// Defines a tile configuration generic over the input type `I` and the output type `O`, whose consumers each
+/// compute `row_blocks` × 64 rows. The store is unrolled by `seq!` so the fragments are only indexed by constants
+/// and stay in registers; where each value lands is the layout algebra's wgmma accumulator TV layout
+/// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`, (thread, value) → column-major index in the 64×N block. Values
+/// 2i and 2i + 1 are neighbours in a row, so they are stored as one pair.
 macro_rules! config {
-    ($(#[$doc:meta])* $name:ident, $tile:path, $mma:ident, fragment = $regs:literal, column_blocks = $blocks:literal) => {
+    ($(#[$doc:meta])* $name:ident, $tile:path, $mma:ident, fragment = $regs:literal, column_blocks = $blocks:literal, row_blocks = $rows:literal) => {
         $(#[$doc])*
         struct $name<I, O>(PhantomData<(I, O)>);
 
@@ -211,27 +248,44 @@ macro_rules! config {
         impl<I: Input, O: OutputElement> Config for $name<I, O> {
             const TILE: GemmTile = $tile;
             type Output = O;
-            type Fragment = [f32; $regs];
-            const ZERO: Self::Fragment = [0.0; $regs];
+            type Fragment = [[f32; $regs]; $rows];
+            const ZERO: Self::Fragment = [[0.0; $regs]; $rows];
 
             #[inline(always)]
-            unsafe fn mma<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+            unsafe fn mma_step<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
                 acc: &mut Self::Fragment,
-                desc_a: u64,
-                desc_b: u64,
+                a: u32,
+                b: u32,
+                k_step: u32,
                 accumulate: bool,
             ) {
-                unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+                let desc_b = Operand::<MN_MAJOR_B>::desc(b, k_step);
+                // 64 rows of A are one block in either majorness (see the module documentation); the wgmma of
+                // the row blocks share B's descriptor.
+                seq!(ROWS in 0..$rows {
+                    let desc_a = Operand::<MN_MAJOR_A>::desc(a + ROWS * Operand::<MN_MAJOR_A>::BLOCK_BYTES, k_step);
+                    unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc[ROWS], desc_a, desc_b, accumulate) };
+                });
+            }
+
+            #[inline(always)]
+            fn fence(acc: &mut Self::Fragment) {
+                seq!(ROWS in 0..$rows {
+                    wgmma::fence_operands(&mut acc[ROWS]);
+                });
             }
 
             #[inline(always)]
             unsafe fn store(acc: &Self::Fragment, out: &Epilogue<O>, row0: u32, col0: u32, thread: u32) {
-                seq!(PAIR in 0..$blocks {
-                    seq!(HALF in 0..2 {
-                        let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 4 * PAIR + 2 * HALF]);
-                        let (row, col) = (index % 64, index / 64);
-                        let (v0, v1) = (acc[4 * PAIR + 2 * HALF], acc[4 * PAIR + 2 * HALF + 1]);
-                        unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
+                seq!(ROWS in 0..$rows {
+                    seq!(PAIR in 0..$blocks {
+                        seq!(HALF in 0..2 {
+                            let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 4 * PAIR + 2 * HALF]);
+                            let (row, col) = (64 * ROWS + index % 64, index / 64);
+                            let fragment = &acc[ROWS];
+                            let (v0, v1) = (fragment[4 * PAIR + 2 * HALF], fragment[4 * PAIR + 2 * HALF + 1]);
+                            unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
+                        });
                     });
                 });
             }
@@ -240,12 +294,16 @@ macro_rules! config {
 }
 
 config!(
-    /// 128×256 tiles, m64n256k16.
-    Wide, GEMM_SM90_128X256, mma_n256, fragment = 128, column_blocks = 32
+    /// 128×256 tiles, 64 rows per consumer, m64n256k16.
+    Wide, GEMM_SM90_128X256, mma_n256, fragment = 128, column_blocks = 32, row_blocks = 1
 );
 config!(
-    /// 128×64 tiles, m64n64k16.
-    Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8
+    /// 128×64 tiles, 64 rows per consumer, m64n64k16.
+    Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
+);
+config!(
+    /// 128×128 tiles, each owned by one consumer (ping-pong): two m64n128k16 per k16 step.
+    PingPong, GEMM_SM90_128X128_PINGPONG, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
 
 /// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
@@ -405,6 +463,22 @@ gemm_kernel!(gemm_f16_f32out_nn_128x256_sm90, Wide<F16, F32>, a = MN, b = K, clu
 gemm_kernel!(gemm_f16_f32out_nn_128x256_c2_sm90, Wide<F16, F32>, a = MN, b = K, cluster = 2);
 gemm_kernel!(gemm_f16_f32out_nn_128x64_sm90, Narrow<F16, F32>, a = MN, b = K, cluster = 1);
 
+// Ping-pong consumers on 128×128 tiles, alone and in clusters of two sharing B, for the same-type outputs the
+// benchmark suite measures (bf16; f16 without clusters): 12 instantiations rather than 32, to keep the build time.
+// `Variant::PingPong*` is a candidate wherever it exists.
+gemm_kernel!(gemm_bf16_tn_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_tn_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_tt_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_tt_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_nt_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nt_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_nn_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_nn_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = MN, b = K, cluster = 2);
+gemm_kernel!(gemm_f16_tn_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tt_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
+
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
 gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, multicast = false);
 
@@ -427,7 +501,7 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
         for stage in 0..tile.stages {
             unsafe {
                 mbarrier::init(smem.full(stage), 1);
-                mbarrier::init(smem.empty(stage), tile.consumers * CLUSTER);
+                mbarrier::init(smem.empty(stage), tile.stage_readers() * CLUSTER);
             }
         }
         mbarrier::fence_init();
@@ -476,7 +550,10 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
     } else {
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
-        let a_rows_offset = consumer * tile.consumer_rows() * row_bytes;
+        let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
+        // Where this consumer's rows start in each tile: its share of the tile, or the top when it owns tiles.
+        let consumer_row0 = if ping_pong { 0 } else { consumer * tile.consumer_rows() };
+        let a_rows_offset = consumer_row0 * row_bytes;
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -488,17 +565,33 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
                 }
             }
         };
+        let turns = Turns { consumer, block_tiles: scheduler.tiles_from_count(first, stride) };
+        if ping_pong && consumer == 1 && turns.block_tiles > 0 {
+            // The block's first tile is consumer 0's: it may start at once.
+            turns.hand_over();
+        }
         let mut acc = C::ZERO;
         let mut ring = RingState::new(tile.stages);
-        for work in scheduler.tiles_from(first, stride) {
+        for (index, work) in (0u32..).zip(scheduler.tiles_from(first, stride)) {
+            if ping_pong {
+                if index % 2 != consumer {
+                    // The other consumer's tile: its k-tiles pass through the ring without this one.
+                    ring.advance_by(k_tiles);
+                    continue;
+                }
+                // Wait until the other consumer has issued its whole main loop: the tensor cores are this one's
+                // until it hands them back, and it waits for the ring's stages in the order the producer fills
+                // them, which keeps every `full` wait within one phase of its barrier (a parity wait cannot tell
+                // a phase from the one two after it).
+                turns.take();
+            }
             let mut reading: Option<u32> = None;
             for k_tile in 0..k_tiles {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
                 wgmma::fence();
                 for k_step in 0..tile.tile_k / 16 {
-                    let desc_a = Operand::<MN_MAJOR_A>::desc(smem.a(ring.stage) + a_rows_offset, k_step);
-                    let desc_b = Operand::<MN_MAJOR_B>::desc(smem.b(ring.stage), k_step);
-                    unsafe { C::mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, desc_a, desc_b, k_tile > 0 || k_step > 0) };
+                    let (a, b) = (smem.a(ring.stage) + a_rows_offset, smem.b(ring.stage));
+                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, a, b, k_step, k_tile > 0 || k_step > 0) };
                 }
                 wgmma::commit_group();
                 // The group before this one has finished reading its stage: hand that stage back.
@@ -508,17 +601,50 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
                 }
                 ring.advance();
             }
+            // Everything is issued: the other consumer's main loop may start while this one's last group drains
+            // and its epilogue runs. Only a tile it will take is handed over, so no arrival is left at exit.
+            if ping_pong && index + 1 < turns.block_tiles {
+                turns.hand_over();
+            }
             wgmma::wait_group::<0>();
+            C::fence(&mut acc);
             if let Some(stage) = reading {
                 release(stage);
             }
-            let row0 = (work.m * CLUSTER + rank) * tile.tile_m + consumer * tile.consumer_rows();
+            let row0 = (work.m * CLUSTER + rank) * tile.tile_m + consumer_row0;
             unsafe { C::store(&acc, &out, row0, work.n * tile.tile_n, thread) };
         }
     }
     // No block may leave while a peer can still multicast into it or arrive on its barriers.
     if CLUSTER > 1 {
         cluster::sync();
+    }
+}
+
+/// Named barriers of the ping-pong hand-over: consumer `c` may run its main loop once barrier `TURN_BASE + c`
+/// completes, with the 128 threads of the other consumer arriving and its own 128 waiting. Barrier 0 is
+/// `bar.sync 0`'s.
+const TURN_BASE: u32 = 1;
+const TURN_THREADS: u32 = 2 * GemmTile::WARPGROUP_THREADS;
+
+/// The ping-pong's order of main loops: consumer 0 takes the block's even tiles, consumer 1 the odd ones, and
+/// each hands the tensor cores to the other after issuing a main loop. Strict alternation means a barrier never
+/// holds two arrivals: the other consumer arrives again only after its next turn, which this one grants.
+struct Turns {
+    consumer: u32,
+    /// Tiles this block computes.
+    block_tiles: u32,
+}
+
+impl Turns {
+    #[inline(always)]
+    fn take(&self) {
+        barrier::named_sync_id(TURN_BASE + self.consumer, TURN_THREADS);
+    }
+
+    #[inline(always)]
+    fn hand_over(&self) {
+        barrier::named_arrive_id(TURN_BASE + (1 - self.consumer), TURN_THREADS);
     }
 }
 

@@ -18,7 +18,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum What {
-    /// Time each sm90 GEMM variant (wide, wide in clusters of 2, narrow) per shape and layout; store the fastest.
+    /// Time each sm90 GEMM variant (wide, wide in clusters of 2, narrow, ping-pong, ping-pong in clusters of 2,
+    /// where they exist for the types) per shape and layout; store the fastest.
     Gemm(GemmArgs),
 }
 
@@ -61,7 +62,10 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let gpu = Gpu::new(0)?;
     let timing = TimingConfig { runs: args.runs, ..TimingConfig::default() };
     let mut cache = TuneCache::load(&path)?;
-    println!("{:<20} {:<6} {:>10} {:>10} {:>10}  best", "shape", "layout", "wide ms", "c2 ms", "narrow ms");
+    println!(
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
+        "shape", "layout", "wide ms", "c2 ms", "narrow ms", "pp ms", "pp-c2 ms"
+    );
     let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
     let output = if args.output == "f32" { "f32" } else { input };
     for layout in &args.layout {
@@ -102,11 +106,13 @@ fn row(tuning: &GemmTuning) -> String {
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none".to_string(), |v| format!("{v:?}"));
     format!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10}  {best}",
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
         format!("{m}x{n}x{k}"),
         tuning.options.layout(),
         ms(Variant::Wide),
         ms(Variant::WideCluster2),
-        ms(Variant::Narrow)
+        ms(Variant::Narrow),
+        ms(Variant::PingPong),
+        ms(Variant::PingPongCluster2)
     )
 }
