@@ -149,11 +149,7 @@ fn agree_with_cublas<T>(gpu: &Gpu, cublas: &mut CublasGemmEx, shape: GemmShape, 
 where
     T: CheckElement + BenchElement + GemmOutput<T>,
 {
-    let problem = GemmProblem {
-        shape: oxtile::bench::suite::GemmShape::new(shape.m, shape.n, shape.k),
-        dtype: T::DTYPE,
-        layout: bench_layout(options.a_order, options.b_order),
-    };
+    let problem = GemmProblem { shape, dtype: T::DTYPE, layout: bench_layout(options.a_order, options.b_order) };
     let stream = gpu.stream();
     let draw =
         |len, seed| -> Vec<T> { reference::randn(len, 1.0, seed).into_iter().map(BenchElement::from_f32).collect() };

@@ -48,10 +48,6 @@ fn orders(layout: Layout) -> (Order, Order) {
     (order(layout.a_col_major()), order(layout.b_col_major()))
 }
 
-fn shape(problem: &GemmProblem) -> ops_gemm::GemmShape {
-    ops_gemm::GemmShape::new(problem.shape.m, problem.shape.n, problem.shape.k)
-}
-
 fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
     let (a_address, _a_use) = a.device_ptr(gpu.stream());
     let (b_address, _b_use) = b.device_ptr(gpu.stream());
@@ -73,7 +69,7 @@ fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
         Some(index) => index,
         None => {
             let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
-            plans.push((key, GemmPlan::new(gpu, shape(problem), options, a, b)?));
+            plans.push((key, GemmPlan::new(gpu, problem.shape, options, a, b)?));
             plans.len() - 1
         }
     };
@@ -91,7 +87,7 @@ impl GemmContender for OxtileSm90 {
 
     fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
         let (a_order, b_order) = orders(problem.layout);
-        match ops_gemm::check_layout(shape(problem), a_order, b_order) {
+        match ops_gemm::check_layout(problem.shape, a_order, b_order) {
             Ok(()) => {}
             Err(crate::Error::Unsupported { message, .. }) => return Err(message),
             Err(other) => return Err(other.to_string()),

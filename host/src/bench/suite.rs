@@ -34,24 +34,8 @@ fn dimension(text: &str, field: &str) -> Result<usize, ShapeError> {
     Ok(value)
 }
 
-/// C (M×N) = A (M×K) · B (K×N).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GemmShape {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-}
-
-impl GemmShape {
-    pub const fn new(m: usize, n: usize, k: usize) -> GemmShape {
-        GemmShape { m, n, k }
-    }
-
-    /// 2·M·N·K: one multiply and one add per term, the count torch_reference.py and every GEMM benchmark use.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
-    }
-}
+/// The GEMM problem shape is the launch API's ([`crate::ops::gemm::GemmShape`]); the benchmark adds its text form.
+pub use crate::ops::gemm::GemmShape;
 
 impl fmt::Display for GemmShape {
     /// `MxNxK`, the spelling torch_reference.py uses, so rows from both line up.

@@ -59,8 +59,8 @@ pub const LAYOUTS: [(Order, Order); 4] = [
     (Order::ColMajor, Order::ColMajor),
 ];
 
-/// Problem size: D is M×N, the contraction runs over K.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Problem size: D is M×N, the contraction runs over K. Text form `MxNxK` (bench::suite).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GemmShape {
     pub m: usize,
     pub n: usize,
@@ -72,6 +72,7 @@ impl GemmShape {
         GemmShape { m, n, k }
     }
 
+    /// 2·M·N·K: one multiply and one add per term, the count torch_reference.py and every GEMM benchmark use.
     pub fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }

@@ -49,11 +49,8 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let What::Gemm(args) = &args.what;
     let shapes: Vec<GemmShape> = match &args.shapes {
         Some(list) => suite::parse_gemm_list(list)
-            .map_err(|e| oxtile::Error::BadArgument { op: "tune gemm", message: e.to_string() })?
-            .into_iter()
-            .map(|s| GemmShape::new(s.m, s.n, s.k))
-            .collect(),
-        None => GEMM_SUITE.iter().map(|s| GemmShape::new(s.m, s.n, s.k)).collect(),
+            .map_err(|e| oxtile::Error::BadArgument { op: "tune gemm", message: e.to_string() })?,
+        None => GEMM_SUITE.to_vec(),
     };
     let path = args.cache.clone().or_else(TuneCache::default_path).ok_or_else(|| oxtile::Error::TuneCache {
         path: "(none)".into(),
