@@ -58,12 +58,12 @@ pub fn wait_group<const N: u32>() {
 /// Pins the registers of a fragment at this point of the instruction stream: an empty asm that claims to read
 /// and write each of them. Put after [`wait_group`] (so no arithmetic on an accumulator is hoisted above the wait
 /// while a wgmma may still write it) and before an `mma_async` that reads registers written just before it.
-/// Unrolled by `seq!` so every element is addressed by a constant and the fragment stays in registers.
+/// Takes any fragment up to 128 values (an array coerces); unrolled by `seq!`, so once inlined every element is
+/// addressed by a constant and the fragment stays in registers.
 #[inline(always)]
-pub fn fence_operands<const N: usize>(fragment: &mut [f32; N]) {
-    const { assert!(N <= 128) };
+pub fn fence_operands(fragment: &mut [f32]) {
     seq_macro::seq!(I in 0..128 {
-        if I < N {
+        if I < fragment.len() {
             unsafe {
                 core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags))
             };
@@ -71,12 +71,11 @@ pub fn fence_operands<const N: usize>(fragment: &mut [f32; N]) {
     });
 }
 
-/// As [`fence_operands`], for packed 16-bit pairs (an A fragment held in registers).
+/// As [`fence_operands`], for packed 16-bit pairs (an A fragment held in registers), up to 64 registers.
 #[inline(always)]
-pub fn fence_packed<const N: usize>(fragment: &mut [u32; N]) {
-    const { assert!(N <= 64) };
+pub fn fence_packed(fragment: &mut [u32]) {
     seq_macro::seq!(I in 0..64 {
-        if I < N {
+        if I < fragment.len() {
             unsafe {
                 core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags))
             };

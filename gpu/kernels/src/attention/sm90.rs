@@ -638,7 +638,7 @@ unsafe fn consume<C: Config>(
     wgmma::commit_group();
     warpgroup.pass_token();
     wgmma::wait_group::<0>();
-    fence_fragment(s.as_mut());
+    wgmma::fence_operands(s.as_mut());
     warpgroup.release(smem.k_empty(ring.stage));
     if kv_tiles == 1 {
         warpgroup.release(smem.q_empty());
@@ -661,7 +661,7 @@ unsafe fn consume<C: Config>(
         warpgroup.pass_token();
 
         wgmma::wait_group::<1>();
-        fence_fragment(s.as_mut());
+        wgmma::fence_operands(s.as_mut());
         warpgroup.release(smem.k_empty(ring.stage));
         if kv_tile == kv_tiles - 1 {
             warpgroup.release(smem.q_empty());
@@ -671,8 +671,8 @@ unsafe fn consume<C: Config>(
             softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem);
 
         wgmma::wait_group::<0>();
-        fence_fragment(o.as_mut());
-        fence_packed(p.as_mut());
+        wgmma::fence_operands(o.as_mut());
+        wgmma::fence_packed(p.as_mut());
         warpgroup.release(smem.v_empty(v_ring.stage));
         let rescale = warp::any(factor[0] != 1.0 || factor[1] != 1.0);
         state.tiles += 1;
@@ -698,7 +698,7 @@ unsafe fn consume<C: Config>(
     wgmma::commit_group();
     warpgroup.pass_token();
     wgmma::wait_group::<0>();
-    fence_fragment(o.as_mut());
+    wgmma::fence_operands(o.as_mut());
     warpgroup.release(smem.v_empty(v_ring.stage));
     (state, o)
 }
@@ -788,25 +788,6 @@ fn pack<C: Config>(s: &C::Scores) -> C::Packed {
     packed
 }
 
-/// [`wgmma::fence_operands`] over a fragment of any width (S or O).
-#[inline(always)]
-fn fence_fragment(fragment: &mut [f32]) {
-    seq!(I in 0..96 {
-        if I < fragment.len() {
-            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags)) };
-        }
-    });
-}
-
-/// [`wgmma::fence_packed`] over a P fragment of any width.
-#[inline(always)]
-fn fence_packed(fragment: &mut [u32]) {
-    seq!(I in 0..48 {
-        if I < fragment.len() {
-            unsafe { core::arch::asm!("/* {v} */", v = inout(reg32) fragment[I], options(nostack, nomem, preserves_flags)) };
-        }
-    });
-}
 
 /// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
 /// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
