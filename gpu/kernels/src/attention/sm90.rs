@@ -1,5 +1,5 @@
-//! Hopper attention forward: O = softmax(scale · Q·Kᵀ) · V for one (batch, head, 128-row query tile) per block,
-//! the FlashAttention-3 data path with FlashAttention-4's software exp2 and lazy rescaling.
+//! Hopper attention forward: O = softmax(scale · Q·Kᵀ) · V (scale > 0, checked by the host) and the row
+//! log-sum-exp, the FlashAttention-3 data path with FlashAttention-4's software exp2 and lazy rescaling.
 //!
 //! Persistent blocks (one per SM) take work items — 128-row query tiles of one (batch, head) — from a global
 //! counter, in an order that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block
