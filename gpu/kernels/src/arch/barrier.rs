@@ -7,14 +7,9 @@ pub fn sync_threads() {
 }
 
 /// `bar.sync id, threads`: a named barrier among `threads` threads (a multiple of 32), e.g. the consumer
-/// warpgroups without the producer. Barrier 0 is [`sync_threads`]'s; kernels use 1..=15.
-#[inline(always)]
-pub fn named_sync<const ID: u32>(threads: u32) {
-    unsafe { core::arch::asm!("bar.sync {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack)) };
-}
-
-/// [`named_sync`] with the barrier chosen at run time (`id` in 1..=15, the same in every thread of a warp), so
-/// warpgroups that take turns run one code path instead of branching on their index.
+/// warpgroups without the producer. Barrier 0 is [`sync_threads`]'s; kernels use 1..=15. The id is a register
+/// (the same in every thread of a warp), so warpgroups that take turns run one code path instead of branching on
+/// their index.
 #[inline(always)]
 pub fn named_sync_id(id: u32, threads: u32) {
     unsafe { core::arch::asm!("bar.sync {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack)) };
