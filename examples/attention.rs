@@ -1,6 +1,6 @@
 //! One attention problem through the safe API: checked against the plain GPU reference kernel, then timed.
 //!
-//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|poly|nopoly|eager|nopingpong]]`
+//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|poly|eager|nopingpong]]`
 //! (default 2,16,4096,128,causal bf16 auto; q, k, v packed [B, S, H, D], as many kv heads as query heads)
 
 use cudarc::driver::sys::CUevent_flags;
@@ -15,14 +15,13 @@ use oxtile::{Error, Gpu};
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|poly|nopoly|eager|nopingpong]]";
+    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|poly|eager|nopingpong]]";
     let suite: SuiteShape = match args.first() {
         Some(text) => text.parse().unwrap_or_else(|e| panic!("{e}\n{usage}")),
         None => "2,16,4096,128,causal".parse().expect("default shape"),
     };
     let variant = match args.get(2).map(String::as_str) {
         None | Some("auto") => AttnVariant::Auto,
-        Some("nopoly") => AttnVariant::NoPoly,
         Some("poly") => AttnVariant::Poly,
         Some("eager") => AttnVariant::Eager,
         Some("nopingpong") => AttnVariant::NoPingpong,

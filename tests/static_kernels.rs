@@ -200,3 +200,28 @@ fn gemm_epilogues_store_pairs_in_one_instruction_of_the_output_width() {
         }
     }
 }
+
+/// The attention kernels overlap each tile's softmax with the previous tile's P·V: in the main loop, the
+/// exponentials lie between the wait for S (`wait_group 1`) and the wait for P·V (`wait_group 0`). ptxas moves a
+/// warpgroup wait as early as its basic block allows, and waits for every group before it rewrites a register an
+/// in-flight wgmma reads; either would put the softmax behind P·V (the kernel's first versions had both).
+#[test]
+fn attention_softmax_runs_under_the_previous_tiles_pv() {
+    let is_wait = |instruction: &str, groups: &str| {
+        inspect::sass::opcode(instruction) == "WARPGROUP.DEPBAR.LE" && instruction.ends_with(groups)
+    };
+    let attention = kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_"));
+    let mut checked = 0;
+    for kernel in attention {
+        let code = &stats(*kernel).instructions;
+        let after_s_wait = code.iter().skip_while(|i| !is_wait(i, "gsb0, 0x1")).skip(1);
+        let overlapped = after_s_wait
+            .take_while(|i| !is_wait(i, "gsb0, 0x0"))
+            .filter(|i| inspect::sass::opcode(i) == "MUFU.EX2")
+            .count();
+        // 64 scores per thread and tile, up to a quarter of them on the polynomial.
+        assert!(overlapped >= 48, "`{}`: {overlapped} MUFU.EX2 between the waits for S and for P·V", kernel.name);
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} attention kernels registered");
+}

@@ -149,13 +149,12 @@ impl AttnStrides {
 /// Which Hopper kernel runs a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum AttnVariant {
-    /// The kernel as tuned: lazy rescaling, ping-pong; exponentials by MUFU.EX2 at head dim 128, an eighth of
-    /// them by a polynomial on the FMA pipe at 64 (docs/perf-notes.md has the measurements).
+    /// The kernel as tuned: lazy rescaling, ping-pong, every exponential by MUFU.EX2 (docs/perf-notes.md has
+    /// the measurements).
     #[default]
     Auto,
-    /// Ablation (bf16, head dim 64): every exponential by MUFU.EX2.
-    NoPoly,
-    /// Ablation (bf16, head dim 128): FlashAttention-4's split, a quarter of the exponentials by the polynomial.
+    /// Ablation (bf16): FlashAttention-4's split, part of the exponentials by a polynomial on the FMA pipe: a
+    /// quarter at head dim 128, an eighth at 64.
     Poly,
     /// Ablation (bf16, head dim 128): rescale the output whenever a row maximum grows, as FlashAttention-2 does.
     Eager,
@@ -165,13 +164,12 @@ pub enum AttnVariant {
 }
 
 impl AttnVariant {
-    pub const ALL: [AttnVariant; 5] =
-        [AttnVariant::Auto, AttnVariant::NoPoly, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong];
+    pub const ALL: [AttnVariant; 4] =
+        [AttnVariant::Auto, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong];
 
     pub fn name(self) -> &'static str {
         match self {
             AttnVariant::Auto => "auto",
-            AttnVariant::NoPoly => "nopoly",
             AttnVariant::Poly => "poly",
             AttnVariant::Eager => "eager",
             AttnVariant::NoPingpong => "nopingpong",
@@ -221,7 +219,7 @@ impl AttnElement for bf16 {
         (128, AttnVariant::Eager, kernels::ATTN_FWD_BF16_D128_EAGER_SM90),
         (128, AttnVariant::NoPingpong, kernels::ATTN_FWD_BF16_D128_NOPINGPONG_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
-        (64, AttnVariant::NoPoly, kernels::ATTN_FWD_BF16_D64_NOPOLY_SM90),
+        (64, AttnVariant::Poly, kernels::ATTN_FWD_BF16_D64_POLY_SM90),
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
@@ -241,8 +239,8 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
     T::ATTN_KERNELS.iter().find(|(d, v, _)| (*d, *v) == (head_dim, variant)).map(|(_, _, k)| *k).ok_or_else(|| {
         let message = if T::ATTN_KERNELS.iter().any(|(d, _, _)| *d == head_dim) {
             format!(
-                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: poly, eager and nopingpong at head \
-                 dim 128, nopoly at 64)",
+                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: poly at head dims 64 and 128, eager \
+                 and nopingpong at 128)",
                 variant.name(),
                 T::NAME
             )
@@ -832,12 +830,11 @@ mod tests {
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_BF16_D128_SM90);
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Eager).unwrap(), kernels::ATTN_FWD_BF16_D128_EAGER_SM90);
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Poly).unwrap(), kernels::ATTN_FWD_BF16_D128_POLY_SM90);
-        assert_eq!(kernel_for::<bf16>(64, AttnVariant::NoPoly).unwrap(), kernels::ATTN_FWD_BF16_D64_NOPOLY_SM90);
+        assert_eq!(kernel_for::<bf16>(64, AttnVariant::Poly).unwrap(), kernels::ATTN_FWD_BF16_D64_POLY_SM90);
         assert_eq!(kernel_for::<f16>(64, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_F16_D64_SM90);
         let err = kernel_for::<f16>(128, AttnVariant::Eager).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("ablations"), "{err}");
-        assert!(kernel_for::<bf16>(64, AttnVariant::Poly).is_err());
-        assert!(kernel_for::<bf16>(128, AttnVariant::NoPoly).is_err());
+        assert!(kernel_for::<bf16>(64, AttnVariant::Eager).is_err());
         assert!(kernel_for::<bf16>(256, AttnVariant::Auto).unwrap_err().to_string().contains("64 or 128"));
         for &(_, _, kernel) in bf16::ATTN_KERNELS.iter().chain(f16::ATTN_KERNELS) {
             assert!(kernels::ALL.contains(&kernel), "{kernel:?} is not registered");

@@ -162,7 +162,7 @@ impl AttnCase {
         })
     }
 
-    /// E.g. `2x77/129 h8/2 d128 causal bf16 qkv nopoly`.
+    /// E.g. `2x77/129 h8/2 d128 causal bf16 qkv poly`.
     pub fn describe(&self, dtype: &str) -> String {
         let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim } = self.shape;
         let mut text = format!(
@@ -728,6 +728,8 @@ pub fn standard_checks(gpu: &Gpu, seed: u64) -> Result<Vec<AttnCheck>> {
             seed + 6,
         )?);
     }
+    let d64_poly = case(2, 129, 200, 4, 2, 64).causal(true).variant(AttnVariant::Poly);
+    checks.push(check::<bf16>(gpu, &d64_poly, Against::Float64, seed + 9)?);
     checks.push(check::<bf16>(gpu, &case(1, 2048, 2048, 4, 4, 128).causal(true), Against::GpuReference, seed + 7)?);
     checks.push(check_gpu_reference::<bf16>(gpu, &case(1, 1024, 1024, 4, 2, 128).causal(true), Some(64), seed + 8)?);
     Ok(checks)

@@ -102,26 +102,26 @@ macro_rules! config {
     };
 }
 
-// Measured on the H200 (docs/perf-notes.md, attention v1): at head dim 128 the tensor cores need 2048 clocks per
-// 128×128 tile and MUFU 1024, so MUFU is never the bottleneck and a quarter of the exponentials on the polynomial
-// cost 8–10% (issue slots); MUFU only is the default there. At 64 the tensor work halves and MUFU alone would
-// take as long as the matrix work: an eighth on the polynomial balances MUFU against the issue slots.
+// Measured on the H200 (docs/perf-notes.md, attention v1–v3): with the softmax overlapped with P·V (v3), MUFU-only
+// exponentials beat FA4's split at both head dims: an eighth on the polynomial costs 1–4%, a quarter 3–7%. The FMA
+// pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
+// critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
     scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true);
+config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false);
-config!(Bf16D64NoPoly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -191,8 +191,8 @@ attn_kernel!(
     attn_fwd_bf16_d128_poly_sm90, Bf16D128Poly
 );
 attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: every exponential on MUFU.EX2.
-    attn_fwd_bf16_d64_nopoly_sm90, Bf16D64NoPoly
+    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: an eighth of the exponentials on the polynomial.
+    attn_fwd_bf16_d64_poly_sm90, Bf16D64Poly
 );
 attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
@@ -260,6 +260,10 @@ impl SmemMap {
     /// The work item the producer published with the last Q (after the barriers).
     fn work_slot(&self) -> u32 {
         self.base + self.tile.work_slot_offset()
+    }
+    /// A word written by the consumers and read by no one ([`wgmma::retain_packed`]).
+    fn scratch(&self) -> u32 {
+        self.base + self.tile.scratch_offset()
     }
     fn q_empty(&self) -> u32 {
         self.barrier(1)
@@ -440,6 +444,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             smem: &smem,
             consumer,
             q_rows_offset: consumer * tile.consumer_rows() * 128,
+            desc_q: wgmma::desc_k_major_sw128(smem.q(0) + consumer * tile.consumer_rows() * 128),
             leader: thread == 0,
             pingpong: C::PINGPONG,
             map_o: tensor_maps[3],
@@ -670,21 +675,28 @@ unsafe fn consume<C: Config>(
         let factor =
             softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem);
 
-        wgmma::wait_group::<0>();
-        wgmma::fence_operands(o.as_mut());
-        wgmma::fence_packed(p.as_mut());
-        warpgroup.release(smem.v_empty(v_ring.stage));
+        // The wait for P·V opens a basic block of its own: ptxas schedules a warpgroup wait as early as its block
+        // allows, and in the softmax's block it would run before the softmax, serializing the two.
         let rescale = warp::any(factor[0] != 1.0 || factor[1] != 1.0);
         state.tiles += 1;
         if rescale {
             state.rescaled_tiles += 1;
+            wgmma::wait_group::<0>();
             let o = o.as_mut();
+            wgmma::fence_operands(o);
             seq!(I in 0..64 {
                 if I < o.len() {
                     o[I] *= factor[(I / 2) % 2];
                 }
             });
+        } else {
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(o.as_mut());
         }
+        // P's registers stay P's until P·V is done: else ptxas hands them to the softmax's temporaries and waits
+        // for P·V before their first write.
+        wgmma::retain_packed(p.as_ref(), smem.scratch());
+        warpgroup.release(smem.v_empty(v_ring.stage));
         p = pack::<C>(&s);
         v_ring = *ring;
         ring.advance();
@@ -709,6 +721,8 @@ struct Warpgroup<'a> {
     consumer: u32,
     /// Byte offset of this warpgroup's 64 query rows inside each 64-column block of Q.
     q_rows_offset: u32,
+    /// Descriptor of this warpgroup's rows of Q's first column block (Q never moves).
+    desc_q: u64,
     /// Thread 0 of the warpgroup: the one that arrives on the empty barriers.
     leader: bool,
     pingpong: bool,
@@ -717,15 +731,18 @@ struct Warpgroup<'a> {
 }
 
 impl Warpgroup<'_> {
-    /// S = Q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K).
+    /// S = Q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K). Every descriptor
+    /// is the first one advanced by a constant.
     #[inline(always)]
     fn issue_qk<C: Config>(&self, s: &mut C::Scores, stage: u32) {
         let head_dim = C::TILE.head_dim;
+        let (q_block_bytes, kv_block_bytes) = (self.smem.q_block_bytes(), self.smem.kv_block_bytes());
+        let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
         seq!(STEP in 0..8 {
             if STEP < head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
-                let desc_q = wgmma::desc_k_major_sw128(self.smem.q(block) + self.q_rows_offset + k_offset);
-                let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, block) + k_offset);
+                let desc_q = wgmma::desc_advance(self.desc_q, block * q_block_bytes + k_offset);
+                let desc_k = wgmma::desc_advance(desc_k, block * kv_block_bytes + k_offset);
                 unsafe { C::mma_qk(s, desc_q, desc_k, STEP > 0) };
             }
         });
@@ -734,10 +751,11 @@ impl Warpgroup<'_> {
     /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block).
     #[inline(always)]
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
-        let (p, kv_block_bytes) = (p.as_ref(), self.smem.kv_block_bytes());
+        let p = p.as_ref();
+        let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0), self.smem.kv_block_bytes());
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
-                let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0) + STEP * MN_K_STEP_BYTES, kv_block_bytes);
+                let desc_v = wgmma::desc_advance(desc_v, STEP * MN_K_STEP_BYTES);
                 let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
                 unsafe { C::mma_pv(o, &a, desc_v) };
             }
