@@ -213,13 +213,8 @@ impl AttnTile {
         self.barriers_offset() + (2 + 4 * self.stages) * Self::BARRIER_BYTES
     }
 
-    /// A word the consumers write and nobody reads (the kernel's `wgmma::retain_packed`), after the work slot.
-    pub const fn scratch_offset(&self) -> u32 {
-        self.work_slot_offset() + 4
-    }
-
     pub const fn smem_bytes(&self) -> u32 {
-        self.scratch_offset() + 4
+        self.work_slot_offset() + 4
     }
 
     /// Query rows each consumer warpgroup computes.

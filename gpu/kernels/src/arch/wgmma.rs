@@ -80,50 +80,6 @@ pub fn fence_operands(fragment: &mut [f32]) {
     });
 }
 
-/// Keeps a register A fragment (packed 16-bit pairs, up to 64 registers) allocated in ptxas's view until this
-/// point: call it after the `wait_group` that retires the wgmma reading the fragment.
-///
-/// ptxas takes a register operand of `mma_async` as dead once the instruction issues, hands its registers to the
-/// next values computed, and keeps that safe by waiting for *every* outstanding wgmma group before it writes
-/// them: a `wait_group 0` of its own, which ends any overlap of the math that follows with the matrix work
-/// (seen in the attention kernel's SASS: the softmax waited for P·V). An empty asm like [`fence_operands`] binds
-/// LLVM only and emits nothing ptxas sees; this reads the registers for real, a three-input XOR per two
-/// registers, and stores the result to the shared-memory word at `scratch` (any word nobody reads).
-#[inline(always)]
-pub fn retain_packed(fragment: &[u32], scratch: u32) {
-    let mut folded = 0u32;
-    seq_macro::seq!(I in 0..32 {
-        if 2 * I + 1 < fragment.len() {
-            unsafe {
-                core::arch::asm!(
-                    "lop3.b32 {acc}, {acc}, {a}, {b}, 0x96;",
-                    acc = inout(reg32) folded,
-                    a = in(reg32) fragment[2 * I],
-                    b = in(reg32) fragment[2 * I + 1],
-                    options(pure, nomem, nostack, preserves_flags),
-                )
-            };
-        } else if 2 * I < fragment.len() {
-            unsafe {
-                core::arch::asm!(
-                    "xor.b32 {acc}, {acc}, {a};",
-                    acc = inout(reg32) folded,
-                    a = in(reg32) fragment[2 * I],
-                    options(pure, nomem, nostack, preserves_flags),
-                )
-            };
-        }
-    });
-    unsafe {
-        core::arch::asm!(
-            "st.shared.b32 [{at}], {v};",
-            at = in(reg32) scratch,
-            v = in(reg32) folded,
-            options(nostack, preserves_flags),
-        )
-    };
-}
-
 /// Defines `fn $name::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the
 /// given shape with both operands in shared memory and f32 accumulators; `accumulate == false` overwrites `acc`
 /// (D = A·B). An operand is K-major unless its flag is 1 (the instruction's `imm-trans-a` / `imm-trans-b`).

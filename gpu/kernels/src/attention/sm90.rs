@@ -261,10 +261,6 @@ impl SmemMap {
     fn work_slot(&self) -> u32 {
         self.base + self.tile.work_slot_offset()
     }
-    /// A word written by the consumers and read by no one ([`wgmma::retain_packed`]).
-    fn scratch(&self) -> u32 {
-        self.base + self.tile.scratch_offset()
-    }
     fn q_empty(&self) -> u32 {
         self.barrier(1)
     }
@@ -693,9 +689,6 @@ unsafe fn consume<C: Config>(
             wgmma::wait_group::<0>();
             wgmma::fence_operands(o.as_mut());
         }
-        // P's registers stay P's until P·V is done: else ptxas hands them to the softmax's temporaries and waits
-        // for P·V before their first write.
-        wgmma::retain_packed(p.as_ref(), smem.scratch());
         warpgroup.release(smem.v_empty(v_ring.stage));
         p = pack::<C>(&s);
         v_ring = *ring;
