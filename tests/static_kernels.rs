@@ -200,3 +200,33 @@ fn gemm_epilogues_store_pairs_in_one_instruction_of_the_output_width() {
         }
     }
 }
+
+#[test]
+fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
+    // The TMA-store epilogue: each consumer warpgroup writes its 64 rows chunk by chunk (128 bytes of columns) into
+    // swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one 8-byte STS per
+    // pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in the unrolled epilogue).
+    // The ping-pong kernels have no staging buffers: registers to global only.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let tma_stores = s.count("UTMASTG");
+        let (tile_n, output_bytes) = match (gemm.variant, gemm.output) {
+            (Variant::PingPong | Variant::PingPongCluster2, _) => {
+                assert_eq!(tma_stores, 0, "`{}` stores with TMA", s.name);
+                assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+                continue;
+            }
+            (Variant::Narrow, output) => (64, if output == "f32" { 4 } else { 2 }),
+            (_, output) => (256, if output == "f32" { 4 } else { 2 }),
+        };
+        let chunks = tile_n * output_bytes / 128;
+        assert_eq!(tma_stores, chunks, "`{}`: {tma_stores} UTMASTG for {chunks} chunks", s.name);
+        let slices = tile_n / 16;
+        if gemm.output == "f32" {
+            assert_eq!(s.count_with("STS", "64"), 4 * slices as usize, "`{}`", s.name);
+            assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+        } else {
+            assert_eq!(s.count("STSM"), slices, "`{}`", s.name);
+        }
+    }
+}
