@@ -185,8 +185,8 @@ fn tma_store_and_register_epilogues_match_reference_at_the_edges() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_plan_stores_through_tma_into_whichever_d_each_launch_brings() {
-    // D's tensor map is encoded for the D of a launch: a second buffer, then the first again, must each get the
-    // whole product (outputs start poisoned).
+    // D's tensor map is encoded for the D of a launch (or ahead of it by `bind_output`): a second buffer, then the
+    // first again, must each get the whole product (outputs start poisoned).
     let gpu = gpu();
     let stream = gpu.stream();
     let shape = GemmShape::new(1000, 1000, 200);
@@ -205,6 +205,7 @@ fn a_plan_stores_through_tma_into_whichever_d_each_launch_brings() {
     plan.launch(&gpu, &a, &b, &mut first).unwrap();
     let expected = bits(&first);
     assert!(expected.iter().all(|&v| v != poison.to_bits()), "seed {seed}: D not wholly written");
+    plan.bind_output(&gpu, &mut second).unwrap();
     plan.launch(&gpu, &a, &b, &mut second).unwrap();
     assert!(bits(&second) == expected, "seed {seed}: the second D differs");
     stream.memcpy_htod(&vec![poison; shape.m * shape.n], &mut first).unwrap();

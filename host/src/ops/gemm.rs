@@ -11,7 +11,7 @@
 //! rows 16 bytes apart: N a multiple of 8 for 16-bit outputs, of 4 for f32), from registers otherwise
 //! ([`tma_store_epilogue`]).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
@@ -457,6 +457,27 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         (self.launch.grid_dim.0, self.launch.cluster_dim.0)
     }
 
+    /// Encodes D's tensor map for `d` ahead of a launch into it (kernels with the TMA-store epilogue), so that the
+    /// launch pays nothing but the launch: a launch into another D than the one before encodes the map itself,
+    /// which adds a 128-byte copy to the stream (one a timed loop should not see).
+    pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
+        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.d_tensor_map_for(gpu, d_address).map(drop)
+    }
+
+    /// D's tensor map in device memory, describing the D at `d_address` (encoded and copied first if it described
+    /// another); `None` when the kernel stores from registers.
+    fn d_tensor_map_for(&self, gpu: &Gpu, d_address: u64) -> Result<Option<MutexGuard<'_, DeviceOutputMap>>> {
+        let Some(map) = &self.d_tensor_map else { return Ok(None) };
+        let mut bound = map.lock().unwrap_or_else(PoisonError::into_inner);
+        if bound.address != d_address {
+            let tile = output_map(O::TENSOR_MAP_TYPE, d_address, self.shape, self.tile, std::mem::size_of::<O>());
+            gpu.stream().memcpy_htod(&tma::as_words(&[tile.encode(OP)?]), &mut bound.words)?;
+            bound.address = d_address;
+        }
+        Ok(Some(bound))
+    }
+
     /// D = alpha·A·B + beta·D with the A and B the plan was made for.
     pub fn launch(
         &self,
@@ -474,14 +495,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
         let (maps, _maps_use) = self.tensor_maps.device_ptr(gpu.stream());
         let map_b = maps + std::mem::size_of::<CUtensorMap>() as u64;
-        let mut d_tensor_map = self.d_tensor_map.as_ref().map(|map| map.lock().unwrap_or_else(PoisonError::into_inner));
-        if let Some(bound) = d_tensor_map.as_deref_mut()
-            && bound.address != d_address
-        {
-            let map = output_map(O::TENSOR_MAP_TYPE, d_address, self.shape, self.tile, std::mem::size_of::<O>());
-            gpu.stream().memcpy_htod(&tma::as_words(&[map.encode(OP)?]), &mut bound.words)?;
-            bound.address = d_address;
-        }
+        let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
         let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
