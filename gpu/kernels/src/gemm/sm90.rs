@@ -901,11 +901,14 @@ impl Staging {
         // This thread's writes must be visible to TMA (the async proxy) before the leader issues the store.
         smem::fence_proxy_async_shared();
         // The next chunk overwrites the other buffer: the store that read it (the previous chunk's) must be done
-        // reading. The leader waits before the barrier, so the barrier releases every thread's next writes.
-        if self.leader {
-            tma::wait_group_read::<0>();
-        }
-        barrier::named_sync_id(self.barrier, GemmTile::WARPGROUP_THREADS);
+        // reading. The leader waits before the barrier, so the barrier releases every thread's next writes. Every
+        // thread executes the wait (only the leader has bulk groups; the others' returns at once): a branch on the
+        // leader in front of the barrier let LLVM copy the barrier into both of its arms, and warp 0 then arrived
+        // twice per chunk at an aligned `bar.sync` (lane 0 at one copy, lanes 1..31 at the other), which hung the
+        // kernel. The barrier is the unaligned form as well, so that a copy along any lane-divergent path stays
+        // one arrival per warp.
+        tma::wait_group_read::<0>();
+        barrier::named_sync_id_unaligned(self.barrier, GemmTile::WARPGROUP_THREADS);
         if self.leader && row < out.m && column < out.n {
             unsafe { tma::store_2d(out.tensor_map, column as i32, row as i32, self.buffer(chunk)) };
             tma::commit_group();
