@@ -137,6 +137,82 @@ fn alpha_and_beta_scale_product_and_existing_output() {
     }
 }
 
+/// Shapes for the two epilogue paths of the cooperative kernels (layout tn, where N is free): D through shared
+/// memory and TMA stores where its rows are 16 bytes apart, from registers elsewhere.
+/// - 1000×1000: TMA for every output type; partial tiles in M and N, the last wide tile's last 128-byte chunk
+///   partly inside D (1000 = 3·256 + 3·64 + 40), the last narrow tile 40 columns wide.
+/// - 50×776: TMA; consumer 1's rows wholly below D (its stores are skipped), the last wide tile 8 columns wide
+///   (one chunk partly inside, three outside).
+/// - 333×1004: f32 through TMA (4016-byte rows), 16-bit outputs from registers (2008-byte rows).
+/// - 333×777: odd N, registers for every type.
+/// - 4096×4104×64: TMA; several tiles per block (the staging buffers alternate across tiles) and a last column of
+///   tiles 8 wide.
+const EPILOGUE_SHAPES: [(usize, usize, usize); 5] =
+    [(1000, 1000, 200), (50, 776, 64), (333, 1004, 136), (333, 777, 264), (4096, 4104, 64)];
+
+/// The cooperative variants (the ones with the TMA-store epilogue), unscaled and with alpha and beta (C read back).
+fn epilogue_cases<O>() -> Vec<(GemmShape, GemmOptions)> {
+    let mut cases = Vec::new();
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+            for (m, n, k) in EPILOGUE_SHAPES {
+                cases.push((GemmShape::new(m, n, k), GemmOptions { variant, alpha, beta, ..GemmOptions::default() }));
+            }
+        }
+    }
+    // Each variant writes this output type both ways.
+    for variant in [Variant::Wide, Variant::WideCluster2, Variant::Narrow] {
+        let staged = |(shape, options): &(GemmShape, GemmOptions)| {
+            options.variant == variant && gemm::tma_store_epilogue(variant, shape.n, std::mem::size_of::<O>())
+        };
+        let in_variant = cases.iter().filter(|(_, options)| options.variant == variant).count();
+        let through_tma = cases.iter().filter(|case| staged(case)).count();
+        assert!(through_tma > 0 && through_tma < in_variant, "{variant:?}: {through_tma} of {in_variant} staged");
+    }
+    cases
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tma_store_and_register_epilogues_match_reference_at_the_edges() {
+    let gpu = gpu();
+    assert_pass::<bf16, bf16>(&gpu, epilogue_cases::<bf16>());
+    assert_pass::<bf16, f32>(&gpu, epilogue_cases::<f32>());
+    assert_pass::<f16, f16>(&gpu, epilogue_cases::<f16>());
+    assert_pass::<f16, f32>(&gpu, epilogue_cases::<f32>());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_plan_stores_through_tma_into_whichever_d_each_launch_brings() {
+    // D's tensor map is encoded for the D of a launch (or ahead of it by `bind_output`): a second buffer, then the
+    // first again, must each get the whole product (outputs start poisoned).
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let shape = GemmShape::new(1000, 1000, 200);
+    let options = GemmOptions { variant: Variant::Wide, ..GemmOptions::default() };
+    assert!(gemm::tma_store_epilogue(options.variant, shape.n, 2));
+    let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
+    let seed = fresh_seed();
+    let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
+    let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
+    let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
+    let poison = <bf16 as CheckValue>::POISON;
+    let poisoned = || stream.clone_htod(&vec![poison; shape.m * shape.n]).unwrap();
+    let bits =
+        |d: &CudaSlice<bf16>| -> Vec<u16> { stream.clone_dtoh(d).unwrap().iter().map(|v| v.to_bits()).collect() };
+    let (mut first, mut second) = (poisoned(), poisoned());
+    plan.launch(&gpu, &a, &b, &mut first).unwrap();
+    let expected = bits(&first);
+    assert!(expected.iter().all(|&v| v != poison.to_bits()), "seed {seed}: D not wholly written");
+    plan.bind_output(&gpu, &mut second).unwrap();
+    plan.launch(&gpu, &a, &b, &mut second).unwrap();
+    assert!(bits(&second) == expected, "seed {seed}: the second D differs");
+    stream.memcpy_htod(&vec![poison; shape.m * shape.n], &mut first).unwrap();
+    plan.launch(&gpu, &a, &b, &mut first).unwrap();
+    assert!(bits(&first) == expected, "seed {seed}: the first D, again, differs");
+}
+
 /// The benchmark's name for a layout.
 fn bench_layout(a_order: Order, b_order: Order) -> Layout {
     let col = |order| order == Order::ColMajor;

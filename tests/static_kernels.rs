@@ -225,3 +225,85 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
     }
     assert!(checked >= 8, "only {checked} attention kernels registered");
 }
+
+#[test]
+fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
+    // The TMA-store epilogue: each consumer warpgroup writes its 64 rows chunk by chunk (128 bytes of columns) into
+    // swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one 8-byte STS per
+    // pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in the unrolled epilogue).
+    // The ping-pong kernels have no staging buffers: registers to global only.
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let tma_stores = s.count("UTMASTG");
+        let (tile_n, output_bytes) = match (gemm.variant, gemm.output) {
+            (Variant::PingPong | Variant::PingPongCluster2, _) => {
+                assert_eq!(tma_stores, 0, "`{}` stores with TMA", s.name);
+                assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+                continue;
+            }
+            (Variant::Narrow, output) => (64, if output == "f32" { 4 } else { 2 }),
+            (_, output) => (256, if output == "f32" { 4 } else { 2 }),
+        };
+        let chunks = tile_n * output_bytes / 128;
+        assert_eq!(tma_stores, chunks, "`{}`: {tma_stores} UTMASTG for {chunks} chunks", s.name);
+        let slices = tile_n / 16;
+        if gemm.output == "f32" {
+            assert_eq!(s.count_with("STS", "64"), 4 * slices as usize, "`{}`", s.name);
+            assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+        } else {
+            assert_eq!(s.count("STSM"), slices, "`{}`", s.name);
+        }
+    }
+}
+
+/// The PTX of one entry: from its `.entry` line to the next entry's (or the module's end).
+fn entry_ptx(kernel: Kernel) -> &'static str {
+    let ptx = kernel.ptx();
+    let start = ptx.find(&format!(".entry {}(", kernel.name)).unwrap_or_else(|| panic!("no entry `{}`", kernel.name));
+    let body = &ptx[start..];
+    let end = body[1..].find(".entry ").map_or(body.len(), |next| next + 1);
+    &body[..end]
+}
+
+#[test]
+fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps() {
+    // After each chunk a consumer warpgroup meets on its staging barrier (a named barrier whose id is a register:
+    // 3 + consumer), behind code where only its leader thread has work (waiting for the previous TMA store). rustc
+    // does not mark inline assembly `convergent`, so LLVM may copy the barrier into both arms of such a branch: it
+    // did, and warp 0 (lane 0 at one copy of an aligned `bar.sync`, lanes 1..31 at the other) arrived twice per
+    // chunk, which hung the kernel. So: in the PTX one unaligned `barrier.sync` per chunk and no aligned named
+    // barrier; in the SASS one BAR.SYNC on a register barrier per chunk, each reached by converged warps (no
+    // `BRA.DIV` to the path where ptxas joins a diverged warp first).
+    let mut checked = 0;
+    for gemm in kernels::GEMM_SM90 {
+        let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
+        let tile_n = match gemm.variant {
+            Variant::PingPong | Variant::PingPongCluster2 => continue,
+            Variant::Narrow => 64,
+            _ => 256,
+        };
+        let chunks = tile_n * output_bytes / 128;
+        let name = gemm.kernel.name;
+        let ptx = entry_ptx(gemm.kernel);
+        assert_eq!(ptx.matches("barrier.sync %r").count(), chunks, "`{name}`: staging barriers in the PTX");
+        assert_eq!(ptx.matches("bar.sync %r").count(), 0, "`{name}` has an aligned named barrier");
+        let s = stats(gemm.kernel);
+        let named_bar_syncs = s
+            .instructions
+            .iter()
+            .filter(|i| inspect::sass::opcode(i).starts_with("BAR.SYNC"))
+            .filter(|i| {
+                i.split_whitespace()
+                    .skip_while(|w| !w.starts_with("BAR.SYNC"))
+                    .nth(1)
+                    .is_some_and(|id| id.starts_with('R'))
+            })
+            .count();
+        assert_eq!(named_bar_syncs, chunks, "`{name}`: staging barriers in the SASS");
+        assert_eq!(s.count_with("BRA", "DIV"), 0, "`{name}` reaches a barrier with a diverged warp");
+        checked += 1;
+    }
+    // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, and the
+    // multicast ablation.
+    assert_eq!(checked, 49);
+}

@@ -7,8 +7,9 @@ use cudarc::driver::sys::{
 
 use crate::error::{Error, Result};
 
-/// A 2-D box over a row-major matrix of 16-bit elements, `rows × cols` with `row_stride` elements between
-/// rows, loaded as `box_rows × box_cols` tiles with the 128-byte swizzle. Out-of-bounds elements read as zero.
+/// A 2-D box over a row-major matrix of 16-bit or f32 elements, `rows × cols` with `row_stride` elements between
+/// rows, loaded or stored as `box_rows × box_cols` tiles with the 128-byte swizzle. Out-of-bounds elements read as
+/// zero and are not written.
 #[derive(Clone, Copy, Debug)]
 pub struct Tile2d {
     pub data_type: CUtensorMapDataType,
@@ -63,8 +64,18 @@ const MAX_DIM: u64 = 1 << 32;
 const MAX_STRIDE_BYTES: u64 = 1 << 40;
 const MAX_BOX: u32 = 256;
 
-/// `cuTensorMapEncodeTiled` for 16-bit elements with the 128-byte swizzle and zero fill, rank `dims.len()`: the
-/// innermost dimension contiguous, `strides` the element strides of the others. Checks every rule the driver
+/// Bytes per element of the tensor-map types the kernels use.
+fn element_bytes(data_type: CUtensorMapDataType) -> u64 {
+    match data_type {
+        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        | CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16 => 2,
+        CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32 => 4,
+        other => unimplemented!("tensor maps of {other:?}"),
+    }
+}
+
+/// `cuTensorMapEncodeTiled` for 16-bit or f32 elements with the 128-byte swizzle and zero fill, rank `dims.len()`:
+/// the innermost dimension contiguous, `strides` the element strides of the others. Checks every rule the driver
 /// would reject (and 128-byte box rows, which the kernels' shared layouts assume) first, so the caller gets a
 /// message that names the problem instead of CUDA_ERROR_INVALID_VALUE.
 fn encode_tiled(
@@ -75,7 +86,7 @@ fn encode_tiled(
     strides: &[u64],
     boxes: &[u32],
 ) -> Result<CUtensorMap> {
-    const ELEMENT_BYTES: u64 = 2;
+    let element_bytes = element_bytes(data_type);
     let rank = dims.len();
     assert!(
         (1..=5).contains(&rank) && strides.len() + 1 == rank && boxes.len() == rank,
@@ -91,7 +102,7 @@ fn encode_tiled(
         return bad(format!("TMA dimension {d} has {} elements; it must have 1 to 2^32", dims[d]));
     }
     for (d, &stride) in strides.iter().enumerate() {
-        let bytes = stride.saturating_mul(ELEMENT_BYTES);
+        let bytes = stride.saturating_mul(element_bytes);
         if !bytes.is_multiple_of(16) {
             return bad(format!(
                 "TMA needs strides that are multiples of 16 bytes; dimension {} is {stride} elements apart",
@@ -102,13 +113,13 @@ fn encode_tiled(
             return bad(format!("TMA strides must be below 2^40 bytes; dimension {} is {bytes} bytes apart", d + 1));
         }
     }
-    if boxes[0] as u64 * ELEMENT_BYTES != 128 {
+    if boxes[0] as u64 * element_bytes != 128 {
         return bad(format!("a 128-byte swizzled box must be 128 bytes wide, not {} elements", boxes[0]));
     }
     if let Some(d) = boxes.iter().position(|&b| b == 0 || b > MAX_BOX) {
         return bad(format!("TMA box extent {} (dimension {d}) is outside 1..=256", boxes[d]));
     }
-    let byte_strides: Vec<u64> = strides.iter().map(|s| s * ELEMENT_BYTES).collect();
+    let byte_strides: Vec<u64> = strides.iter().map(|s| s * element_bytes).collect();
     let element_strides = vec![1u32; rank];
     let mut map = std::mem::MaybeUninit::<CUtensorMap>::zeroed();
     // SAFETY: every pointer refers to a live array of the rank the call is told (asserted above).
@@ -175,5 +186,10 @@ mod tests {
             box_cols: 64,
         };
         assert!(two.encode("test").unwrap_err().to_string().contains("multiples of 16 bytes"));
+        // f32: 128-byte box rows are 32 elements, and rows 4 elements apart are 16 bytes apart.
+        let f32_tile = Tile2d { data_type: CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32, ..two };
+        assert!(f32_tile.encode("test").unwrap_err().to_string().contains("128 bytes wide, not 64 elements"));
+        let f32_tile = Tile2d { box_cols: 32, row_stride: 10, ..f32_tile };
+        assert!(f32_tile.encode("test").unwrap_err().to_string().contains("is 10 elements apart"));
     }
 }

@@ -26,6 +26,10 @@ pub struct GemmTile {
     /// Bytes per element of A and B.
     pub element_bytes: u32,
     pub schedule: GemmSchedule,
+    /// Staging buffers per consumer warpgroup for the TMA-store epilogue (one 128-byte-wide column chunk of its
+    /// rows each, see [`GemmTile::staging_buffer_bytes`]); 0 where they do not fit beside the ring, and the
+    /// epilogue always stores straight from registers.
+    pub staging_buffers: u32,
 }
 
 impl GemmTile {
@@ -35,6 +39,9 @@ impl GemmTile {
     pub const MN_BOX: u32 = 64;
     /// Each mbarrier is 8 bytes; the ring has a full and an empty barrier per stage.
     const BARRIER_BYTES: u32 = 8;
+    /// Bytes of one row of an epilogue staging buffer: one 128-byte swizzle row, the TMA box's inner extent
+    /// (64 columns of a 16-bit D, 32 of an f32 one).
+    pub const STAGING_ROW_BYTES: u32 = 128;
 
     pub const fn threads(&self) -> u32 {
         Self::WARPGROUP_THREADS * (1 + self.consumers)
@@ -53,12 +60,34 @@ impl GemmTile {
         self.smem_a_bytes() + self.smem_b_bytes()
     }
 
-    /// Offset of the barriers, after the operand ring.
-    pub const fn barriers_offset(&self) -> u32 {
+    /// Whether the kernel has the TMA-store epilogue (it still stores from registers when D's rows cannot be
+    /// described by a tensor map).
+    pub const fn stores_through_tma(&self) -> bool {
+        self.staging_buffers > 0
+    }
+
+    /// One staging buffer: a consumer warpgroup's rows × one 128-byte column chunk of D, the TMA store's box.
+    pub const fn staging_buffer_bytes(&self) -> u32 {
+        self.consumer_rows() * Self::STAGING_ROW_BYTES
+    }
+
+    /// Offset of the epilogue staging buffers, after the operand ring: consumer `c`'s buffers are
+    /// `staging_buffers` consecutive ones from `staging_offset() + c × staging_buffers × staging_buffer_bytes()`.
+    pub const fn staging_offset(&self) -> u32 {
         self.stages * self.stage_bytes()
     }
 
-    /// Dynamic shared memory the kernel needs: the ring, then `2 × stages` mbarriers.
+    /// All consumers' staging buffers.
+    pub const fn staging_bytes(&self) -> u32 {
+        self.consumers * self.staging_buffers * self.staging_buffer_bytes()
+    }
+
+    /// Offset of the barriers, after the operand ring and the staging buffers.
+    pub const fn barriers_offset(&self) -> u32 {
+        self.staging_offset() + self.staging_bytes()
+    }
+
+    /// Dynamic shared memory the kernel needs: the ring, the staging buffers, then `2 × stages` mbarriers.
     pub const fn smem_bytes(&self) -> u32 {
         self.barriers_offset() + 2 * self.stages * Self::BARRIER_BYTES
     }
@@ -80,7 +109,8 @@ impl GemmTile {
     }
 }
 
-/// Hopper GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each.
+/// Hopper GEMM, 128×256×64 tiles, 4 stages, 2 consumer warpgroups of m64n256k16 wgmma each. Shared memory:
+/// 4 × 48 KiB of ring + 2 consumers × 2 staging buffers × 8 KiB + 64 bytes of barriers = 229,440 of 232,448 bytes.
 pub const GEMM_SM90_128X256: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 256,
@@ -89,9 +119,11 @@ pub const GEMM_SM90_128X256: GemmTile = GemmTile {
     consumers: 2,
     element_bytes: 2,
     schedule: GemmSchedule::Cooperative,
+    staging_buffers: 2,
 };
 
-/// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma.
+/// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma. Shared memory:
+/// 8 × 24 KiB of ring + 2 × 2 × 8 KiB of staging + 128 bytes of barriers = 229,504 bytes.
 pub const GEMM_SM90_128X64: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 64,
@@ -100,13 +132,15 @@ pub const GEMM_SM90_128X64: GemmTile = GemmTile {
     consumers: 2,
     element_bytes: 2,
     schedule: GemmSchedule::Cooperative,
+    staging_buffers: 2,
 };
 
 /// Hopper GEMM with ping-pong consumers: each of the 2 consumer warpgroups owns whole 128×128 tiles (two
 /// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). The
 /// ring is as deep as shared memory allows (7 stages of 32 KiB): while one consumer runs its main loop the producer
 /// already fills stages with the next tile's k-tiles, so the other consumer starts on loaded data when its turn
-/// comes.
+/// comes. The 7 stages take 224 KiB of the 227: a staging buffer for the TMA-store epilogue (16 KiB for a
+/// consumer's 128 rows) would cost a stage, so these kernels store D from registers.
 pub const GEMM_SM90_128X128_PINGPONG: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 128,
@@ -115,6 +149,7 @@ pub const GEMM_SM90_128X128_PINGPONG: GemmTile = GemmTile {
     consumers: 2,
     element_bytes: 2,
     schedule: GemmSchedule::PingPong,
+    staging_buffers: 0,
 };
 
 /// Shared memory one block may use on sm_90 (227 KiB of the SM's 228 KiB).
@@ -123,6 +158,30 @@ pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+// The budgets above, to the byte: a change to a tile or to the staging shows up here first.
+const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
+const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 2 * 8 * 1024 + 128);
+const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 7 * 32 * 1024 + 112);
+// One staging buffer for the ping-pong consumers (16 KiB each) would not fit beside its 7 stages.
+const _: () = assert!(
+    GEMM_SM90_128X128_PINGPONG.smem_bytes()
+        + GEMM_SM90_128X128_PINGPONG.consumers * GEMM_SM90_128X128_PINGPONG.tile_m * GemmTile::STAGING_ROW_BYTES
+        > SM90_MAX_SMEM_PER_BLOCK
+);
+// The TMA-store epilogue's staging buffers are 64 rows (its swizzled staging layouts' height and one consumer's
+// share of the tile), start on 1024-byte swizzle atoms, and split the tile's columns into whole 128-byte chunks
+// for every output type (64 columns of 16 bits, 32 of f32).
+const _: () = {
+    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64];
+    let mut i = 0;
+    while i < tiles.len() {
+        let tile = tiles[i];
+        assert!(tile.stores_through_tma() && tile.consumer_rows() == 64);
+        assert!(tile.staging_offset().is_multiple_of(1024) && tile.staging_buffer_bytes().is_multiple_of(1024));
+        assert!(tile.tile_n.is_multiple_of(GemmTile::STAGING_ROW_BYTES / 2));
+        i += 1;
+    }
+};
 // 128-byte swizzled tiles must start on 1024-byte boundaries.
 const _: () = assert!(
     GEMM_SM90_128X256.smem_a_bytes().is_multiple_of(1024) && GEMM_SM90_128X256.smem_b_bytes().is_multiple_of(1024)

@@ -297,7 +297,7 @@ pub trait GemmContender {
 
     /// Called once for every input set, after [`prepare`](Self::prepare) and before any launch on it, untimed:
     /// for a contender whose launch state is tied to the buffers (our GEMM's plans hold TMA descriptors that
-    /// encode the addresses of A and B).
+    /// encode the addresses of A and B, and of C for the TMA-store epilogue).
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         let _ = (gpu, problem, operands);
         Ok(())

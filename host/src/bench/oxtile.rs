@@ -15,7 +15,8 @@ type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 
 /// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (every layout whose operands TMA can load,
 /// see [`ops_gemm::check_layout`]), C row-major, bf16 or fp16 in and out with fp32 accumulation, alpha = 1,
-/// beta = 0. One plan is made per input set, in [`GemmContender::bind`], so the timed launches pay only the launch.
+/// beta = 0. One plan is made per input set, in [`GemmContender::bind`], with D's tensor map bound to the set's C
+/// there too, so the timed launches pay only the launch.
 pub struct OxtileSm90 {
     name: &'static str,
     variant: Variant,
@@ -119,8 +120,12 @@ impl GemmContender for OxtileSm90 {
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
         match operands {
-            Operands::Bf16 { a, b, .. } => plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b).map(drop),
-            Operands::F16 { a, b, .. } => plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b).map(drop),
+            Operands::Bf16 { a, b, c } => {
+                plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b)?.bind_output(gpu, c)
+            }
+            Operands::F16 { a, b, c } => {
+                plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b)?.bind_output(gpu, c)
+            }
         }
     }
 

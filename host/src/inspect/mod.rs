@@ -181,6 +181,7 @@ const OPCODE_COLUMNS: &[OpcodeColumn] = &[
     OpcodeColumn::plain("LDS"),
     OpcodeColumn::plain("LDSM"),
     OpcodeColumn::plain("STS"),
+    OpcodeColumn::plain("STSM"),
     OpcodeColumn::plain("MUFU"),
     OpcodeColumn::plain("FFMA"),
     OpcodeColumn::plain("BAR"),

@@ -6,8 +6,14 @@
 //! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs 16-byte row
 //! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
 //! argument is checked before launch.
+//!
+//! The cooperative kernels write D through shared memory and TMA stores when a tensor map can describe it (D's
+//! rows 16 bytes apart: N a multiple of 8 for 16-bit outputs, of 4 for f32), from registers otherwise
+//! ([`tma_store_epilogue`]).
 
-use cudarc::driver::sys::{CUfunction_attribute, CUtensorMapDataType};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
@@ -208,18 +214,52 @@ impl GemmElement for f16 {
 pub trait GemmOutput<T: GemmElement>: cudarc::driver::DeviceRepr {
     /// `bf16`, `f16` or `f32`.
     const NAME: &'static str;
+    /// D's element type in its tensor map (the TMA-store epilogue's).
+    const TENSOR_MAP_TYPE: CUtensorMapDataType;
 }
 
 impl GemmOutput<bf16> for bf16 {
     const NAME: &'static str = "bf16";
+    const TENSOR_MAP_TYPE: CUtensorMapDataType = <bf16 as GemmElement>::TENSOR_MAP_TYPE;
 }
 
 impl GemmOutput<f16> for f16 {
     const NAME: &'static str = "f16";
+    const TENSOR_MAP_TYPE: CUtensorMapDataType = <f16 as GemmElement>::TENSOR_MAP_TYPE;
 }
 
 impl<T: GemmElement> GemmOutput<T> for f32 {
     const NAME: &'static str = "f32";
+    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+/// Whether the kernel of a concrete `variant` writes a D of `n` columns of `output_bytes`-byte elements through
+/// its TMA-store epilogue (shared-memory staging, TMA stores overlapping the next tile): its tile configuration
+/// has one (the cooperative ones; the ping-pong ring leaves no room) and D's rows start 16 bytes apart, as a
+/// tensor map needs (its base is 16-byte aligned, checked at launch). Otherwise the kernel stores from
+/// registers, which any N allows.
+pub fn tma_store_epilogue(variant: Variant, n: usize, output_bytes: usize) -> bool {
+    variant.tile().stores_through_tma() && (n * output_bytes).is_multiple_of(16)
+}
+
+/// D's tensor map for the TMA-store epilogue: the kernel's store boxes are one consumer warpgroup's rows × 128
+/// bytes (one staging buffer), 128-byte swizzled like the staging layout.
+fn output_map(
+    data_type: CUtensorMapDataType,
+    address: u64,
+    shape: GemmShape,
+    tile: GemmTile,
+    output_bytes: usize,
+) -> Tile2d {
+    Tile2d {
+        data_type,
+        address,
+        rows: shape.m as u64,
+        cols: shape.n as u64,
+        row_stride: shape.n as u64,
+        box_rows: tile.consumer_rows(),
+        box_cols: GemmTile::STAGING_ROW_BYTES / output_bytes as u32,
+    }
 }
 
 /// The kernel computing `input` → `output` GEMMs of this layout with this (concrete) variant.
@@ -305,11 +345,23 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     options: GemmOptions,
     kernel: Kernel,
     function: CudaFunction,
+    /// A's and B's tensor maps.
     tensor_maps: CudaSlice<u64>,
+    /// D's, when the kernel stores through TMA ([`tma_store_epilogue`]).
+    d_tensor_map: Option<Mutex<DeviceOutputMap>>,
+    tile: GemmTile,
     a_address: u64,
     b_address: u64,
     launch: ClusterLaunch,
     _types: std::marker::PhantomData<(T, O)>,
+}
+
+/// D's tensor map in device memory. D comes with each launch, so the map describes the D of the last launch and is
+/// encoded and copied again (128 bytes, ordered on the stream before the kernel) only when a launch brings another.
+struct DeviceOutputMap {
+    /// The D the device copy describes; 0 before the first launch.
+    address: u64,
+    words: CudaSlice<u64>,
 }
 
 impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
@@ -354,6 +406,12 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             .encode(OP)?,
         ];
         let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
+        let d_tensor_map = if tma_store_epilogue(variant, shape.n, std::mem::size_of::<O>()) {
+            let words = gpu.stream().alloc_zeros::<u64>(std::mem::size_of::<CUtensorMap>() / 8)?;
+            Some(Mutex::new(DeviceOutputMap { address: 0, words }))
+        } else {
+            None
+        };
 
         let function = gpu.function(kernel)?;
         function.set_attribute(
@@ -376,6 +434,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             kernel,
             function,
             tensor_maps,
+            d_tensor_map,
+            tile,
             a_address,
             b_address,
             launch,
@@ -397,6 +457,27 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         (self.launch.grid_dim.0, self.launch.cluster_dim.0)
     }
 
+    /// Encodes D's tensor map for `d` ahead of a launch into it (kernels with the TMA-store epilogue), so that the
+    /// launch pays nothing but the launch: a launch into another D than the one before encodes the map itself,
+    /// which adds a 128-byte copy to the stream (one a timed loop should not see).
+    pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
+        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.d_tensor_map_for(gpu, d_address).map(drop)
+    }
+
+    /// D's tensor map in device memory, describing the D at `d_address` (encoded and copied first if it described
+    /// another); `None` when the kernel stores from registers.
+    fn d_tensor_map_for(&self, gpu: &Gpu, d_address: u64) -> Result<Option<MutexGuard<'_, DeviceOutputMap>>> {
+        let Some(map) = &self.d_tensor_map else { return Ok(None) };
+        let mut bound = map.lock().unwrap_or_else(PoisonError::into_inner);
+        if bound.address != d_address {
+            let tile = output_map(O::TENSOR_MAP_TYPE, d_address, self.shape, self.tile, std::mem::size_of::<O>());
+            gpu.stream().memcpy_htod(&tma::as_words(&[tile.encode(OP)?]), &mut bound.words)?;
+            bound.address = d_address;
+        }
+        Ok(Some(bound))
+    }
+
     /// D = alpha·A·B + beta·D with the A and B the plan was made for.
     pub fn launch(
         &self,
@@ -413,13 +494,18 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         }
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
         let (maps, _maps_use) = self.tensor_maps.device_ptr(gpu.stream());
-        let map_b = maps + std::mem::size_of::<cudarc::driver::sys::CUtensorMap>() as u64;
+        let map_b = maps + std::mem::size_of::<CUtensorMap>() as u64;
+        let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
+        // 0 tells the kernel to store from registers.
+        let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
         let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
         let (mut map_a, mut map_b, mut d_address) = (maps, map_b, d_address);
+        let mut map_d_address = map_d.as_ref().map_or(0, |(address, _)| *address);
         let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
         let mut args = [
             arg(&mut map_a),
             arg(&mut map_b),
+            arg(&mut map_d_address),
             arg(&mut d_address),
             arg(&mut m),
             arg(&mut n),
@@ -429,8 +515,9 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             arg(&mut beta),
         ];
         // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
-        // kernel reads (checked above); D holds M×N elements of the kernel's output type, 16-byte aligned; block,
-        // cluster and shared-memory sizes are the kernel's own.
+        // kernel reads (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds
+        // M×N elements of the kernel's output type, 16-byte aligned; block, cluster and shared-memory sizes are the
+        // kernel's own.
         unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args) }
     }
 }
@@ -549,6 +636,33 @@ mod tests {
         let mn_major = operand_map(data_type, 0, false, 304, 520, 128);
         assert_eq!((mn_major.rows, mn_major.cols, mn_major.row_stride), (520, 304, 304));
         assert_eq!((mn_major.box_rows, mn_major.box_cols), (64, 64));
+    }
+
+    #[test]
+    fn the_tma_store_epilogue_needs_16_byte_rows_and_staging_buffers() {
+        // 16-bit D: N a multiple of 8; f32 D: of 4.
+        assert!(tma_store_epilogue(Variant::Wide, 1000, 2));
+        assert!(!tma_store_epilogue(Variant::Wide, 4095, 2));
+        assert!(!tma_store_epilogue(Variant::Narrow, 1004, 2));
+        assert!(tma_store_epilogue(Variant::Narrow, 1004, 4));
+        assert!(tma_store_epilogue(Variant::WideCluster2, 776, 4));
+        assert!(!tma_store_epilogue(Variant::WideCluster2, 777, 4));
+        assert!(tma_store_epilogue(Variant::WideCluster2Unshared, 256, 2));
+        // The ping-pong ring leaves no shared memory for staging: always from registers.
+        assert!(!tma_store_epilogue(Variant::PingPong, 1024, 2));
+        assert!(!tma_store_epilogue(Variant::PingPongCluster2, 1024, 2));
+    }
+
+    #[test]
+    fn output_maps_store_one_staging_buffer_per_box() {
+        let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+        let map = output_map(f32_type, 0, GemmShape::new(300, 1004, 64), GEMM_SM90_128X256, 4);
+        assert_eq!((map.rows, map.cols, map.row_stride), (300, 1004, 1004));
+        // 64 rows (a consumer's share) × 128 bytes: 32 f32, 64 bf16.
+        assert_eq!((map.box_rows, map.box_cols), (64, 32));
+        let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), GEMM_SM90_128X64, 2);
+        assert_eq!((map.box_rows, map.box_cols), (64, 64));
     }
 
     #[test]

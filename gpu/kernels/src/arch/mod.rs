@@ -13,6 +13,7 @@ pub mod mufu;
 pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;
+pub mod stmatrix;
 pub mod tma;
 pub mod warp;
 pub mod wgmma;

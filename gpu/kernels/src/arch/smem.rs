@@ -59,6 +59,20 @@ pub unsafe fn store_u32(addr: u32, value: u32) {
     }
 }
 
+/// `st.shared.v2.f32`: writes `lo` at shared-window address `addr` and `hi` after it, as one 8-byte store.
+/// PTX ISA: "st" (#data-movement-and-conversion-instructions-st).
+///
+/// # Safety
+/// `addr` is an 8-byte aligned address inside this block's shared memory that no other thread accesses
+/// concurrently.
+#[inline(always)]
+pub unsafe fn store_f32x2(addr: u32, lo: f32, hi: f32) {
+    unsafe {
+        core::arch::asm!("st.shared.v2.f32 [{addr}], {{{lo}, {hi}}};", addr = in(reg32) addr, lo = in(reg32) lo,
+            hi = in(reg32) hi, options(nostack, preserves_flags));
+    }
+}
+
 /// `ld.shared.b32`: the 32 bits at shared-window address `addr`.
 /// PTX ISA: "ld" (#data-movement-and-conversion-instructions-ld).
 ///

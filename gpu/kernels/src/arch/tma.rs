@@ -30,6 +30,21 @@ pub unsafe fn load_2d(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32) {
     }
 }
 
+/// Stores the box at shared address `src` to coordinates (`x` innermost, `y`) of a 2-D tensor
+/// (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`); parts of the box outside the tensor are not
+/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`] / [`wait_group`].
+///
+/// # Safety
+/// As [`store_4d`].
+#[inline(always)]
+pub unsafe fn store_2d(tensor_map: u64, x: i32, y: i32, src: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{map}, {{{x}, {y}}}], [{src}];",
+            map = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y, src = in(reg32) src, options(nostack));
+    }
+}
+
 /// As [`load_2d`], but the box lands at the same shared-memory offset `dst` in every block of the cluster
 /// whose bit is set in `block_mask`, each signalling its own barrier at offset `bar`
 /// (`.multicast::cluster`).

@@ -9,8 +9,12 @@
 //! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 rows of the tile, waits for
 //!   `full`, issues four m64nNk16 wgmma from shared-memory descriptors, keeps one wgmma group in flight and
 //!   frees the stage that the previous group read;
-//! - after the last k-tile the consumers scale their fragments, convert them and store them to global memory,
-//!   while the producer is already loading the next tile's stages.
+//! - after the last k-tile the consumers scale their fragments and convert them to D's type, while the producer is
+//!   already loading the next tile's stages. Where the host gives a tensor map for D, each consumer writes them
+//!   into shared memory in 128-byte column chunks (`stmatrix` for 16-bit outputs), laid out as TMA's 128-byte
+//!   swizzled box, and its first thread has TMA store each chunk ([`Staging`]): the consumers go on to the next
+//!   tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart, or no room for staging
+//!   buffers beside the ring) they store straight from registers to global memory.
 //!
 //! That is the cooperative schedule: the tensor cores idle while both consumers run their epilogues. With the
 //! ping-pong schedule ([`GemmSchedule::PingPong`], 128×128 tiles) each consumer owns whole tiles, the block's even
@@ -45,7 +49,8 @@ use seq_macro::seq;
 use super::schedule::TileScheduler;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, tma, wgmma};
+use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, stmatrix, tma, wgmma};
+use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
 const K: u32 = 0;
@@ -77,11 +82,55 @@ trait Input {
 trait OutputElement {
     /// How one element is stored.
     type Bits: Copy;
+    /// Columns of D in one 128-byte row of a staging buffer: the width of the TMA-store epilogue's box and chunk.
+    const BOX_COLUMNS: u32;
     fn to_f32(value: Self::Bits) -> f32;
     /// Writes `v0` at `at` and, when `second`, `v1` after it. `at` is aligned to two elements when `ldd_even`
     /// (see [`Epilogue::store_pair`]): then a pair goes out as one store of twice the element's width.
     unsafe fn store(at: *mut Self::Bits, v0: f32, v1: f32, second: bool, ldd_even: bool);
+    /// Writes a 16-column slice of a consumer warpgroup's 64 rows into a staging buffer (64 rows × 128 bytes in
+    /// the 128-byte swizzled layout TMA stores from): `values` are this thread's values 0..8 of the slice's m64n16
+    /// accumulator fragment ([`SLICE_ACCUMULATOR`]), scaled, and `column` (a multiple of 16) is where the slice
+    /// starts in the buffer.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it together, `thread` being the caller's index in it; `buffer` is a
+    /// 1024-byte aligned staging buffer that no TMA store still reads.
+    unsafe fn stage_slice(buffer: u32, values: [f32; 8], thread: u32, column: u32);
 }
+
+/// The m64n16k16 accumulator fragment, (thread, value) → column-major index in the 64×16 block: the layout of
+/// one 16-column slice of any wider fragment (its values 8s .. 8s + 8 are slice s's values 0..8).
+const SLICE_ACCUMULATOR: StaticLayout<6> = StaticLayout::expect(StaticLayout::wgmma_accumulator_tv(16));
+
+/// Writes a 16-bit output slice with one `stmatrix.x4` per thread: its four matrices are the slice's 8×8 blocks
+/// in the order of the fragment's value pairs, which `stmatrix`'s register layout matches (checked below).
+#[inline(always)]
+unsafe fn stage_slice_16bit(buffer: u32, pairs: [u32; 4], thread: u32, column: u32) {
+    let (warp, lane) = (thread / 32, thread % 32);
+    let (row, column_in_slice) = stmatrix::x4_row_of_16x16(lane);
+    let address = buffer + SW128_64X64_B16.crd2idx_u32(&[16 * warp + row, column + column_in_slice]);
+    unsafe { stmatrix::store_x4(address, pairs) };
+}
+
+// `stmatrix.x4` puts register `i` of lane `l` at (row l / 4, columns 2·(l % 4), +1) of matrix `i`, matrix `i`
+// covering rows 8·(i % 2) .. and columns 8·(i / 2) .. of the warp's 16×16 block: for every lane of warp 0 this is
+// where the slice accumulator puts the thread's values 2i and 2i + 1.
+const _: () = {
+    let mut lane = 0;
+    while lane < 32 {
+        let mut i = 0;
+        while i < 4 {
+            let index = SLICE_ACCUMULATOR.crd2idx_u32(&[lane, 2 * i]);
+            let (row, column) = (index % 64, index / 64);
+            assert!(row == 8 * (i % 2) + lane / 4 && column == 8 * (i / 2) + 2 * (lane % 4));
+            // The value after it is its row neighbour, the high half of the register.
+            assert!(SLICE_ACCUMULATOR.crd2idx_u32(&[lane, 2 * i + 1]) == index + 64);
+            i += 1;
+        }
+        lane += 1;
+    }
+};
 
 struct Bf16;
 struct F16;
@@ -162,6 +211,7 @@ unsafe fn store_16bit(at: *mut u16, packed: u32, second: bool, ldd_even: bool) {
 
 impl OutputElement for Bf16 {
     type Bits = u16;
+    const BOX_COLUMNS: u32 = 64;
     #[inline(always)]
     fn to_f32(value: u16) -> f32 {
         convert::bf16_to_f32(value)
@@ -170,10 +220,16 @@ impl OutputElement for Bf16 {
     unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
         unsafe { store_16bit(at, convert::pack_bf16x2(v0, v1), second, ldd_even) }
     }
+    #[inline(always)]
+    unsafe fn stage_slice(buffer: u32, v: [f32; 8], thread: u32, column: u32) {
+        let pairs = [0, 1, 2, 3].map(|i| convert::pack_bf16x2(v[2 * i], v[2 * i + 1]));
+        unsafe { stage_slice_16bit(buffer, pairs, thread, column) }
+    }
 }
 
 impl OutputElement for F16 {
     type Bits = u16;
+    const BOX_COLUMNS: u32 = 64;
     #[inline(always)]
     fn to_f32(value: u16) -> f32 {
         convert::f16_to_f32(value)
@@ -182,13 +238,30 @@ impl OutputElement for F16 {
     unsafe fn store(at: *mut u16, v0: f32, v1: f32, second: bool, ldd_even: bool) {
         unsafe { store_16bit(at, convert::pack_f16x2(v0, v1), second, ldd_even) }
     }
+    #[inline(always)]
+    unsafe fn stage_slice(buffer: u32, v: [f32; 8], thread: u32, column: u32) {
+        let pairs = [0, 1, 2, 3].map(|i| convert::pack_f16x2(v[2 * i], v[2 * i + 1]));
+        unsafe { stage_slice_16bit(buffer, pairs, thread, column) }
+    }
 }
 
 impl OutputElement for F32 {
     type Bits = f32;
+    const BOX_COLUMNS: u32 = 32;
     #[inline(always)]
     fn to_f32(value: f32) -> f32 {
         value
+    }
+    /// No `stmatrix` for 32-bit elements: each pair is one 8-byte `st.shared.v2`. A warp's store covers 8 rows ×
+    /// 32 bytes, which the swizzle spreads over all 32 banks twice: two wavefronts, the least 256 bytes take.
+    #[inline(always)]
+    unsafe fn stage_slice(buffer: u32, v: [f32; 8], thread: u32, column: u32) {
+        seq!(PAIR in 0..4 {
+            let index = SLICE_ACCUMULATOR.crd2idx_u32(&[thread, 2 * PAIR]);
+            let (row, column_in_slice) = (index % 64, index / 64);
+            let address = buffer + SW128_64X32_B32.crd2idx_u32(&[row, column + column_in_slice]);
+            unsafe { smem::store_f32x2(address, v[2 * PAIR], v[2 * PAIR + 1]) };
+        });
     }
     /// A pair is one 8-byte store: the f32 epilogue writes twice the bytes of the 16-bit one, in as many
     /// instructions.
@@ -226,8 +299,21 @@ trait Config {
     );
     /// Pins every accumulator after a `wgmma::wait_group` ([`wgmma::fence_operands`]).
     fn fence(acc: &mut Self::Fragment);
-    /// Writes the fragments of the warpgroup whose `consumer_rows` × N block starts at (`row0`, `col0`).
+    /// Writes the fragments of the warpgroup whose `consumer_rows` × N block starts at (`row0`, `col0`) straight
+    /// from registers to D.
     unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32);
+    /// Writes the same block through the TMA-store epilogue: 128-byte column chunks of 64 rows, each staged in
+    /// shared memory by the warpgroup and stored by TMA ([`Staging`]). `tile_index` counts the tiles this
+    /// warpgroup has written before, which keeps the staging buffers alternating across tiles.
+    unsafe fn store_staged(
+        acc: &Self::Fragment,
+        out: &Epilogue<Self::Output>,
+        staging: &Staging,
+        row0: u32,
+        col0: u32,
+        thread: u32,
+        tile_index: u32,
+    );
 }
 
 /// Defines a tile configuration generic over the input type `I` and the output type `O`, whose consumers each
@@ -289,6 +375,44 @@ macro_rules! config {
                     });
                 });
             }
+
+            /// Slice by slice (16 columns: a `stmatrix.x4` or four `st.shared.v2` per thread); after the last slice
+            /// of each 128-byte chunk the chunk goes to TMA. The fragment is still only indexed by constants.
+            #[inline(always)]
+            unsafe fn store_staged(
+                acc: &Self::Fragment,
+                out: &Epilogue<O>,
+                staging: &Staging,
+                row0: u32,
+                col0: u32,
+                thread: u32,
+                tile_index: u32,
+            ) {
+                const SLICE_COLUMNS: u32 = 16;
+                let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
+                let chunks_per_row_block = 8 * $blocks / O::BOX_COLUMNS;
+                seq!(ROWS in 0..$rows {
+                    seq!(SLICE in 0..16 {
+                        if SLICE < $blocks / 2 {
+                            let chunk = (tile_index * $rows + ROWS) * chunks_per_row_block + SLICE / slices_per_chunk;
+                            let fragment = &acc[ROWS];
+                            let mut values = [0.0f32; 8];
+                            seq!(PAIR in 0..4 {
+                                let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 8 * SLICE + 2 * PAIR]);
+                                let (row, col) = (row0 + 64 * ROWS + index % 64, col0 + index / 64);
+                                let (v0, v1) = (fragment[8 * SLICE + 2 * PAIR], fragment[8 * SLICE + 2 * PAIR + 1]);
+                                (values[2 * PAIR], values[2 * PAIR + 1]) = unsafe { out.scaled(row, col, v0, v1) };
+                            });
+                            let column_in_chunk = (SLICE % slices_per_chunk) * SLICE_COLUMNS;
+                            unsafe { O::stage_slice(staging.buffer(chunk), values, thread, column_in_chunk) };
+                            if SLICE % slices_per_chunk == slices_per_chunk - 1 {
+                                let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
+                                unsafe { staging.store(chunk, out, row0 + 64 * ROWS, chunk_column) };
+                            }
+                        }
+                    });
+                });
+            }
         }
     };
 }
@@ -306,7 +430,8 @@ config!(
     PingPong, GEMM_SM90_128X128_PINGPONG, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
 
-/// Where everything lives in dynamic shared memory: the (A, B) ring, then the full and empty barriers.
+/// Where everything lives in dynamic shared memory: the (A, B) ring, the epilogue's staging buffers, then the full
+/// and empty barriers.
 struct SmemMap {
     base: u32,
     tile: GemmTile,
@@ -321,6 +446,10 @@ impl SmemMap {
     }
     fn full(&self, stage: u32) -> u32 {
         self.base + self.tile.barriers_offset() + 8 * stage
+    }
+    /// Consumer `consumer`'s first staging buffer (the TMA-store epilogue's).
+    fn staging(&self, consumer: u32) -> u32 {
+        self.base + self.tile.staging_offset() + consumer * self.tile.staging_buffers * self.tile.staging_buffer_bytes()
     }
     fn empty(&self, stage: u32) -> u32 {
         self.full(self.tile.stages) + 8 * stage
@@ -388,12 +517,15 @@ macro_rules! gemm_kernel {
         /// with boxes of 64 × `tile_m` for a K-major A, dims (M, K) with boxes of 64 × 64 for an MN-major one;
         /// likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K) with
         /// boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
-        /// (8-byte aligned); launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
+        /// (8-byte aligned); `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
+        /// TMA-store epilogue, a tensor map over that D, dims (N, M), 128-byte swizzled boxes of 128 bytes × 64 rows;
+        /// launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
         /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             tensor_map_a: u64,
             tensor_map_b: u64,
+            tensor_map_d: u64,
             d: *mut u8,
             m: u32,
             n: u32,
@@ -402,7 +534,7 @@ macro_rules! gemm_kernel {
             alpha: f32,
             beta: f32,
         ) {
-            let out = Epilogue { d: d.cast(), ldd, m, n, alpha, beta };
+            let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             unsafe { gemm::<$config, { $a }, { $b }, $cluster, $multicast>(tensor_map_a, tensor_map_b, k, out) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
@@ -566,6 +698,10 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
             }
         };
         let turns = Turns { consumer, block_tiles: scheduler.tiles_from_count(first, stride) };
+        // The configuration has the TMA-store epilogue and the host could describe D by a tensor map.
+        const { assert!(!C::TILE.stores_through_tma() || C::TILE.staging_buffers == STAGING_BUFFERS) };
+        let staged = tile.stores_through_tma() && out.tensor_map != 0;
+        let staging = Staging::new(&smem, consumer, thread);
         if ping_pong && consumer == 1 && turns.block_tiles > 0 {
             // The block's first tile is consumer 0's: it may start at once.
             turns.hand_over();
@@ -611,8 +747,15 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
             if let Some(stage) = reading {
                 release(stage);
             }
-            let row0 = (work.m * CLUSTER + rank) * tile.tile_m + consumer_row0;
-            unsafe { C::store(&acc, &out, row0, work.n * tile.tile_n, thread) };
+            let (row0, col0) = ((work.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.n * tile.tile_n);
+            if staged {
+                unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, index) };
+            } else {
+                unsafe { C::store(&acc, &out, row0, col0, thread) };
+            }
+        }
+        if staged {
+            staging.drain();
         }
     }
     // No block may leave while a peer can still multicast into it or arrive on its barriers.
@@ -652,6 +795,8 @@ impl Turns {
 /// D ← alpha·acc + beta·D.
 struct Epilogue<O: OutputElement> {
     d: *mut O::Bits,
+    /// D's tensor map for the TMA-store epilogue, or 0.
+    tensor_map: u64,
     ldd: u32,
     m: u32,
     n: u32,
@@ -660,14 +805,21 @@ struct Epilogue<O: OutputElement> {
 }
 
 impl<O: OutputElement> Epilogue<O> {
-    /// Writes columns `c` (even) and `c + 1` of row `r` (whichever lie inside D).
+    /// The address of D[r, c].
+    ///
+    /// # Safety
+    /// (`r`, `c`) lies inside D.
     #[inline(always)]
-    unsafe fn store_pair(&self, r: u32, c: u32, v0: f32, v1: f32) {
-        if r >= self.m || c >= self.n {
-            return;
-        }
-        let at = unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) };
-        let second = c + 1 < self.n;
+    unsafe fn at(&self, r: u32, c: u32) -> *mut O::Bits {
+        unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) }
+    }
+
+    /// alpha·(v0, v1) + beta·(the old D at `at`, and after it when `second`).
+    ///
+    /// # Safety
+    /// `at` (and the element after it when `second`) lies inside D.
+    #[inline(always)]
+    unsafe fn blend(&self, at: *const O::Bits, second: bool, v0: f32, v1: f32) -> (f32, f32) {
         let (mut v0, mut v1) = (self.alpha * v0, self.alpha * v1);
         if self.beta != 0.0 {
             v0 += self.beta * O::to_f32(unsafe { *at });
@@ -675,7 +827,99 @@ impl<O: OutputElement> Epilogue<O> {
                 v1 += self.beta * O::to_f32(unsafe { *at.add(1) });
             }
         }
+        (v0, v1)
+    }
+
+    /// Writes columns `c` (even) and `c + 1` of row `r` (whichever lie inside D).
+    #[inline(always)]
+    unsafe fn store_pair(&self, r: u32, c: u32, v0: f32, v1: f32) {
+        if r >= self.m || c >= self.n {
+            return;
+        }
+        let at = unsafe { self.at(r, c) };
+        let second = c + 1 < self.n;
+        let (v0, v1) = unsafe { self.blend(at, second, v0, v1) };
         // c is even and the base is aligned, so with an even `ldd` the pair is aligned to twice the element size.
         unsafe { O::store(at, v0, v1, second, self.ldd.is_multiple_of(2)) };
+    }
+
+    /// The results for columns `c` (even) and `c + 1` of row `r`, which may lie past D's edge: the TMA-store
+    /// epilogue stages whole boxes and TMA writes only their part inside D, so only the old D is read in bounds.
+    #[inline(always)]
+    unsafe fn scaled(&self, r: u32, c: u32, v0: f32, v1: f32) -> (f32, f32) {
+        if self.beta == 0.0 || r >= self.m || c >= self.n {
+            return (self.alpha * v0, self.alpha * v1);
+        }
+        unsafe { self.blend(self.at(r, c), c + 1 < self.n, v0, v1) }
+    }
+}
+
+/// Staging buffers per consumer warpgroup: one chunk is written while TMA reads the one before.
+const STAGING_BUFFERS: u32 = 2;
+/// Named barriers of the TMA-store epilogue: consumer `c`'s 128 threads meet on `STAGING_BARRIER_BASE + c` after
+/// each chunk (above the ping-pong turns' 1 and 2).
+const STAGING_BARRIER_BASE: u32 = TURN_BASE + 2;
+
+/// The TMA-store epilogue of one consumer warpgroup. The warpgroup writes D chunk by chunk (its 64 rows × one
+/// 128-byte column chunk) into two shared-memory buffers in turn, laid out as TMA's 128-byte swizzled box; after
+/// each chunk its first thread has TMA store the buffer to global memory as one bulk group and the warpgroup goes
+/// on with the next chunk, then with the next tile's main loop, while the stores drain. A buffer is written again
+/// only after the store that read it has finished reading (`cp.async.bulk.wait_group.read`).
+struct Staging {
+    /// Shared address of the warpgroup's first buffer; the second follows it.
+    buffers: u32,
+    buffer_bytes: u32,
+    barrier: u32,
+    /// The warpgroup's thread 0: it issues, commits and waits for every store, so one bulk-group count covers all.
+    leader: bool,
+}
+
+impl Staging {
+    #[inline(always)]
+    fn new(smem: &SmemMap, consumer: u32, thread: u32) -> Self {
+        Staging {
+            buffers: smem.staging(consumer),
+            buffer_bytes: smem.tile.staging_buffer_bytes(),
+            barrier: STAGING_BARRIER_BASE + consumer,
+            leader: thread == 0,
+        }
+    }
+
+    /// The buffer of the warpgroup's `chunk`-th chunk, counted over all its tiles: the buffers alternate.
+    #[inline(always)]
+    fn buffer(&self, chunk: u32) -> u32 {
+        self.buffers + (chunk % STAGING_BUFFERS) * self.buffer_bytes
+    }
+
+    /// Hands chunk `chunk`, just written into [`Staging::buffer`] by every thread of the warpgroup, to TMA: the
+    /// box at (`row`, `column`) of D, clipped at M×N; a box wholly outside D is not issued.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it together, after writing the chunk.
+    #[inline(always)]
+    unsafe fn store<O: OutputElement>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32) {
+        // This thread's writes must be visible to TMA (the async proxy) before the leader issues the store.
+        smem::fence_proxy_async_shared();
+        // The next chunk overwrites the other buffer: the store that read it (the previous chunk's) must be done
+        // reading. The leader waits before the barrier, so the barrier releases every thread's next writes. Every
+        // thread executes the wait (only the leader has bulk groups; the others' returns at once): a branch on the
+        // leader in front of the barrier let LLVM copy the barrier into both of its arms, and warp 0 then arrived
+        // twice per chunk at an aligned `bar.sync` (lane 0 at one copy, lanes 1..31 at the other), which hung the
+        // kernel. The barrier is the unaligned form as well, so that a copy along any lane-divergent path stays
+        // one arrival per warp.
+        tma::wait_group_read::<0>();
+        barrier::named_sync_id_unaligned(self.barrier, GemmTile::WARPGROUP_THREADS);
+        if self.leader && row < out.m && column < out.n {
+            unsafe { tma::store_2d(out.tensor_map, column as i32, row as i32, self.buffer(chunk)) };
+            tma::commit_group();
+        }
+    }
+
+    /// Waits for the warpgroup's last stores: shared memory must not be released while TMA may still read it.
+    #[inline(always)]
+    fn drain(&self) {
+        if self.leader {
+            tma::wait_group::<0>();
+        }
     }
 }
