@@ -763,10 +763,13 @@ impl Warpgroup<'_> {
         }
     }
 
-    /// A barrier among this warpgroup's 128 threads only.
+    /// A barrier among this warpgroup's 128 threads only. The epilogue reaches it behind lane-divergent code (the
+    /// row leaders' LSE stores), and rustc's inline asm is not `convergent`, so LLVM may copy it into both arms of
+    /// such a branch: the unaligned form keeps that one arrival per warp (the GEMM's TMA-store epilogue hung on
+    /// exactly this with the aligned form).
     #[inline(always)]
     fn sync(&self) {
-        barrier::named_sync_id(EPILOGUE_BASE + self.consumer, AttnTile::WARPGROUP_THREADS);
+        barrier::named_sync_id_unaligned(EPILOGUE_BASE + self.consumer, AttnTile::WARPGROUP_THREADS);
     }
 
     /// Ping-pong: wait for the right to issue wgmma...
@@ -835,10 +838,9 @@ unsafe fn store_output<C: Config>(
         }
     });
 
-    // The previous work item's store must have read the staging tile before it is overwritten.
-    if warpgroup.leader {
-        tma::wait_group_read::<0>();
-    }
+    // The previous work item's store must have read the staging tile before it is overwritten. Every thread waits
+    // (only the leader has bulk groups; the others return at once): no branch in front of the barrier.
+    tma::wait_group_read::<0>();
     warpgroup.sync();
     let smem = warpgroup.smem;
     seq!(BLOCK in 0..16 {
