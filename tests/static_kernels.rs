@@ -307,3 +307,23 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
     // multicast ablation.
     assert_eq!(checked, 49);
 }
+
+#[test]
+fn attention_kernels_reach_each_named_barrier_from_one_place() {
+    // rustc's inline asm is not `convergent`, so LLVM may copy a barrier into both arms of a branch before it; an
+    // aligned `bar.sync` reached by a warp's lanes through two copies hangs the kernel (the GEMM's TMA-store
+    // epilogue did). The ping-pong token is taken at four places (first tile, main loop, last P·V, exit) and
+    // passed at four (start, three issues); the epilogue's two warpgroup barriers are unaligned `barrier.sync` at
+    // its two call sites (a work item with keys and one without). A copied barrier shows up as a fifth.
+    let count = |ptx: &str, opcode: &str| ptx.lines().filter(|l| l.trim_start().starts_with(opcode)).count();
+    let mut checked = 0;
+    for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")) {
+        let ptx = entry_ptx(*kernel);
+        let turns = if kernel.name.contains("nopingpong") { 0 } else { 4 };
+        assert_eq!(count(ptx, "bar.sync %r"), turns, "`{}`: token barriers", kernel.name);
+        assert_eq!(count(ptx, "bar.arrive %r"), turns, "`{}`: token hand-overs", kernel.name);
+        assert_eq!(count(ptx, "barrier.sync %r"), 4, "`{}`: epilogue barriers", kernel.name);
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} attention kernels registered");
+}
