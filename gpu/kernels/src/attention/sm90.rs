@@ -436,11 +436,12 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     } else {
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
+        let q_rows_offset = consumer * tile.consumer_rows() * 128;
         let warpgroup = Warpgroup {
             smem: &smem,
             consumer,
-            q_rows_offset: consumer * tile.consumer_rows() * 128,
-            desc_q: wgmma::desc_k_major_sw128(smem.q(0) + consumer * tile.consumer_rows() * 128),
+            q_rows_offset,
+            desc_q: wgmma::desc_k_major_sw128(smem.q(0) + q_rows_offset),
             leader: thread == 0,
             pingpong: C::PINGPONG,
             map_o: tensor_maps[3],
