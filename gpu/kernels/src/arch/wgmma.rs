@@ -59,6 +59,12 @@ pub fn commit_group() {
 }
 
 /// `wgmma.wait_group.sync.aligned N`: waits until at most `N` committed groups are still running.
+///
+/// ptxas schedules the wait as early as its basic block allows: math meant to run under the outstanding group
+/// must end its block before the wait (a branch between them), or it runs after it. ptxas also takes a register A
+/// operand as free once its wgmma issues; where it hands those registers to other values before this wait it
+/// inserts a wait for every group of its own. The attention kernel's consumer loop shows both (docs/perf-notes.md,
+/// attention v3; tests/static_kernels.rs checks the overlap).
 #[inline(always)]
 pub fn wait_group<const N: u32>() {
     unsafe { core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
