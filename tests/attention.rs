@@ -238,10 +238,11 @@ fn gpu_reference_handles_long_sequences_quickly() {
     assert!(lse.iter().all(|x| x.is_finite()));
 }
 
-/// Inputs whose every key tile's scores exceed the previous tile's by 16 in log2 units (scale = ln 2 makes
-/// scale·log2 e = 1, so a score in log2 units is q·k): q = e_0, key j = 16·⌊j / 128⌋ in component 0, random
-/// elsewhere (q does not see it). Every row's maximum then grows past the lazy threshold (8) on every tile.
-fn peaked_inputs(shape: AttnShape, seed: u64) -> AttnInputs {
+/// Inputs whose every key tile's scores exceed the previous tile's by `step` in log2 units (scale = ln 2 makes
+/// scale·log2 e = 1, so a score in log2 units is q·k): q = e_0, key j = step·⌊j / 128⌋ in component 0, random
+/// elsewhere (q does not see it). With step 16, every row's maximum grows past the lazy threshold (8) on every
+/// tile; with step 200, also past the kernels' speculation limit (120), so every thread recomputes its scores.
+fn peaked_inputs(shape: AttnShape, seed: u64, step: f32) -> AttnInputs {
     let mut inputs = AttnInputs::random(shape, seed);
     let d = shape.head_dim;
     for q in inputs.q.chunks_mut(d) {
@@ -251,7 +252,7 @@ fn peaked_inputs(shape: AttnShape, seed: u64) -> AttnInputs {
     let kv_heads = shape.heads_kv;
     for (row, k) in inputs.k.chunks_mut(d).enumerate() {
         let key = (row / kv_heads) % shape.seq_k;
-        k[0] = 16.0 * (key / 128) as f32;
+        k[0] = step * (key / 128) as f32;
     }
     inputs
 }
@@ -277,12 +278,19 @@ fn rescale_statistics_lazy_and_eager() {
         stats
     };
     let random = AttnInputs::random(shape, seed);
-    let peaked = peaked_inputs(shape, seed + 1);
+    let peaked = peaked_inputs(shape, seed + 1, 16.0);
+    let steep = peaked_inputs(shape, seed + 2, 200.0);
     let ln2 = Some(std::f32::consts::LN_2);
     let mut table = String::new();
     let mut row = |name: &str, variant: AttnVariant, s: RescaleStats| {
-        table +=
-            &format!("{name:<8} {:<7} {:>8}/{:<8} = {:.4}\n", variant.name(), s.rescaled, s.warp_tiles, s.fraction());
+        table += &format!(
+            "{name:<8} {:<7} {:>8}/{:<8} = {:.4}, recomputed {}\n",
+            variant.name(),
+            s.rescaled,
+            s.warp_tiles,
+            s.fraction(),
+            s.recomputed
+        );
     };
     let random_lazy = stats(AttnVariant::Auto, &random, None);
     let random_poly = stats(AttnVariant::Poly, &random, None);
@@ -290,6 +298,8 @@ fn rescale_statistics_lazy_and_eager() {
     let peaked_lazy = stats(AttnVariant::Auto, &peaked, ln2);
     let peaked_poly = stats(AttnVariant::Poly, &peaked, ln2);
     let peaked_eager = stats(AttnVariant::Eager, &peaked, ln2);
+    let steep_lazy = stats(AttnVariant::Auto, &steep, ln2);
+    let steep_eager = stats(AttnVariant::Eager, &steep, ln2);
     for (name, variant, s) in [
         ("random", AttnVariant::Auto, random_lazy),
         ("random", AttnVariant::Poly, random_poly),
@@ -297,6 +307,8 @@ fn rescale_statistics_lazy_and_eager() {
         ("peaked", AttnVariant::Auto, peaked_lazy),
         ("peaked", AttnVariant::Poly, peaked_poly),
         ("peaked", AttnVariant::Eager, peaked_eager),
+        ("steep", AttnVariant::Auto, steep_lazy),
+        ("steep", AttnVariant::Eager, steep_eager),
     ] {
         row(name, variant, s);
     }
@@ -307,8 +319,17 @@ fn rescale_statistics_lazy_and_eager() {
     checks.push(check_inputs::<bf16>(&gpu, &plain, &peaked, Against::Float64, false).unwrap());
     assert_all_pass(seed, &checks);
 
-    for s in [random_lazy, random_poly, random_eager, peaked_lazy, peaked_poly, peaked_eager] {
+    for s in [random_lazy, random_poly, random_eager, peaked_lazy, peaked_poly, peaked_eager, steep_lazy, steep_eager] {
         assert_eq!(s.warp_tiles, expected_warp_tiles, "one count per warp and key tile after the first\n{table}");
+    }
+    // Growth up to the speculation limit is absorbed by the exponentials taken against the old maximum; past it
+    // (steep: 200 per tile), every thread recomputes every tile after the first, and the result still checks.
+    for s in [random_lazy, random_poly, random_eager, peaked_lazy, peaked_poly, peaked_eager] {
+        assert_eq!(s.recomputed, 0, "{table}");
+    }
+    for s in [steep_lazy, steep_eager] {
+        assert_eq!(s.recomputed, 32 * expected_warp_tiles, "one per thread and key tile after the first\n{table}");
+        assert_eq!(s.rescaled, s.warp_tiles, "{table}");
     }
     // The peaked maximum grows by 16 > 8 on every tile: lazy rescaling must rescale every time, as eager does.
     assert_eq!(peaked_lazy.rescaled, peaked_lazy.warp_tiles, "{table}");
@@ -320,6 +341,39 @@ fn rescale_statistics_lazy_and_eager() {
     // The exponential's unit does not change when the maximum grows.
     assert_eq!(random_poly, random_lazy, "{table}");
     assert_eq!(peaked_poly, peaked_lazy, "{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scores_past_the_speculation_limit_are_recomputed_exactly() {
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let ln2 = Some(std::f32::consts::LN_2);
+    let mut checks = Vec::new();
+    let mut recomputed = Vec::new();
+    // Causal with sq ≠ sk (masked diagonal tiles recomputed), GQA, ragged edges; d64; f16.
+    let cases = [
+        (AttnShape::new(1, 200, 700, 4, 2, 128), true),
+        (AttnShape::new(2, 130, 515, 2, 2, 64), false),
+        (AttnShape::new(1, 96, 389, 2, 1, 128), false),
+    ];
+    for (index, (shape, causal)) in cases.into_iter().enumerate() {
+        let mut case = AttnCase::new(shape).causal(causal);
+        case.scale = ln2;
+        let inputs = peaked_inputs(shape, seed + index as u64, 200.0);
+        let check = if index == 2 {
+            check_inputs::<f16>(&gpu, &case, &inputs, Against::Float64, true)
+        } else {
+            check_inputs::<bf16>(&gpu, &case, &inputs, Against::Float64, true)
+        };
+        let check = check.unwrap();
+        recomputed.push((shape, check.stats.unwrap().recomputed));
+        checks.push(check);
+    }
+    assert_all_pass(seed, &checks);
+    for (shape, count) in recomputed {
+        assert!(count > 0, "{shape}: no thread took the recompute path");
+    }
 }
 
 #[test]

@@ -297,10 +297,19 @@ const _: () =
     assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
 
 /// Rescaling statistics the attention kernels add up when given a counter buffer: per (warp, key tile after the
-/// first), whether the warp rescaled its output, and how many such warp-tiles there were.
+/// first), whether the warp rescaled its output, and how many such warp-tiles there were; and per (thread, key
+/// tile after the first), whether the thread had to recompute its scores because a row maximum grew past
+/// [`ATTN_SPECULATION_LIMIT_LOG2`].
 pub const ATTN_STATS_RESCALED: usize = 0;
 pub const ATTN_STATS_WARP_TILES: usize = 1;
-pub const ATTN_STATS_LEN: usize = 2;
+pub const ATTN_STATS_RECOMPUTED: usize = 2;
+pub const ATTN_STATS_LEN: usize = 3;
+
+/// The attention kernels exponentiate a key tile's scores against the row maximum already applied, before the
+/// tile's own maximum is known; this is the largest growth of a row maximum (log2 units) those terms absorb:
+/// they stay ≤ 2^120, so a thread's 32-term partial sums stay finite in f32. Beyond it the thread recomputes
+/// its scores and takes the exact path.
+pub const ATTN_SPECULATION_LIMIT_LOG2: f32 = 120.0;
 
 /// Lazy rescaling threshold in log2 units (FA4's choice): the output and running sum are rescaled only when a
 /// row's maximum grew by more than this since the maximum last applied, so unnormalized terms stay ≤ 2^8.

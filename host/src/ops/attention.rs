@@ -15,7 +15,10 @@ use std::sync::Mutex;
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
-use oxtile_abi::{ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_LEN, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile};
+use oxtile_abi::{
+    ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_LEN, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES,
+    AttnTile,
+};
 
 use super::gemm::GemmElement;
 use super::{check_align, strided_ptr, strided_ptr_mut};
@@ -360,6 +363,9 @@ pub struct RescaleStats {
     pub rescaled: u64,
     /// All such pairs.
     pub warp_tiles: u64,
+    /// (thread, key tile after the first) pairs whose scores were recomputed: a row maximum grew by more than
+    /// [`oxtile_abi::ATTN_SPECULATION_LIMIT_LOG2`] within one tile.
+    pub recomputed: u64,
 }
 
 impl RescaleStats {
@@ -367,6 +373,7 @@ impl RescaleStats {
         RescaleStats {
             rescaled: counters[ATTN_STATS_RESCALED] as u64,
             warp_tiles: counters[ATTN_STATS_WARP_TILES] as u64,
+            recomputed: counters[ATTN_STATS_RECOMPUTED] as u64,
         }
     }
 
@@ -555,6 +562,9 @@ impl<T: AttnElement> AttnPlan<T> {
         let mut work_counter = self.work_counter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         stream.memset_zeros(&mut *work_counter)?;
         let (work_counter_address, _work_counter_use) = work_counter.device_ptr_mut(stream);
+        // q and k again, for the kernel's rare score-recompute path.
+        let strides = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
+        let (q_strides, k_strides) = (strides(p.strides.q), strides(p.strides.k));
         let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(&map_q)
@@ -570,7 +580,12 @@ impl<T: AttnElement> AttnPlan<T> {
             .arg(&p.scale_log2)
             .arg(&causal)
             .arg(&work_counter_address)
-            .arg(&stats_address);
+            .arg(&stats_address)
+            .arg(&q_address)
+            .arg(&k_address);
+        for stride in q_strides.iter().chain(&k_strides) {
+            launch.arg(stride);
+        }
         let config = LaunchConfig {
             grid_dim: self.grid(),
             block_dim: (self.tile.threads(), 1, 1),
@@ -579,9 +594,9 @@ impl<T: AttnElement> AttnPlan<T> {
         // SAFETY: the arguments match the kernel's signature in order and type (pointers as u64 addresses); the
         // tensor maps describe q, k, v and o (checked above) with boxes the kernel's tile expects; o holds every
         // element its strides address, injectively, 16-byte aligned, and overlaps no input; lse holds one f32 per
-        // query row; the work counter is one u32 zeroed on this stream just before; stats is null or
-        // ATTN_STATS_LEN counters; block and shared memory are the tile's own, the
-        // shared-memory limit raised in `new`.
+        // query row; q and k (their strides checked above) again for the recompute path; the work counter is one
+        // u32 zeroed on this stream just before; stats is null or ATTN_STATS_LEN counters; block and shared memory
+        // are the tile's own, the shared-memory limit raised in `new`.
         unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: self.kernel.name, source })
     }
 }
@@ -853,8 +868,8 @@ mod tests {
 
     #[test]
     fn rescale_fraction() {
-        let stats = RescaleStats::from_counters(&[3, 12]);
-        assert_eq!(stats, RescaleStats { rescaled: 3, warp_tiles: 12 });
+        let stats = RescaleStats::from_counters(&[3, 12, 5]);
+        assert_eq!(stats, RescaleStats { rescaled: 3, warp_tiles: 12, recomputed: 5 });
         assert_eq!(stats.fraction(), 0.25);
         assert_eq!(RescaleStats::default().fraction(), 0.0);
     }

@@ -39,3 +39,15 @@ pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
     }
     packed
 }
+
+/// Two packed bf16 (the low half first) to f32: exact, each is the top half of an f32.
+#[inline(always)]
+pub fn unpack_bf16x2(bits: u32) -> (f32, f32) {
+    (f32::from_bits(bits << 16), f32::from_bits(bits & 0xffff_0000))
+}
+
+/// Two packed f16 (the low half first) to f32 (`cvt.f32.f16` each, exact).
+#[inline(always)]
+pub fn unpack_f16x2(bits: u32) -> (f32, f32) {
+    (f16_to_f32(bits as u16), f16_to_f32((bits >> 16) as u16))
+}

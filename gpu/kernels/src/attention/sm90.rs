@@ -27,7 +27,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use oxtile_abi::{
-    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
+    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED,
+    ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
 };
 use seq_macro::seq;
 
@@ -63,10 +64,12 @@ trait Config {
     /// O += P·V for one k16 step of the keys; P from registers, V MN-major in shared memory.
     unsafe fn mma_pv(o: &mut Self::Out, p: &[u32; 4], desc_v: u64);
     fn pack2(lo: f32, hi: f32) -> u32;
+    /// Two 16-bit elements (the low one first) as f32, exactly.
+    fn unpack2(bits: u32) -> (f32, f32);
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
+    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
         struct $name;
 
         // The unrolled loops over S cover it; the k16 steps of P·V tile it.
@@ -98,6 +101,11 @@ macro_rules! config {
             fn pack2(lo: f32, hi: f32) -> u32 {
                 $pack(lo, hi)
             }
+
+            #[inline(always)]
+            fn unpack2(bits: u32) -> (f32, f32) {
+                $unpack(bits)
+            }
         }
     };
 }
@@ -106,21 +114,21 @@ macro_rules! config {
 // exponentials beat FA4's split at both head dims: an eighth on the polynomial costs 1–4%, a quarter 3–7%. The FMA
 // pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
 // critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
-config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
-config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2,
+config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
-config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
-config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2,
+config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
-config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true);
-config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
-config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true);
-config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2,
+config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false);
 
 /// Defines one exported kernel over [`attn_fwd`].
@@ -132,7 +140,9 @@ macro_rules! attn_kernel {
         /// `tensor_map_q/k/v/o` are device addresses of 4-D tensor maps over q and o [B, seq_q, heads_q, D] and
         /// k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
         /// (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer warpgroup's rows); `work_counter`
-        /// is one u32, zero at launch. `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or two u32 counters. Persistent:
+        /// is one u32, zero at launch. `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or
+        /// `ATTN_STATS_LEN` u32 counters; `q` and `k` are the tensors of the maps, with their element strides
+        /// (batch, sequence, head; 4-byte aligned rows), read directly only on the rare recompute path. Persistent:
         /// launched with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks,
         /// the configuration's threads and dynamic shared memory.
         #[unsafe(no_mangle)]
@@ -151,6 +161,14 @@ macro_rules! attn_kernel {
             causal: u32,
             work_counter: *mut u32,
             stats: *mut u32,
+            q: *const u16,
+            k: *const u16,
+            q_batch_stride: u64,
+            q_seq_stride: u64,
+            q_head_stride: u64,
+            k_batch_stride: u64,
+            k_seq_stride: u64,
+            k_head_stride: u64,
         ) {
             let problem = Problem {
                 lse,
@@ -163,6 +181,10 @@ macro_rules! attn_kernel {
                 causal: causal != 0,
                 work_counter,
                 stats,
+                q,
+                k,
+                q_strides: Strides { batch: q_batch_stride, seq: q_seq_stride, head: q_head_stride },
+                k_strides: Strides { batch: k_batch_stride, seq: k_seq_stride, head: k_head_stride },
             };
             unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v, tensor_map_o], &problem) }
         }
@@ -203,6 +225,14 @@ attn_kernel!(
     attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
 );
 
+/// Element strides of a [B, S, H, D] tensor: batch, sequence position, head (D is contiguous).
+#[derive(Clone, Copy)]
+struct Strides {
+    batch: u64,
+    seq: u64,
+    head: u64,
+}
+
 struct Problem {
     lse: *mut f32,
     seq_q: u32,
@@ -214,6 +244,10 @@ struct Problem {
     causal: bool,
     work_counter: *mut u32,
     stats: *mut u32,
+    q: *const u16,
+    k: *const u16,
+    q_strides: Strides,
+    k_strides: Strides,
 }
 
 impl Problem {
@@ -517,11 +551,20 @@ struct Softmax {
     sum: [f32; 2],
     rescaled_tiles: u32,
     tiles: u32,
+    /// Tiles whose scores this thread recomputed (see [`softmax_tile_speculative`]).
+    recomputed_tiles: u32,
 }
 
 impl Softmax {
     fn empty() -> Self {
-        Softmax { max: [f32::NEG_INFINITY; 2], sum: [0.0; 2], rescaled_tiles: 0, tiles: 0 }
+        Softmax { max: [f32::NEG_INFINITY; 2], sum: [0.0; 2], rescaled_tiles: 0, tiles: 0, recomputed_tiles: 0 }
+    }
+
+    /// Row `half`'s exponent base in log2 units: the applied maximum times the scale; 0 for a row without a
+    /// visible key yet (max = −∞), so its −∞ scores give 0, not NaN.
+    #[inline(always)]
+    fn base_log2(&self, half: usize, scale_log2: f32) -> f32 {
+        if self.max[half] == f32::NEG_INFINITY { 0.0 } else { self.max[half] * scale_log2 }
     }
 }
 
@@ -555,62 +598,218 @@ fn softmax_tile<C: Config>(
     let scale_log2 = problem.scale_log2;
     let s = s.as_mut();
     if masked {
-        let key_limit = [problem.key_limit(rows.index(0)), problem.key_limit(rows.index(1))];
-        seq!(I in 0..96 {
-            if I < s.len() {
-                let (half, column) = score_position(I, rows.column);
-                if key0 + column >= key_limit[half] {
-                    s[I] = f32::NEG_INFINITY;
-                }
-            }
-        });
+        mask_scores(s, rows, key0, problem);
     }
-    // Four independent partial maxima (and sums, below) per row: a single running value would be a dependency
-    // chain of 32 FMNMX (FADD) on the softmax's critical path; four chains of 8 and a two-level tree are not.
-    let mut partial_max = [[f32::NEG_INFINITY; PARTIALS]; 2];
+    let mut partial_max = [[0.0f32; PARTIALS]; 2];
     seq!(I in 0..96 {
         if I < s.len() {
-            let (half, _) = score_position(I, 0);
-            partial_max[half][partial(I)] = partial_max[half][partial(I)].max(s[I]);
+            accumulate_partial(&mut partial_max, I, s[I], f32::max);
         }
     });
-    let tile_max = partial_max.map(|[a, b, c, d]| a.max(b).max(c.max(d)));
+    let tile_max = row_max(partial_max);
     let mut factor = [1.0f32; 2];
-    let mut base = [0.0f32; 2];
     seq!(HALF in 0..2 {
         let half = HALF;
-        // The four threads of a row hold its tile_kv scores between them.
-        let mut m = tile_max[half];
-        m = m.max(warp::shfl_xor(m, 1));
-        m = m.max(warp::shfl_xor(m, 2));
-        let old = state.max[half];
-        let new = old.max(m);
+        let (old, new) = (state.max[half], state.max[half].max(tile_max[half]));
         // +∞ on the first tile that has a visible key (old = −∞), NaN while a row has none: no rescale.
         let growth_log2 = (new - old) * scale_log2;
-        let rescale = if C::LAZY { growth_log2 > ATTN_RESCALE_THRESHOLD_LOG2 } else { growth_log2 > 0.0 };
-        if rescale {
+        if rescales::<C>(growth_log2) {
             factor[half] = mufu::ex2_approx((old - new) * scale_log2);
             state.max[half] = new;
             state.sum[half] *= factor[half];
         }
-        // A row without a visible key yet keeps max = −∞: subtract 0 so its −∞ scores give 0, not NaN.
-        base[half] = if state.max[half] == f32::NEG_INFINITY { 0.0 } else { state.max[half] * scale_log2 };
     });
+    let base = [state.base_log2(0, scale_log2), state.base_log2(1, scale_log2)];
+    let tile_sum = exponentiate::<C>(s, base, scale_log2, |_, _| {});
+    seq!(HALF in 0..2 {
+        state.sum[HALF] += tile_sum[HALF];
+    });
+    factor
+}
+
+/// Softmax of a key tile after a row maximum has been applied: as [`softmax_tile`], but the exponentials are
+/// taken against the maximum already applied, so they start as soon as S lands and the tile's maximum (FMNMX,
+/// shuffles) is found beside them instead of before them. Afterwards:
+/// - growth ≤ the lazy threshold (the common case): the terms are the ones [`softmax_tile`] makes;
+/// - up to [`ATTN_SPECULATION_LIMIT_LOG2`]: the row rescales as usual and its terms are multiplied by the same
+///   factor as O (one FMUL each, exact to an ulp);
+/// - beyond it (or a first visible key after tile 0, which bottom-right causal masking never produces): the terms
+///   may have overflowed; returns `None` with `s` destroyed and `state` untouched, and the caller recomputes the
+///   scores and takes [`softmax_tile`].
+#[inline(always)]
+fn softmax_tile_speculative<C: Config>(
+    s: &mut C::Scores,
+    state: &mut Softmax,
+    rows: &Rows,
+    key0: u32,
+    masked: bool,
+    problem: &Problem,
+) -> Option<[f32; 2]> {
+    let scale_log2 = problem.scale_log2;
+    let s = s.as_mut();
+    if masked {
+        mask_scores(s, rows, key0, problem);
+    }
+    let base = [state.base_log2(0, scale_log2), state.base_log2(1, scale_log2)];
+    let mut partial_max = [[0.0f32; PARTIALS]; 2];
+    let mut tile_sum = exponentiate::<C>(s, base, scale_log2, |i, score| {
+        accumulate_partial(&mut partial_max, i, score, f32::max)
+    });
+    let tile_max = row_max(partial_max);
+    let mut growth_log2 = [0.0f32; 2];
+    seq!(HALF in 0..2 {
+        growth_log2[HALF] = (state.max[HALF].max(tile_max[HALF]) - state.max[HALF]) * scale_log2;
+    });
+    // NaN (a row without a visible key so far and in this tile) compares false: its terms are all 0.
+    if growth_log2[0] > ATTN_SPECULATION_LIMIT_LOG2 || growth_log2[1] > ATTN_SPECULATION_LIMIT_LOG2 {
+        return None;
+    }
+    let mut factor = [1.0f32; 2];
+    seq!(HALF in 0..2 {
+        if rescales::<C>(growth_log2[HALF]) {
+            factor[HALF] = mufu::ex2_approx(-growth_log2[HALF]);
+            state.max[HALF] = state.max[HALF].max(tile_max[HALF]);
+            state.sum[HALF] *= factor[HALF];
+            tile_sum[HALF] *= factor[HALF];
+        }
+    });
+    if factor[0] != 1.0 || factor[1] != 1.0 {
+        seq!(I in 0..96 {
+            if I < s.len() {
+                s[I] *= factor[score_position(I, 0).0];
+            }
+        });
+    }
+    seq!(HALF in 0..2 {
+        state.sum[HALF] += tile_sum[HALF];
+    });
+    Some(factor)
+}
+
+/// Whether a row whose maximum grew by `growth_log2` rescales: past the lazy threshold, or at any growth for
+/// the eager ablation.
+#[inline(always)]
+fn rescales<C: Config>(growth_log2: f32) -> bool {
+    if C::LAZY { growth_log2 > ATTN_RESCALE_THRESHOLD_LOG2 } else { growth_log2 > 0.0 }
+}
+
+/// Folds score `i` into its row's partial accumulator. Four independent partials per row: a single running
+/// value would be a dependency chain of 32 FMNMX (FADD); four chains of 8 and a two-level tree are not. The
+/// first eight scores cover all eight accumulators and start them, so no −∞ or 0 is folded in.
+#[inline(always)]
+fn accumulate_partial(partials: &mut [[f32; PARTIALS]; 2], i: usize, value: f32, fold: fn(f32, f32) -> f32) {
+    let (half, _) = score_position(i, 0);
+    let slot = &mut partials[half][partial(i)];
+    *slot = if i < 2 * PARTIALS { value } else { fold(*slot, value) };
+}
+
+/// Each row's maximum over the whole tile: its four partials, then across the row's four threads.
+#[inline(always)]
+fn row_max(partial_max: [[f32; PARTIALS]; 2]) -> [f32; 2] {
+    partial_max.map(|[a, b, c, d]| {
+        let mut m = a.max(b).max(c.max(d));
+        m = m.max(warp::shfl_xor(m, 1));
+        m.max(warp::shfl_xor(m, 2))
+    })
+}
+
+/// s ← 2^(s·scale_log2 − base) in place (`NUM` of every `DEN` by the polynomial, the rest by MUFU); returns this
+/// thread's sum of each row's terms. `visit(i, s[i])` sees each raw score just before it is replaced, in the
+/// same unrolled step, so its work interleaves with the exponentials in program order.
+#[inline(always)]
+fn exponentiate<C: Config>(
+    s: &mut [f32],
+    base: [f32; 2],
+    scale_log2: f32,
+    mut visit: impl FnMut(usize, f32),
+) -> [f32; 2] {
     let (num, den) = C::POLY;
     let mut partial_sum = [[0.0f32; PARTIALS]; 2];
     seq!(I in 0..96 {
         if I < s.len() {
+            visit(I, s[I]);
             let (half, _) = score_position(I, 0);
             let x = core::intrinsics::fmaf32(s[I], scale_log2, -base[half]);
             s[I] = if takes_poly(I, num, den) { exp2_poly(x) } else { mufu::ex2_approx(x) };
-            partial_sum[half][partial(I)] += s[I];
+            accumulate_partial(&mut partial_sum, I, s[I], |a, b| a + b);
         }
     });
-    seq!(HALF in 0..2 {
-        let [a, b, c, d] = partial_sum[HALF];
-        state.sum[HALF] += (a + b) + (c + d);
+    partial_sum.map(|[a, b, c, d]| (a + b) + (c + d))
+}
+
+/// −∞ for the scores of keys a row may not see (past seq_k, or after the diagonal when causal).
+#[inline(always)]
+fn mask_scores(s: &mut [f32], rows: &Rows, key0: u32, problem: &Problem) {
+    let key_limit = [problem.key_limit(rows.index(0)), problem.key_limit(rows.index(1))];
+    seq!(I in 0..96 {
+        if I < s.len() {
+            let (half, column) = score_position(I, rows.column);
+            if key0 + column >= key_limit[half] {
+                s[I] = f32::NEG_INFINITY;
+            }
+        }
     });
-    factor
+}
+
+/// The rare path of [`softmax_tile_speculative`]: this thread's raw scores of the key tile at `key0`, again, from
+/// q and k in global memory (the tile's K stage and, on the last tile, Q are already handed back by then). f32
+/// FMAs in head-dimension order; rows past seq_q and keys past seq_k read nothing and score 0 (the mask then
+/// hides the keys).
+#[inline(always)]
+unsafe fn recompute_scores<C: Config>(s: &mut C::Scores, rows: &Rows, work: &Work, key0: u32, problem: &Problem) {
+    // Every value this path needs beyond the hot loop's goes through `opaque` here, so LLVM cannot hoist the
+    // address arithmetic out of the cold block into registers held across the whole kernel.
+    let (qs, ks) = (problem.q_strides, problem.k_strides);
+    let (batch, head, kv_head) = (work.batch as u64, work.head as u64, (work.head / problem.group) as u64);
+    let q_head = opaque_u64(problem.q as u64 + 2 * (batch * qs.batch + head * qs.head));
+    let k_head = opaque_u64(problem.k as u64 + 2 * (batch * ks.batch + kv_head * ks.head));
+    let (q_seq_bytes, k_seq_bytes) = (opaque_u64(2 * qs.seq), opaque_u64(2 * ks.seq));
+    let s = s.as_mut();
+    // Rolled loops (a run-time trip count LLVM cannot see through): this path is cold, and unrolled it would be
+    // thousands of instructions beside the hot loop.
+    for i in 0..opaque(s.len() as u32) as usize {
+        let (half, column) = score_position(i, rows.column);
+        let (row, key) = (rows.index(half), key0 + column);
+        let mut dot = 0.0f32;
+        if row < problem.seq_q && key < problem.seq_k {
+            // Rows start on 4-byte boundaries: the host requires 16-byte aligned bases and 8-element strides.
+            let q = (q_head + row as u64 * q_seq_bytes) as *const u32;
+            let k = (k_head + key as u64 * k_seq_bytes) as *const u32;
+            for pair in 0..opaque(C::TILE.head_dim / 2) as usize {
+                let (q0, q1) = C::unpack2(unsafe { *q.add(pair) });
+                let (k0, k1) = C::unpack2(unsafe { *k.add(pair) });
+                dot = core::intrinsics::fmaf32(q1, k1, core::intrinsics::fmaf32(q0, k0, dot));
+            }
+        }
+        // Registers cannot be indexed at run time: select the slot.
+        seq!(I in 0..96 {
+            if I < s.len() && i == I {
+                s[I] = dot;
+            }
+        });
+    }
+}
+
+/// `value`, hidden from LLVM (a `mov`), so a loop bounded by it is not unrolled.
+#[inline(always)]
+fn opaque(value: u32) -> u32 {
+    let out: u32;
+    unsafe {
+        core::arch::asm!("mov.u32 {out}, {value};", out = out(reg32) out, value = in(reg32) value,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `value`, hidden from LLVM (a `mov`), so what is computed from it stays where it is used.
+#[inline(always)]
+fn opaque_u64(value: u64) -> u64 {
+    let out: u64;
+    unsafe {
+        core::arch::asm!("mov.u64 {out}, {value};", out = out(reg64) out, value = in(reg64) value,
+            options(pure, nomem, nostack))
+    };
+    out
 }
 
 /// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.
@@ -668,9 +867,18 @@ unsafe fn consume<C: Config>(
         if kv_tile == kv_tiles - 1 {
             warpgroup.release(smem.q_empty());
         }
-        let key0 = kv_tile * tile.tile_kv;
-        let factor =
-            softmax_tile::<C>(&mut s, &mut state, rows, key0, kv_tile >= first_masked_tile, problem);
+        let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
+        let factor = match softmax_tile_speculative::<C>(&mut s, &mut state, rows, key0, masked, problem) {
+            Some(factor) => factor,
+            None => {
+                state.recomputed_tiles += 1;
+                // P·V done first: P's registers are free for the recompute (the rescale branch's wait is then a
+                // no-op).
+                wgmma::wait_group::<0>();
+                unsafe { recompute_scores::<C>(&mut s, rows, work, key0, problem) };
+                softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem)
+            }
+        };
 
         // The wait for P·V opens a basic block of its own: ptxas schedules a warpgroup wait as early as its block
         // allows, and in the softmax's block it would run before the softmax, serializing the two.
@@ -870,6 +1078,12 @@ unsafe fn store_output<C: Config>(
         unsafe {
             AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED)).fetch_add(state.rescaled_tiles, Ordering::Relaxed);
             AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_WARP_TILES)).fetch_add(state.tiles, Ordering::Relaxed);
+        }
+    }
+    if !problem.stats.is_null() && state.recomputed_tiles > 0 {
+        unsafe {
+            AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RECOMPUTED))
+                .fetch_add(state.recomputed_tiles, Ordering::Relaxed);
         }
     }
 }
