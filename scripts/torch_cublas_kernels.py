@@ -47,8 +47,11 @@ def kernel_times(shape, iters, warm):
     main = max(per_call, key=lambda name: sum(per_call[name]))
     totals = [sum(times[i] for times in per_call.values()) for i in range(iters)]
     us = statistics.median(totals)
+    others = {name: len(times) for name, times in durations.items() if name not in per_call}
     return {"op": "gemm", "shape": shape, "impl": "cublas(torch,cupti)", "ms": us / 1e3,
-            "tflops": 2 * m * n * k / (us / 1e6) / 1e12, "kernel": main, "kernels_per_call": len(per_call)}
+            "tflops": 2 * m * n * k / (us / 1e6) / 1e12, "kernel": main,
+            "kernels": {name: statistics.median(times) / 1e3 for name, times in per_call.items()},
+            "other_kernels": others}
 
 
 def main():
@@ -64,8 +67,11 @@ def main():
         torch.cuda.empty_cache()
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}: cuBLAS kernel time by CUPTI")
     for r in rows:
-        print(f"gemm  {r['shape']:24} {r['ms']:9.4f} ms {r['tflops']:8.1f} TFLOP/s  "
-              f"{r['kernels_per_call']} kernel(s): {r['kernel'][:90]}")
+        print(f"gemm  {r['shape']:24} {r['ms']:9.4f} ms {r['tflops']:8.1f} TFLOP/s")
+        for name, ms in r["kernels"].items():
+            print(f"        {ms:9.4f} ms  {name[:110]}")
+        for name, count in r["other_kernels"].items():
+            print(f"        ({count} launches of {name[:100]})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
