@@ -28,6 +28,10 @@
 //!   (≥ ⌊W / grid⌋ k-tiles); a partial it waits for is done after at most its block's whole range (≤ ⌈W / grid⌉). The
 //!   reducer waits for at most one k-tile of work plus the partial's store (checked by the simulation in the tests).
 
+/// Flags per (stream-K tile, consumer warpgroup) in the workspace: one per warp of the warpgroup, since each warp of
+/// the reducing block reads exactly what the same warp of each peer block stored.
+pub const FLAGS_PER_CONSUMER: u32 = 4;
+
 /// What a block does with the accumulators of one unit after its main loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -151,6 +155,11 @@ impl StreamK {
     /// of the grid when there is a stream-K tail, none otherwise.
     pub const fn partial_slots(&self) -> u32 {
         if self.sk_tiles == 0 { 0 } else { self.grid }
+    }
+
+    /// u32 flags the workspace needs for a kernel with `consumers` consumer warpgroups ([`FLAGS_PER_CONSUMER`]).
+    pub const fn flags(&self, consumers: u32) -> u32 {
+        self.sk_tiles * consumers * FLAGS_PER_CONSUMER
     }
 
     /// The units of `block` in the order it processes them: its data-parallel tiles, then its stream-K pieces from

@@ -42,7 +42,7 @@
 
 use core::marker::PhantomData;
 
-use oxtile_abi::stream_k::{Role, StreamK};
+use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile};
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
@@ -584,7 +584,9 @@ macro_rules! gemm_kernel {
         ) {
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let none = StreamKArgs::NONE;
-            unsafe { gemm::<$config, { $a }, { $b }, $cluster, $multicast, false>(tensor_map_a, tensor_map_b, k, out, none) }
+            unsafe {
+                gemm::<$config, { $a }, { $b }, $cluster, $multicast, false>(tensor_map_a, tensor_map_b, k, out, none)
+            }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -714,12 +716,14 @@ struct StreamKArgs {
 }
 
 impl StreamKArgs {
-    const NONE: StreamKArgs = StreamKArgs { partials: core::ptr::null_mut(), flags: core::ptr::null_mut(), sk_tiles: 0 };
+    const NONE: StreamKArgs =
+        StreamKArgs { partials: core::ptr::null_mut(), flags: core::ptr::null_mut(), sk_tiles: 0 };
 }
 
 /// Warps of a consumer warpgroup: each has its own stream-K flag per tile (a warp's lanes read exactly what the same
-/// warp of each peer block wrote, so warps need not wait for each other).
+/// warp of each peer block wrote, so warps need not wait for each other); the host sizes the flags by the abi's count.
 const WARPS_PER_WARPGROUP: u32 = GemmTile::WARPGROUP_THREADS / 32;
+const _: () = assert!(WARPS_PER_WARPGROUP == FLAGS_PER_CONSUMER);
 
 /// One work unit as the consumers walk it: k-tiles `k_begin .. k_end` of `tile` (index `tile_index` in the
 /// scheduler's order), and what to do with the accumulators after them.
@@ -801,7 +805,10 @@ unsafe fn gemm<
             let mut ring = RingState::new(tile.stages);
             let b_rank = if MULTICAST { rank } else { 0 };
             let multicast = if CLUSTER > 1 && MULTICAST { Some((1u16 << CLUSTER) - 1) } else { None };
-            let mut load = |work: Tile, k_begin: u32, k_end: u32| {
+            // Inlined by force: a stream-K kernel has two loops over it before the dead one is removed, and LLVM
+            // would otherwise keep it a function (for the consumers' accumulators that means local memory).
+            let mut load = #[inline(always)]
+            |work: Tile, k_begin: u32, k_end: u32| {
                 let a_row = (work.m * CLUSTER + rank) * tile.tile_m;
                 let b_row = work.n * tile.tile_n + b_rank * b_rows_per_block;
                 for k_tile in k_begin..k_end {
@@ -860,7 +867,10 @@ unsafe fn gemm<
         // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
         // blocks' partials and the epilogue. `index` counts the block's tiles (ping-pong turns); `epilogue_index` the
         // epilogues this warpgroup ran before (the staging buffers alternate). Whether it ran an epilogue.
-        let mut run = |index: u32, epilogue_index: u32, work: Work| -> bool {
+        // Inlined by force, as the producer's `load`: called from two loops, LLVM kept it a function and the
+        // accumulators went to local memory.
+        let mut run = #[inline(always)]
+        |index: u32, epilogue_index: u32, work: Work| -> bool {
             if ping_pong {
                 if index % 2 != consumer {
                     // The other consumer's tile: its k-tiles pass through the ring without this one.
@@ -908,7 +918,8 @@ unsafe fn gemm<
                 }
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
-            let (row0, col0) = ((work.tile.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.tile.n * tile.tile_n);
+            let (row0, col0) =
+                ((work.tile.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.tile.n * tile.tile_n);
             if staged {
                 unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {
@@ -994,7 +1005,9 @@ impl Fixup {
     unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
         let flag = self.flag(tile_index);
         let expected = (self.block - first_peer) * 32;
-        while unsafe { atomic::load_acquire_gpu(flag) } < expected {}
+        // The lanes leave the loop together (a warp vote), each having acquired the full count itself: a loop exit
+        // that ptxas cannot prove warp-uniform made it guard the epilogue's later barriers with a divergence check.
+        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {}
         for peer in first_peer..self.block {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
