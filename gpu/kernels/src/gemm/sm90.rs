@@ -1005,8 +1005,8 @@ impl Fixup {
     unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
         let flag = self.flag(tile_index);
         let expected = (self.block - first_peer) * 32;
-        // The lanes leave the loop together (a warp vote), each having acquired the full count itself: a loop exit
-        // that ptxas cannot prove warp-uniform made it guard the epilogue's later barriers with a divergence check.
+        // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
+        // stays converged for the partial loads and the epilogue's barriers.
         while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {}
         for peer in first_peer..self.block {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
