@@ -95,6 +95,7 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
 /// - 128×8192×8192: one row of 32 tiles of 128 k-tiles, ~31 per block: every tile in four or five pieces;
 /// - 2000×3000×64: a single k-tile per tile (192 tiles, a wave and a half): every piece a whole tile, no partials;
 /// - 1000×1000×64 (one k-tile, 32 tiles: fewer blocks than SMs, one tile each).
+///
 /// Each dimension is a multiple of 8, so every layout takes them; the odd-N shapes are in [`stream_k_edge_cases`].
 const STREAM_K_SHAPES: [(usize, usize, usize); 6] =
     [(2048, 2048, 2048), (4096, 4096, 4096), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
