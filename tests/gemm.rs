@@ -88,6 +88,102 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
     assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&variants, |_, _| PING_PONG_SHAPES.to_vec()));
 }
 
+/// Shapes for the stream-K schedule (wide tiles, one block per SM; the piece counts are an H200's, 132 SMs):
+/// - 2048³: 128 tiles of 32 k-tiles on 132 blocks: all stream-K, tiles whole (blocks 0..4) or in two pieces;
+/// - 4096³: 3 waves data-parallel, then 116 tiles of 64 k-tiles in two or three pieces (2 partials to add);
+/// - 1000³: 32 tiles of 16 k-tiles, 3–4 per block: four to six pieces, partial tiles at both edges;
+/// - 128×8192×8192: one row of 32 tiles of 128 k-tiles, ~31 per block: every tile in four or five pieces;
+/// - 2000×3000×64: a single k-tile per tile (192 tiles, a wave and a half): every piece a whole tile, no partials;
+/// - 1000×1000×64 (one k-tile, 32 tiles: fewer blocks than SMs, one tile each).
+///
+/// Each dimension is a multiple of 8, so every layout takes them; the odd-N shapes are in [`stream_k_edge_cases`].
+const STREAM_K_SHAPES: [(usize, usize, usize); 6] =
+    [(2048, 2048, 2048), (4096, 4096, 4096), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
+
+/// Layout tn with N free: odd N writes D from registers (333×777×264: 12 tiles of 5 k-tiles on 60 blocks, one k-tile
+/// each, so every tile in five pieces; 4097×4095×4104: 528 tiles, exactly 4 waves, so no tail: the plain schedule
+/// in the stream-K kernel), and a 16-byte-row N with partial chunks (1000×1000×1000 above; 50×776×640: one tile row,
+/// consumer 1's rows wholly outside D, 4 tiles of 10 k-tiles on 40 blocks).
+fn stream_k_edge_cases() -> Vec<(GemmShape, GemmOptions)> {
+    let mut cases = Vec::new();
+    for (m, n, k) in [(333, 777, 264), (4097, 4095, 4104), (50, 776, 640)] {
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+            let options = GemmOptions { variant: Variant::StreamK, alpha, beta, ..GemmOptions::default() };
+            cases.push((GemmShape::new(m, n, k), options));
+        }
+    }
+    cases
+}
+
+/// Every layout × the stream-K shapes, unscaled and with alpha and beta (C read back, scaled once by the reducer).
+fn stream_k_cases<T: gemm::GemmElement, O: GemmOutput<T>>() -> Vec<(GemmShape, GemmOptions)> {
+    let mut cases = cases::<T, O>(&[Variant::StreamK], |_, _| STREAM_K_SHAPES.to_vec());
+    let scaled: Vec<_> =
+        cases.iter().map(|&(shape, options)| (shape, GemmOptions { alpha: -0.5, beta: 0.75, ..options })).collect();
+    cases.extend(scaled);
+    cases.extend(stream_k_edge_cases());
+    cases
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stream_k_matches_reference_where_tiles_are_split_between_blocks() {
+    let gpu = gpu();
+    // The shapes split tiles as documented only with enough SMs; on fewer the schedule differs but must still hold.
+    for (m, n, k) in [(2048, 2048, 2048), (128, 8192, 8192)] {
+        let schedule = gemm::stream_k_schedule(GemmShape::new(m, n, k), gpu.sm_count());
+        println!("{m}x{n}x{k}: {schedule:?}");
+        assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
+    }
+    assert_pass::<bf16, bf16>(&gpu, stream_k_cases::<bf16, bf16>());
+    assert_pass::<bf16, f32>(&gpu, stream_k_cases::<bf16, f32>());
+    assert_pass::<f16, f16>(&gpu, stream_k_cases::<f16, f16>());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stream_k_plans_reset_their_flags_for_the_next_launch() {
+    // Three launches of one plan, each on new inputs in the same buffers (outputs poisoned, or a new C): a flag left
+    // counting, or a partial read before it is stored, would hand a reducer the previous launch's sums.
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let mut reports = Vec::new();
+    for (i, (m, n, k)) in
+        [(2048, 2048, 2048), (1000, 1000, 1000), (333, 777, 264), (128, 8192, 8192)].into_iter().enumerate()
+    {
+        let shape = GemmShape::new(m, n, k);
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+            let options = GemmOptions { variant: Variant::StreamK, alpha, beta, ..GemmOptions::default() };
+            let seed = seed + 10 * i as u64;
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed, 3).unwrap());
+            reports.extend(verify::gemm_check_launches::<bf16, f32>(&gpu, shape, options, seed + 5, 2).unwrap());
+        }
+    }
+    let table = CheckReport::table(&reports);
+    println!("{table}");
+    assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
+
+    // The flags themselves: all 0 after every launch, and the same plan's outputs equal bit for bit (the reducer adds
+    // the partials in block order, so a launch is deterministic).
+    let stream = gpu.stream();
+    let shape = GemmShape::new(2048, 2048, 2048);
+    let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
+    let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
+    let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
+    let options = GemmOptions { variant: Variant::StreamK, ..GemmOptions::default() };
+    let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
+    assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
+    let mut outputs = Vec::new();
+    for _ in 0..3 {
+        let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
+        plan.launch(&gpu, &a, &b, &mut d).unwrap();
+        let flags = plan.stream_k_flags(&gpu).unwrap();
+        assert!(!flags.is_empty() && flags.iter().all(|&f| f == 0), "seed {seed}: flags left {flags:?}");
+        outputs.push(stream.clone_dtoh(&d).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u16>>());
+    }
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "seed {seed}: launches of one plan differ");
+}
+
 #[test]
 fn the_candidates_include_the_ping_pong_kernels_where_they_exist() {
     let one = |_: Order, _: Order| vec![(64, 64, 64)];
@@ -99,9 +195,15 @@ fn the_candidates_include_the_ping_pong_kernels_where_they_exist() {
     let f16_cases = variants(cases::<f16, f16>(&Variant::CANDIDATES, one));
     assert_eq!(f16_cases.iter().filter(|&&v| v == Variant::PingPong).count(), LAYOUTS.len());
     assert!(!f16_cases.contains(&Variant::PingPongCluster2));
-    // f32 outputs keep the three cooperative configurations in every layout.
-    assert_eq!(variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)).len(), 3 * LAYOUTS.len());
+    // f32 outputs keep the three cooperative configurations in every layout, and stream-K from bf16.
+    assert_eq!(variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)).len(), 4 * LAYOUTS.len());
     assert_eq!(variants(cases::<f16, f32>(&Variant::CANDIDATES, one)).len(), 3 * LAYOUTS.len());
+    for cases in [
+        variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one)),
+        variants(cases::<f16, f16>(&Variant::CANDIDATES, one)),
+    ] {
+        assert_eq!(cases.iter().filter(|&&v| v == Variant::StreamK).count(), LAYOUTS.len());
+    }
 }
 
 #[test]

@@ -307,13 +307,24 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
                     .is_some_and(|id| id.starts_with('R'))
             })
             .count();
-        assert_eq!(named_bar_syncs, chunks, "`{name}`: staging barriers in the SASS");
-        assert_eq!(s.count_with("BRA", "DIV"), 0, "`{name}` reaches a barrier with a diverged warp");
+        let divergence_checks = s.count_with("BRA", "DIV");
+        if gemm.variant == Variant::StreamK && divergence_checks > 0 {
+            // In the f32-output stream-K kernels ptxas does not prove the warps converged at the staging barriers
+            // (the bf16 ones it does; the cause is not pinned down), so it guards each barrier as the unaligned form
+            // allows: a `BRA.DIV` per barrier to a copy behind `WARPSYNC.COLLECTIVE`. Still one
+            // arrival per warp per chunk; at run time the warps are converged and the check is one uniform branch.
+            assert_eq!(divergence_checks, chunks, "`{name}`: divergence checks");
+            assert_eq!(named_bar_syncs, 2 * chunks, "`{name}`: staging barriers in the SASS");
+            assert!(s.count("ENDCOLLECTIVE") as usize >= chunks, "`{name}`: collective barrier paths");
+        } else {
+            assert_eq!(named_bar_syncs, chunks, "`{name}`: staging barriers in the SASS");
+            assert_eq!(divergence_checks, 0, "`{name}` reaches a barrier with a diverged warp");
+        }
         checked += 1;
     }
-    // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, and the
-    // multicast ablation.
-    assert_eq!(checked, 49);
+    // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
+    // multicast ablation, and the 12 stream-K kernels.
+    assert_eq!(checked, 61);
 }
 
 #[test]
@@ -334,4 +345,50 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} attention kernels registered");
+}
+
+#[test]
+fn stream_k_gemms_keep_the_wide_main_loop_and_hand_partials_over_with_release_and_acquire() {
+    // Each stream-K kernel against the data-parallel wide kernel of the same types and layout: the same registers at
+    // entry (the `.maxntid` cap) and the same k-tile loop (HGMMA count), no local memory (the hot-kernel check). Its
+    // fixup: a partial goes out as 32 16-byte stores per consumer thread (128 accumulators, fragment order) and comes
+    // back as 32 16-byte L2 loads per peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`:
+    // a GPU-scope fence, then the RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
+    // strong store.
+    let stream_k: Vec<_> = kernels::GEMM_SM90.iter().filter(|g| g.variant == Variant::StreamK).collect();
+    assert_eq!(stream_k.len(), 12, "bf16 and f16 to their own type and bf16 to f32, in every layout");
+    for gemm in stream_k {
+        let s = stats(gemm.kernel);
+        let name = gemm.kernel.name;
+        let wide = kernels::GEMM_SM90
+            .iter()
+            .find(|w| {
+                w.variant == Variant::Wide
+                    && (w.input, w.output, w.a_order, w.b_order)
+                        == (gemm.input, gemm.output, gemm.a_order, gemm.b_order)
+            })
+            .unwrap_or_else(|| panic!("no wide kernel beside `{name}`"));
+        let w = stats(wide.kernel);
+        assert!(s.registers <= w.registers, "`{name}`: {} registers, the wide kernel {}", s.registers, w.registers);
+        assert_eq!(s.count("HGMMA"), w.count("HGMMA"), "`{name}`: another main loop than `{}`", w.name);
+        assert_eq!(s.count_with("STG", "128"), 32, "`{name}`: partial stores {:?}", opcodes_of(s, "STG"));
+        let vector_loads = s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "LDG" && op.contains(".128")).count();
+        assert_eq!(vector_loads, 32, "`{name}`: partial loads {:?}", opcodes_of(s, "LDG"));
+        let reductions = opcodes_of(s, "REDG");
+        assert!(
+            reductions.len() == 1 && reductions[0].contains("STRONG.GPU"),
+            "`{name}`: flag reductions {reductions:?}"
+        );
+        assert!(
+            s.opcodes().any(|op| op.starts_with("MEMBAR") && op.contains("GPU")),
+            "`{name}` has no GPU-scope fence"
+        );
+        // `ld.global.cg` is a strong GPU-scope load in SASS as well (LDG.E.128.STRONG.GPU): the acquire is the one
+        // 32-bit strong load.
+        let acquire = s.opcodes().filter(|op| *op == "LDG.E.STRONG.GPU").count();
+        assert_eq!(acquire, 1, "`{name}`: acquire loads {:?}", opcodes_of(s, "LDG"));
+        let strong_stores =
+            s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "STG" && op.contains("STRONG.GPU")).count();
+        assert_eq!(strong_stores, 1, "`{name}`: flag resets {:?}", opcodes_of(s, "STG"));
+    }
 }

@@ -14,6 +14,8 @@ pub enum Error {
     BadArgument { op: &'static str, message: String },
     #[error("`{op}` does not support this yet: {message}")]
     Unsupported { op: &'static str, message: String },
+    #[error("`{op}` could not allocate its {bytes}-byte {what} on the GPU: {source}")]
+    Workspace { op: &'static str, what: &'static str, bytes: usize, source: DriverError },
     #[error("launch of `{kernel}` failed: {source}")]
     Launch { kernel: &'static str, source: DriverError },
     #[error("CUDA driver call failed: {0}")]

@@ -70,7 +70,8 @@ macro_rules! gemm_sm90 {
     ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
         /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
         /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
-        /// ablation; and the ping-pong kernels, for same-type outputs only (clusters for bf16 only).
+        /// ablation; the ping-pong kernels, for same-type outputs only (clusters for bf16 only); and the stream-K
+        /// kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
         pub const GEMM_SM90: &[GemmKernel] = &[$({
             let (a_order, b_order) = gemm_sm90!(@orders $layout);
             GemmKernel {
@@ -151,6 +152,18 @@ gemm_sm90! {
     "gemm_f16_tt_128x128_pp_sm90": "f16" -> "f16", tt, PingPong;
     "gemm_f16_nt_128x128_pp_sm90": "f16" -> "f16", nt, PingPong;
     "gemm_f16_nn_128x128_pp_sm90": "f16" -> "f16", nn, PingPong;
+    "gemm_bf16_tn_128x256_sk_sm90": "bf16" -> "bf16", tn, StreamK;
+    "gemm_bf16_tt_128x256_sk_sm90": "bf16" -> "bf16", tt, StreamK;
+    "gemm_bf16_nt_128x256_sk_sm90": "bf16" -> "bf16", nt, StreamK;
+    "gemm_bf16_nn_128x256_sk_sm90": "bf16" -> "bf16", nn, StreamK;
+    "gemm_bf16_f32out_tn_128x256_sk_sm90": "bf16" -> "f32", tn, StreamK;
+    "gemm_bf16_f32out_tt_128x256_sk_sm90": "bf16" -> "f32", tt, StreamK;
+    "gemm_bf16_f32out_nt_128x256_sk_sm90": "bf16" -> "f32", nt, StreamK;
+    "gemm_bf16_f32out_nn_128x256_sk_sm90": "bf16" -> "f32", nn, StreamK;
+    "gemm_f16_tn_128x256_sk_sm90": "f16" -> "f16", tn, StreamK;
+    "gemm_f16_tt_128x256_sk_sm90": "f16" -> "f16", tt, StreamK;
+    "gemm_f16_nt_128x256_sk_sm90": "f16" -> "f16", nt, StreamK;
+    "gemm_f16_nn_128x256_sk_sm90": "f16" -> "f16", nn, StreamK;
 }
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
@@ -234,7 +247,7 @@ mod tests {
 
     #[test]
     fn gemm_kernel_names_say_what_they_compute() {
-        // gemm_{input}[_f32out]_{layout}_{tile}[_pp][_c2[_nomc]]_sm90, as gpu/kernels/src/gemm/sm90.rs exports them.
+        // gemm_{input}[_f32out]_{layout}_{tile}[_pp|_sk][_c2[_nomc]]_sm90, as gpu/kernels/src/gemm/sm90.rs exports them.
         for gemm in GEMM_SM90 {
             let output = if gemm.output == gemm.input { String::new() } else { format!("_{}out", gemm.output) };
             let tile = match gemm.variant {
@@ -244,6 +257,7 @@ mod tests {
                 Variant::Narrow => "128x64",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
+                Variant::StreamK => "128x256_sk",
                 Variant::Auto => panic!("{} is registered as Auto", gemm.kernel.name),
             };
             let layout = crate::ops::gemm::layout_name(gemm.a_order, gemm.b_order);

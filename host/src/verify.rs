@@ -239,63 +239,90 @@ pub fn gemm_check<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     options: GemmOptions,
     seed: u64,
 ) -> Result<CheckReport> {
+    let mut reports = gemm_check_launches::<T, O>(gpu, shape, options, seed, 1)?;
+    Ok(reports.remove(0))
+}
+
+/// [`gemm_check`] for `launches` launches of one plan, one report each: launch `i` draws new A, B and D from
+/// `seed + i` into the same buffers (a plan is bound to its operands' addresses), so state a launch leaves behind in
+/// the plan (the stream-K flags and partials) cannot pass for the next one's results.
+pub fn gemm_check_launches<T: CheckElement, O: GemmOutput<T> + CheckValue>(
+    gpu: &Gpu,
+    shape: GemmShape,
+    options: GemmOptions,
+    seed: u64,
+    launches: usize,
+) -> Result<Vec<CheckReport>> {
     let GemmShape { m, n, k } = shape;
     fn draw<V: CheckValue>(len: usize, seed: u64) -> Vec<V> {
         reference::randn(len, 1.0, seed).into_iter().map(V::from_f32).collect()
     }
-    let a: Vec<T> = draw(m * k, seed);
-    let b: Vec<T> = draw(k * n, seed ^ 0x51);
-    let d_in: Vec<O> = if options.beta == 0.0 { vec![O::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
     let stream = gpu.stream();
-    let (a_dev, b_dev) = (stream.clone_htod(&a)?, stream.clone_htod(&b)?);
-    let mut d_dev = stream.clone_htod(&d_in)?;
+    let zeros = |len| vec![T::from_f32(0.0); len];
+    let (mut a_dev, mut b_dev) = (stream.clone_htod(&zeros(m * k))?, stream.clone_htod(&zeros(k * n))?);
+    let mut d_dev = stream.clone_htod(&vec![O::POISON; m * n])?;
     let plan = gemm::GemmPlan::<T, O>::new(gpu, shape, options, &a_dev, &b_dev)?;
     let kernel = plan.kernel();
-    plan.launch(gpu, &a_dev, &b_dev, &mut d_dev)?;
-    let d = stream.clone_dtoh(&d_dev)?;
+    let mut reports = Vec::with_capacity(launches);
+    for launch in 0..launches as u64 {
+        let seed = seed.wrapping_add(launch);
+        let a: Vec<T> = draw(m * k, seed);
+        let b: Vec<T> = draw(k * n, seed ^ 0x51);
+        let d_in: Vec<O> = if options.beta == 0.0 { vec![O::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
+        stream.memcpy_htod(&a, &mut a_dev)?;
+        stream.memcpy_htod(&b, &mut b_dev)?;
+        stream.memcpy_htod(&d_in, &mut d_dev)?;
+        plan.launch(gpu, &a_dev, &b_dev, &mut d_dev)?;
+        let d = stream.clone_dtoh(&d_dev)?;
 
-    let a_at = |i: usize, p: usize| match options.a_order {
-        Order::RowMajor => a[i * k + p],
-        Order::ColMajor => a[p * m + i],
-    };
-    let b_at = |p: usize, j: usize| match options.b_order {
-        Order::RowMajor => b[p * n + j],
-        Order::ColMajor => b[j * k + p],
-    };
-    let expected = |i: usize, j: usize| {
-        let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
-        for p in 0..k {
-            let term = a_at(i, p).to_f64() * b_at(p, j).to_f64();
-            dot += term;
-            magnitude += term.abs();
-        }
-        let c = if options.beta == 0.0 { 0.0 } else { options.beta as f64 * d_in[i * n + j].to_f64() };
-        (options.alpha as f64 * dot + c, options.alpha.abs() as f64 * magnitude + c.abs())
-    };
-    let positions: Vec<(usize, usize)> = if m * n * k <= 1 << 27 {
-        (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
-    } else {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5a3);
-        let corners = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
-        corners.into_iter().chain((0..GEMM_SAMPLES).map(|_| (rng.random_range(0..m), rng.random_range(0..n)))).collect()
-    };
-    let mut comparison = Comparison::of(
-        positions.iter().map(|&(i, j)| d[i * n + j].to_f64()),
-        positions.iter().map(|&(i, j)| expected(i, j)),
-    );
-    comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
-    let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
-    let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
-        String::new()
-    } else {
-        format!(" a={} b={}", options.alpha, options.beta)
-    };
-    Ok(CheckReport {
-        kernel: kernel.name,
-        problem: format!("{m}x{n}x{k} {} {types}{scalars}", options.layout()),
-        comparison,
-        bound: O::gemm_bound(k),
-    })
+        let a_at = |i: usize, p: usize| match options.a_order {
+            Order::RowMajor => a[i * k + p],
+            Order::ColMajor => a[p * m + i],
+        };
+        let b_at = |p: usize, j: usize| match options.b_order {
+            Order::RowMajor => b[p * n + j],
+            Order::ColMajor => b[j * k + p],
+        };
+        let expected = |i: usize, j: usize| {
+            let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let term = a_at(i, p).to_f64() * b_at(p, j).to_f64();
+                dot += term;
+                magnitude += term.abs();
+            }
+            let c = if options.beta == 0.0 { 0.0 } else { options.beta as f64 * d_in[i * n + j].to_f64() };
+            (options.alpha as f64 * dot + c, options.alpha.abs() as f64 * magnitude + c.abs())
+        };
+        let positions: Vec<(usize, usize)> = if m * n * k <= 1 << 27 {
+            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+        } else {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5a3);
+            let corners = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+            corners
+                .into_iter()
+                .chain((0..GEMM_SAMPLES).map(|_| (rng.random_range(0..m), rng.random_range(0..n))))
+                .collect()
+        };
+        let mut comparison = Comparison::of(
+            positions.iter().map(|&(i, j)| d[i * n + j].to_f64()),
+            positions.iter().map(|&(i, j)| expected(i, j)),
+        );
+        comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
+        let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
+        let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
+            String::new()
+        } else {
+            format!(" a={} b={}", options.alpha, options.beta)
+        };
+        let repeat = if launches > 1 { format!(" launch {}/{launches}", launch + 1) } else { String::new() };
+        reports.push(CheckReport {
+            kernel: kernel.name,
+            problem: format!("{m}x{n}x{k} {} {types}{scalars}{repeat}", options.layout()),
+            comparison,
+            bound: O::gemm_bound(k),
+        });
+    }
+    Ok(reports)
 }
 
 pub fn axpy_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {

@@ -3,6 +3,8 @@
 
 #![no_std]
 
+pub mod stream_k;
+
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmSchedule {

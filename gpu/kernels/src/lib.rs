@@ -5,7 +5,7 @@
 //! host crate launches by name.
 
 #![no_std]
-#![feature(abi_ptx, asm_experimental_arch, core_intrinsics, stdarch_nvptx)]
+#![feature(abi_ptx, asm_experimental_arch, core_intrinsics, stdarch_nvptx, stmt_expr_attributes)]
 #![allow(internal_features)]
 
 pub mod arch;

@@ -10,12 +10,17 @@
 //! The cooperative kernels write D through shared memory and TMA stores when a tensor map can describe it (D's
 //! rows 16 bytes apart: N a multiple of 8 for 16-bit outputs, of 4 for f32), from registers otherwise
 //! ([`tma_store_epilogue`]).
+//!
+//! [`Variant::StreamK`] runs the wide tile's whole waves data-parallel and splits the last one (the tail) between all
+//! blocks by k-tiles ([`oxtile_abi::stream_k`]); its plan owns a workspace for the partial tiles and the flags that
+//! hand them over, allocated at its first launch (or [`GemmPlan::bind_output`]) and reused by every launch after.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
+use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
 
 use super::{input_ptr, output_ptr};
@@ -105,16 +110,26 @@ pub enum Variant {
     /// [`Variant::PingPong`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
     /// bf16 → bf16 only.
     PingPongCluster2,
+    /// 128×256 tiles, one block each, with the last partial wave (the tail) stream-K: its k-tiles are split evenly
+    /// between all blocks, several blocks summing a tile through a workspace ([`oxtile_abi::stream_k`]), so no SM
+    /// idles through the tail. bf16 and f16 to their own type, bf16 to f32 ([`Variant::available`]).
+    StreamK,
 }
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 5] =
-        [Variant::Wide, Variant::WideCluster2, Variant::Narrow, Variant::PingPong, Variant::PingPongCluster2];
+    pub const CANDIDATES: [Variant; 6] = [
+        Variant::Wide,
+        Variant::WideCluster2,
+        Variant::Narrow,
+        Variant::PingPong,
+        Variant::PingPongCluster2,
+        Variant::StreamK,
+    ];
 
     /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in layout (`a_order`,
-    /// `b_order`): the cooperative tile configurations exist for every type pair and layout; the ping-pong ones
-    /// for fewer (see [`kernels::GEMM_SM90`]), and the multicast ablation only for bf16 tn.
+    /// `b_order`): the cooperative tile configurations exist for every type pair and layout; the ping-pong and
+    /// stream-K ones for fewer (see [`kernels::GEMM_SM90`]), and the multicast ablation only for bf16 tn.
     pub fn available(self, input: &str, output: &str, a_order: Order, b_order: Order) -> bool {
         find_kernel(input, output, a_order, b_order, self).is_some()
     }
@@ -160,6 +175,41 @@ impl Variant {
     /// Blocks that share one B tile by multicast.
     fn b_sharers(self) -> u32 {
         if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2) { 2 } else { 1 }
+    }
+}
+
+/// The stream-K schedule of [`Variant::StreamK`] for `shape` on `sm_count` SMs: the wide tiles, a persistent grid of
+/// one block per SM (never more blocks than k-tiles of work, so each has some), and the tail the host's boundary
+/// ([`StreamK::split`]) makes stream-K. The kernel rebuilds the same schedule from the tile count, the k-tiles, its
+/// grid and the `sk_tiles` it is given.
+pub fn stream_k_schedule(shape: GemmShape, sm_count: u32) -> StreamK {
+    let tile = GEMM_SM90_128X256;
+    let tiles = shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+    let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
+    // Counts past u32 cannot occur for checked shapes (dimensions < 2^31); saturate rather than wrap regardless.
+    let narrow = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    let grid = narrow(tiles.saturating_mul(k_tiles)).clamp(1, sm_count.max(1));
+    StreamK::split(narrow(tiles), narrow(k_tiles), grid)
+}
+
+/// The stream-K workspace of a plan ([`Variant::StreamK`] with a tail): `partial_slots × tile_m × tile_n` f32 partial
+/// tiles and the flags, zeroed here once; every launch leaves the flags at zero again.
+struct StreamKWorkspace {
+    partials: CudaSlice<f32>,
+    flags: CudaSlice<u32>,
+}
+
+impl StreamKWorkspace {
+    fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile) -> Result<Self> {
+        let floats = schedule.partial_slots() as usize * (tile.tile_m * tile.tile_n) as usize;
+        let flags = schedule.flags(tile.consumers) as usize;
+        let fail = |what, bytes| move |source| Error::Workspace { op: OP, what, bytes, source };
+        // SAFETY: the partials are only read by a reducer after the block that wrote them in the same launch
+        // signalled them; nothing reads an unwritten element.
+        let partials =
+            unsafe { gpu.stream().alloc::<f32>(floats) }.map_err(fail("stream-K partial tiles", 4 * floats))?;
+        let flags = gpu.stream().alloc_zeros::<u32>(flags).map_err(fail("stream-K flags", 4 * flags))?;
+        Ok(StreamKWorkspace { partials, flags })
     }
 }
 
@@ -353,6 +403,10 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     a_address: u64,
     b_address: u64,
     launch: ClusterLaunch,
+    /// The schedule of a stream-K kernel; `None` for the others.
+    stream_k: Option<StreamK>,
+    /// Its workspace, allocated at the first launch (or `bind_output`) when the schedule has a tail.
+    workspace: Mutex<Option<StreamKWorkspace>>,
     _types: std::marker::PhantomData<(T, O)>,
 }
 
@@ -428,6 +482,13 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         };
         let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
         launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;
+        // Stream-K blocks wait for each other: all must be resident at once, one per SM (the shared memory allows no
+        // second), which a grid of at most the SM count and no other work on the GPU give.
+        let stream_k = (variant == Variant::StreamK).then(|| stream_k_schedule(shape, gpu.sm_count()));
+        if let Some(schedule) = &stream_k {
+            debug_assert!(schedule.is_valid() && schedule.grid() <= gpu.sm_count());
+            launch.grid_dim.0 = schedule.grid();
+        }
         Ok(GemmPlan {
             shape,
             options,
@@ -439,8 +500,36 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             a_address,
             b_address,
             launch,
+            stream_k,
+            workspace: Mutex::new(None),
             _types: std::marker::PhantomData,
         })
+    }
+
+    /// The stream-K schedule the plan launches ([`Variant::StreamK`]), `None` for the other variants.
+    pub fn stream_k(&self) -> Option<StreamK> {
+        self.stream_k
+    }
+
+    /// The stream-K flags as the GPU holds them once the stream's work is done: every launch must leave them all 0
+    /// (the next one counts from there). Empty while the plan has no workspace. For tests.
+    pub fn stream_k_flags(&self, gpu: &Gpu) -> Result<Vec<u32>> {
+        let workspace = self.workspace.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(match &*workspace {
+            Some(buffers) => gpu.stream().clone_dtoh(&buffers.flags)?,
+            None => Vec::new(),
+        })
+    }
+
+    /// The stream-K workspace, allocated on first use; `None` when the plan needs none (no stream-K kernel, or no
+    /// tail: then the kernel runs the plain schedule and never touches it).
+    fn workspace(&self, gpu: &Gpu) -> Result<Option<MutexGuard<'_, Option<StreamKWorkspace>>>> {
+        let Some(schedule) = self.stream_k.filter(|s| s.sk_tiles() > 0) else { return Ok(None) };
+        let mut workspace = self.workspace.lock().unwrap_or_else(PoisonError::into_inner);
+        if workspace.is_none() {
+            *workspace = Some(StreamKWorkspace::new(gpu, &schedule, self.tile)?);
+        }
+        Ok(Some(workspace))
     }
 
     pub fn shape(&self) -> GemmShape {
@@ -460,8 +549,10 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// Encodes D's tensor map for `d` ahead of a launch into it (kernels with the TMA-store epilogue), so that the
     /// launch pays nothing but the launch: a launch into another D than the one before encodes the map itself,
     /// which adds a 128-byte copy to the stream (one a timed loop should not see).
+    /// A stream-K plan allocates its workspace here too, if no launch did yet.
     pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.workspace(gpu)?;
         self.d_tensor_map_for(gpu, d_address).map(drop)
     }
 
@@ -502,6 +593,15 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (mut map_a, mut map_b, mut d_address) = (maps, map_b, d_address);
         let mut map_d_address = map_d.as_ref().map_or(0, |(address, _)| *address);
         let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
+        // Stream-K kernels take the workspace and the tail's tile count after the others; without a tail the kernel
+        // never reads the (null) workspace.
+        let workspace = self.workspace(gpu)?;
+        let buffers = workspace.as_ref().and_then(|w| w.as_ref());
+        let partials = buffers.map(|w| w.partials.device_ptr(gpu.stream()));
+        let flags = buffers.map(|w| w.flags.device_ptr(gpu.stream()));
+        let mut partials_address = partials.as_ref().map_or(0, |(address, _)| *address);
+        let mut flags_address = flags.as_ref().map_or(0, |(address, _)| *address);
+        let mut sk_tiles = self.stream_k.map_or(0, |s| s.sk_tiles());
         let mut args = [
             arg(&mut map_a),
             arg(&mut map_b),
@@ -513,12 +613,18 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             arg(&mut ldd),
             arg(&mut alpha),
             arg(&mut beta),
+            arg(&mut partials_address),
+            arg(&mut flags_address),
+            arg(&mut sk_tiles),
         ];
+        let count = if self.stream_k.is_some() { args.len() } else { args.len() - 3 };
         // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
         // kernel reads (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds
         // M×N elements of the kernel's output type, 16-byte aligned; block, cluster and shared-memory sizes are the
-        // kernel's own.
-        unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args) }
+        // kernel's own. A stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule
+        // (a slot per block, the flags at zero: zeroed at allocation, left at zero by every launch), which this
+        // plan's launches use one after another on the GPU's one stream.
+        unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args[..count]) }
     }
 }
 
@@ -611,6 +717,7 @@ mod tests {
                     let expected = match variant {
                         Variant::PingPong => input == output,
                         Variant::PingPongCluster2 => (input, output) == ("bf16", "bf16"),
+                        Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };
                     let found = find_kernel(input, output, a, b, variant);
@@ -663,6 +770,27 @@ mod tests {
         let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), GEMM_SM90_128X64, 2);
         assert_eq!((map.box_rows, map.box_cols), (64, 64));
+    }
+
+    #[test]
+    fn stream_k_plans_fill_the_sms_and_split_the_tail() {
+        // Enough work: one block per SM, the partial wave stream-K (oxtile_abi::stream_k's tests simulate these).
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 132);
+        assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (132, 2048, 128, 68));
+        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), 132);
+        assert_eq!((s.grid(), s.sk_tiles()), (132, 128));
+        // Fewer k-tiles of work than SMs: one block per k-tile, no block idle.
+        let s = stream_k_schedule(GemmShape::new(333, 777, 264), 132);
+        assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (60, 12, 5, 12));
+        let s = stream_k_schedule(GemmShape::new(1, 1, 8), 132);
+        assert_eq!((s.grid(), s.sk_tiles(), s.partial_slots(), s.flags(2)), (1, 0, 0, 0));
+        // Whole waves only: no tail, no workspace (the kernel runs the plain schedule).
+        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), 132);
+        assert_eq!((s.tiles(), s.sk_tiles(), s.partial_slots()), (528, 0, 0));
+        // The workspace of 8192³: a 128 KiB slot per block, 8 flags per tail tile.
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 132);
+        assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.consumers)), (132, 68 * 8));
+        assert!(tma_store_epilogue(Variant::StreamK, 8192, 2) && !tma_store_epilogue(Variant::StreamK, 777, 2));
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! anchor of its page in the ISA document. Addresses of shared memory are 32-bit `.shared::cta` window
 //! addresses (what [`smem::dynamic_smem_base`] returns), never generic pointers.
 
+pub mod atomic;
 pub mod barrier;
 pub mod cluster;
 pub mod convert;
 pub mod float;
+pub mod global;
 pub mod mbarrier;
 pub mod mufu;
 pub mod setmaxnreg;

@@ -1,5 +1,7 @@
-//! Exchange within a warp. PTX ISA: "shfl.sync" (#data-movement-and-conversion-instructions-shfl-sync) and
-//! "vote.sync" (#parallel-synchronization-and-communication-instructions-vote-sync).
+//! Exchange and synchronization within a warp. PTX ISA: "shfl.sync"
+//! (#data-movement-and-conversion-instructions-shfl-sync), "vote.sync"
+//! (#parallel-synchronization-and-communication-instructions-vote-sync) and "bar.warp.sync"
+//! (#parallel-synchronization-and-communication-instructions-bar-warp-sync).
 
 /// `shfl.sync.bfly.b32` over the full warp: the value of lane `lane ^ lane_mask`.
 #[inline(always)]
@@ -27,4 +29,12 @@ pub fn any(predicate: bool) -> bool {
             out = out(reg32) out, v = in(reg32) predicate as u32, options(nostack, nomem));
     }
     out != 0
+}
+
+/// `bar.warp.sync 0xffffffff`: waits until every lane of the warp reaches it (`__syncwarp`), and orders their memory
+/// accesses around it. For a point that all lanes must have passed before one of them goes on, e.g. a flag read by
+/// every lane that is then reset.
+#[inline(always)]
+pub fn sync() {
+    unsafe { core::arch::asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
 }

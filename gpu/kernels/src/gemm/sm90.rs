@@ -42,14 +42,15 @@
 
 use core::marker::PhantomData;
 
+use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile};
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
-use super::schedule::TileScheduler;
+use super::schedule::{Tile, TileScheduler};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{barrier, cluster, convert, setmaxnreg, smem, stmatrix, tma, wgmma};
+use crate::arch::{atomic, barrier, cluster, convert, global, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -314,6 +315,22 @@ trait Config {
         thread: u32,
         tile_index: u32,
     );
+    /// Stream-K: stores the warpgroup's f32 accumulators, unscaled, to its part of a workspace slot at `part`
+    /// ([`StreamKArgs`]), in the fragment's own order: vector `j` (accumulators 4j .. 4j + 4 of the fragments one after
+    /// another) of thread `thread` at float [`partial_offset`]`(j, thread)`. Each warp instruction then writes 512
+    /// contiguous bytes, 16 per thread, and the partial of a tile needs no layout: the reducing block's thread of the
+    /// same index holds the same elements.
+    unsafe fn store_partial(acc: &Self::Fragment, part: *mut f32, thread: u32);
+    /// Adds a partial that [`Config::store_partial`] wrote at `part` (the same thread of the same consumer in another
+    /// block, on the same tile) to the accumulators.
+    unsafe fn add_partial(acc: &mut Self::Fragment, part: *const f32, thread: u32);
+}
+
+/// Where vector `vector` (four accumulators) of thread `thread` of a consumer warpgroup lies in its part of a
+/// stream-K workspace slot, in floats: the warpgroup's threads side by side for each vector.
+#[inline(always)]
+const fn partial_offset(vector: u32, thread: u32) -> usize {
+    ((vector * GemmTile::WARPGROUP_THREADS + thread) * 4) as usize
 }
 
 /// Defines a tile configuration generic over the input type `I` and the output type `O`, whose consumers each
@@ -409,6 +426,37 @@ macro_rules! config {
                                 let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
                                 unsafe { staging.store(chunk, out, row0 + 64 * ROWS, chunk_column) };
                             }
+                        }
+                    });
+                });
+            }
+
+            /// One 16-byte store per vector, indexed by constants: the fragment stays in registers.
+            #[inline(always)]
+            unsafe fn store_partial(acc: &Self::Fragment, part: *mut f32, thread: u32) {
+                seq!(ROWS in 0..$rows {
+                    seq!(V in 0..64 {
+                        if V < $regs / 4 {
+                            let fragment = &acc[ROWS];
+                            let values = [fragment[4 * V], fragment[4 * V + 1], fragment[4 * V + 2], fragment[4 * V + 3]];
+                            let at = unsafe { part.add(partial_offset(ROWS * ($regs / 4) + V, thread)) };
+                            unsafe { global::store_f32x4(at, values) };
+                        }
+                    });
+                });
+            }
+
+            #[inline(always)]
+            unsafe fn add_partial(acc: &mut Self::Fragment, part: *const f32, thread: u32) {
+                seq!(ROWS in 0..$rows {
+                    seq!(V in 0..64 {
+                        if V < $regs / 4 {
+                            let at = unsafe { part.add(partial_offset(ROWS * ($regs / 4) + V, thread)) };
+                            let values = unsafe { global::load_f32x4_cg(at) };
+                            let fragment = &mut acc[ROWS];
+                            seq!(I in 0..4 {
+                                fragment[4 * V + I] += values[I];
+                            });
                         }
                     });
                 });
@@ -535,7 +583,45 @@ macro_rules! gemm_kernel {
             beta: f32,
         ) {
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
-            unsafe { gemm::<$config, { $a }, { $b }, $cluster, $multicast>(tensor_map_a, tensor_map_b, k, out) }
+            let none = StreamKArgs::NONE;
+            unsafe {
+                gemm::<$config, { $a }, { $b }, $cluster, $multicast, false>(tensor_map_a, tensor_map_b, k, out, none)
+            }
+        }
+        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    };
+}
+
+/// Defines one exported stream-K kernel over [`gemm`] (one block per cluster): the arguments of [`gemm_kernel!`]'s,
+/// then the stream-K workspace ([`StreamKArgs`]) and the number of stream-K tiles.
+macro_rules! gemm_stream_k_kernel {
+    ($name:ident, $config:ty, a = $a:ident, b = $b:ident) => {
+        /// See [`gemm`]: the hybrid data-parallel + stream-K schedule on this configuration and operand majorness.
+        ///
+        /// # Safety
+        /// As the data-parallel kernels' (without clusters), and: `partials` holds one `tile_m × tile_n` f32 slot per
+        /// block of the grid (16-byte aligned); `flags` holds `sk_tiles × consumers × 4` u32, all 0 (each launch leaves
+        /// them 0); `sk_tiles` is `StreamK::split(tiles, k_tiles, grid).sk_tiles()` or any count of tiles that keeps
+        /// `sk_tiles × k_tiles` within u32; every block of the grid is resident at once (grid ≤ SMs).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            tensor_map_a: u64,
+            tensor_map_b: u64,
+            tensor_map_d: u64,
+            d: *mut u8,
+            m: u32,
+            n: u32,
+            k: u32,
+            ldd: u32,
+            alpha: f32,
+            beta: f32,
+            partials: *mut f32,
+            flags: *mut u32,
+            sk_tiles: u32,
+        ) {
+            let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
+            let stream_k = StreamKArgs { partials, flags, sk_tiles };
+            unsafe { gemm::<$config, { $a }, { $b }, 1, true, true>(tensor_map_a, tensor_map_b, k, out, stream_k) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -614,16 +700,71 @@ gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, clu
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
 gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, multicast = false);
 
+/// The stream-K arguments of a kernel ([`StreamK`]: the last `sk_tiles` tiles are split into equal k-tile ranges, one
+/// per block). Unused (null, 0) by the data-parallel kernels.
+#[derive(Clone, Copy)]
+struct StreamKArgs {
+    /// The f32 partial sums: one slot of `tile_m × tile_n` per block of the grid (a block stores at most one partial
+    /// per launch), consumer `c`'s part (its rows, in the fragment order of [`Config::store_partial`]) at
+    /// `c × consumer_rows × tile_n` in it.
+    partials: *mut f32,
+    /// One u32 per (stream-K tile, consumer, warp of the consumer), 0 between launches: each lane of that warp in each
+    /// block storing a partial of the tile adds 1 once its part of the partial is stored; the reducing warp waits for
+    /// 32 per peer block, then sets it back to 0.
+    flags: *mut u32,
+    sk_tiles: u32,
+}
+
+impl StreamKArgs {
+    const NONE: StreamKArgs =
+        StreamKArgs { partials: core::ptr::null_mut(), flags: core::ptr::null_mut(), sk_tiles: 0 };
+}
+
+/// Warps of a consumer warpgroup: each has its own stream-K flag per tile (a warp's lanes read exactly what the same
+/// warp of each peer block wrote, so warps need not wait for each other); the host sizes the flags by the abi's count.
+const WARPS_PER_WARPGROUP: u32 = GemmTile::WARPGROUP_THREADS / 32;
+const _: () = assert!(WARPS_PER_WARPGROUP == FLAGS_PER_CONSUMER);
+
+/// One work unit as the consumers walk it: k-tiles `k_begin .. k_end` of `tile` (index `tile_index` in the
+/// scheduler's order), and what to do with the accumulators after them.
+#[derive(Clone, Copy)]
+struct Work {
+    tile: Tile,
+    tile_index: u32,
+    k_begin: u32,
+    k_end: u32,
+    role: Role,
+}
+
 /// The data path. With `CLUSTER` = 2 the blocks of a cluster compute tiles (2i, j) and (2i + 1, j): each loads
 /// its own A tile and half of the shared B tile, multicast into both blocks; a stage is refilled only after the
 /// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
+///
+/// With `STREAM_K` (cooperative configurations without clusters) the block walks the units of the hybrid
+/// data-parallel + stream-K schedule ([`StreamK::units`], which argues why it cannot deadlock): producer and
+/// consumers iterate the same units, so the producer loads exactly each unit's k-tiles. Without it the loops are the
+/// plain persistent ones, with no stream-K code in them.
 #[inline(always)]
-unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CLUSTER: u32, const MULTICAST: bool>(
+unsafe fn gemm<
+    C: Config,
+    const MN_MAJOR_A: u32,
+    const MN_MAJOR_B: u32,
+    const CLUSTER: u32,
+    const MULTICAST: bool,
+    const STREAM_K: bool,
+>(
     tensor_map_a: u64,
     tensor_map_b: u64,
     k: u32,
     out: Epilogue<C::Output>,
+    stream_k: StreamKArgs,
 ) {
+    // Stream-K blocks wait for each other through global memory: no cluster may couple them on top (a cluster's
+    // blocks advance in lockstep, which the schedule does not model), and each tile's rows are shared by all
+    // consumers of one block, so a partial is a whole block's.
+    const {
+        assert!(!STREAM_K || (CLUSTER == 1 && matches!(C::TILE.schedule, GemmSchedule::Cooperative)));
+    }
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
@@ -649,6 +790,8 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
     let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * CLUSTER, tile.tile_n);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
+    // The host computed `sk_tiles` from the same tiles, k-tiles and grid (`StreamK::split`).
+    let schedule = StreamK::new(scheduler.tiles(), k_tiles, grid_dim_x(), stream_k.sk_tiles);
     let b_share = if MULTICAST { CLUSTER } else { 1 };
     let b_rows_per_block = tile.tile_n / b_share;
     // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
@@ -662,10 +805,13 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
             let mut ring = RingState::new(tile.stages);
             let b_rank = if MULTICAST { rank } else { 0 };
             let multicast = if CLUSTER > 1 && MULTICAST { Some((1u16 << CLUSTER) - 1) } else { None };
-            for work in scheduler.tiles_from(first, stride) {
+            // Inlined by force: a stream-K kernel has two loops over it before the dead one is removed, and LLVM
+            // would otherwise keep it a function (for the consumers' accumulators that means local memory).
+            let mut load = #[inline(always)]
+            |work: Tile, k_begin: u32, k_end: u32| {
                 let a_row = (work.m * CLUSTER + rank) * tile.tile_m;
                 let b_row = work.n * tile.tile_n + b_rank * b_rows_per_block;
-                for k_tile in 0..k_tiles {
+                for k_tile in k_begin..k_end {
                     let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
@@ -676,6 +822,15 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
                         Operand::<MN_MAJOR_B>::load(b_part, tensor_map_b, b_row, k0, b_rows_per_block, full, multicast);
                     }
                     ring.advance();
+                }
+            };
+            if STREAM_K {
+                for unit in schedule.units(block_idx_x()) {
+                    load(scheduler.tile(unit.tile), unit.k_begin, unit.k_end);
+                }
+            } else {
+                for work in scheduler.tiles_from(first, stride) {
+                    load(work, 0, k_tiles);
                 }
             }
         }
@@ -706,14 +861,21 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
             // The block's first tile is consumer 0's: it may start at once.
             turns.hand_over();
         }
+        let fixup = Fixup { args: stream_k, schedule, tile, block: block_idx_x(), consumer, thread };
         let mut acc = C::ZERO;
         let mut ring = RingState::new(tile.stages);
-        for (index, work) in (0u32..).zip(scheduler.tiles_from(first, stride)) {
+        // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
+        // blocks' partials and the epilogue. `index` counts the block's tiles (ping-pong turns); `epilogue_index` the
+        // epilogues this warpgroup ran before (the staging buffers alternate). Whether it ran an epilogue.
+        // Inlined by force, as the producer's `load`: called from two loops, LLVM kept it a function and the
+        // accumulators went to local memory.
+        let mut run = #[inline(always)]
+        |index: u32, epilogue_index: u32, work: Work| -> bool {
             if ping_pong {
                 if index % 2 != consumer {
                     // The other consumer's tile: its k-tiles pass through the ring without this one.
                     ring.advance_by(k_tiles);
-                    continue;
+                    return false;
                 }
                 // Wait until the other consumer has issued its whole main loop: the tensor cores are this one's
                 // until it hands them back, and it waits for the ring's stages in the order the producer fills
@@ -722,12 +884,13 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
                 turns.take();
             }
             let mut reading: Option<u32> = None;
-            for k_tile in 0..k_tiles {
+            for k_tile in work.k_begin..work.k_end {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
                 wgmma::fence();
                 for k_step in 0..tile.tile_k / 16 {
                     let (a, b) = (smem.a(ring.stage) + a_rows_offset, smem.b(ring.stage));
-                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, a, b, k_step, k_tile > 0 || k_step > 0) };
+                    let accumulate = k_tile > work.k_begin || k_step > 0;
+                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, a, b, k_step, accumulate) };
                 }
                 wgmma::commit_group();
                 // The group before this one has finished reading its stage: hand that stage back.
@@ -747,11 +910,35 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
             if let Some(stage) = reading {
                 release(stage);
             }
-            let (row0, col0) = ((work.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.n * tile.tile_n);
+            match work.role {
+                Role::Whole => {}
+                Role::Partial => {
+                    unsafe { fixup.publish::<C>(&acc, work.tile_index) };
+                    return false;
+                }
+                Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
+            }
+            let (row0, col0) =
+                ((work.tile.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.tile.n * tile.tile_n);
             if staged {
-                unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, index) };
+                unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {
                 unsafe { C::store(&acc, &out, row0, col0, thread) };
+            }
+            true
+        };
+        if STREAM_K {
+            let mut epilogues = 0;
+            for unit in schedule.units(block_idx_x()) {
+                let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
+                let work = Work { tile: scheduler.tile(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
+                if run(0, epilogues, work) {
+                    epilogues += 1;
+                }
+            }
+        } else {
+            for (index, tile) in (0u32..).zip(scheduler.tiles_from(first, stride)) {
+                run(index, index, Work { tile, tile_index: 0, k_begin: 0, k_end: k_tiles, role: Role::Whole });
             }
         }
         if staged {
@@ -761,6 +948,72 @@ unsafe fn gemm<C: Config, const MN_MAJOR_A: u32, const MN_MAJOR_B: u32, const CL
     // No block may leave while a peer can still multicast into it or arrive on its barriers.
     if CLUSTER > 1 {
         cluster::sync();
+    }
+}
+
+/// The stream-K fixup of one consumer warpgroup: handing a partial tile to the block that reduces it, and adding the
+/// partials of other blocks. Memory ordering (arch/atomic.rs): each thread stores its own part of a partial and then
+/// releases *its own* stores by adding 1 to its warp's flag, so no barrier is needed between the stores and the
+/// signal; the reducing warp's lanes each acquire the flag once it counts every lane of every peer, then load. The
+/// flag goes back to 0 after all 32 lanes have seen the count, for the next launch (kernel boundaries order that
+/// store before the next launch's additions).
+struct Fixup {
+    args: StreamKArgs,
+    schedule: StreamK,
+    tile: GemmTile,
+    block: u32,
+    consumer: u32,
+    thread: u32,
+}
+
+impl Fixup {
+    /// This warpgroup's part of `block`'s workspace slot.
+    #[inline(always)]
+    fn part(&self, block: u32) -> *mut f32 {
+        let slot = block as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
+        let part = (self.consumer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
+        self.args.partials.wrapping_add(slot + part)
+    }
+
+    /// This thread's warp's flag for tile `tile_index` (a stream-K tile).
+    #[inline(always)]
+    fn flag(&self, tile_index: u32) -> *mut u32 {
+        let sk_tile = tile_index - self.schedule.dp_tiles();
+        let warp = (sk_tile * self.tile.consumers + self.consumer) * WARPS_PER_WARPGROUP + self.thread / 32;
+        self.args.flags.wrapping_add(warp as usize)
+    }
+
+    /// Stores the accumulators of a partial of tile `tile_index` to this block's slot and signals the tile's flag.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it, for the block's one partial unit of this launch.
+    #[inline(always)]
+    unsafe fn publish<C: Config>(&self, acc: &C::Fragment, tile_index: u32) {
+        unsafe {
+            C::store_partial(acc, self.part(self.block), self.thread);
+            atomic::red_release_gpu_add(self.flag(tile_index), 1);
+        }
+    }
+
+    /// Waits for the partials of blocks `first_peer .. block` on tile `tile_index`, adds them to the accumulators
+    /// (in block order, so the sum is the same every launch) and resets the tile's flag.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it, for the reducing unit of tile `tile_index`, whose partials blocks
+    /// `first_peer .. block` store in this launch.
+    #[inline(always)]
+    unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
+        let flag = self.flag(tile_index);
+        let expected = (self.block - first_peer) * 32;
+        // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
+        // stays converged for the partial loads and the epilogue's barriers.
+        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {}
+        for peer in first_peer..self.block {
+            unsafe { C::add_partial(acc, self.part(peer), self.thread) };
+        }
+        // A lane that still spun after another reset the flag would never see the count.
+        warp::sync();
+        unsafe { atomic::store_relaxed_gpu(flag, 0) };
     }
 }
 
@@ -923,3 +1176,19 @@ impl Staging {
         }
     }
 }
+
+// Stream-K on the wide cooperative tile (the tail wave split by k-tiles, issue #5): bf16 and f16 to their own type,
+// bf16 to f32, in every layout — what the benchmark suite and the f32 checks need, 12 instantiations rather than 16.
+// Not in clusters: the cluster kernels' two blocks share B tiles in lockstep, which stream-K ranges would break.
+gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = K);
+gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = MN);
+gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = MN);
+gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = K);
+gemm_stream_k_kernel!(gemm_bf16_f32out_tn_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = K);
+gemm_stream_k_kernel!(gemm_bf16_f32out_tt_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = MN);
+gemm_stream_k_kernel!(gemm_bf16_f32out_nt_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = MN);
+gemm_stream_k_kernel!(gemm_bf16_f32out_nn_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = K);
+gemm_stream_k_kernel!(gemm_f16_tn_128x256_sk_sm90, Wide<F16, F16>, a = K, b = K);
+gemm_stream_k_kernel!(gemm_f16_tt_128x256_sk_sm90, Wide<F16, F16>, a = K, b = MN);
+gemm_stream_k_kernel!(gemm_f16_nt_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = MN);
+gemm_stream_k_kernel!(gemm_f16_nn_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = K);

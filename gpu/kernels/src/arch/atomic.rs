@@ -1,0 +1,57 @@
+//! Flags in global memory through which the blocks of one grid hand data to each other, with the memory model's
+//! release and acquire patterns at GPU scope. PTX ISA: "red" (#parallel-synchronization-and-communication-instructions-red),
+//! "ld" (#data-movement-and-conversion-instructions-ld), "st" (#data-movement-and-conversion-instructions-st), and
+//! "Memory Consistency Model" (#memory-consistency-model), its "Release and Acquire Patterns" and "Causality Order".
+//!
+//! The pattern: a writer makes its ordinary stores, then [`red_release_gpu_add`] on a flag; a reader spins on
+//! [`load_acquire_gpu`] until the flag holds the value it waits for, then reads the data. The release orders all of
+//! the writer thread's earlier accesses before the addition, the acquire orders the reader's later accesses after the
+//! load that observed it, so the reader's loads see the writer's stores. Only the writer thread's *own* earlier stores
+//! are covered this directly: where several threads write the data, each releases its own (or they synchronize with
+//! the releasing thread first).
+//!
+//! Every wrapper is an `asm!` without `nomem`/`readonly`, so LLVM keeps the program order of memory accesses around
+//! it as well.
+
+/// `red.release.gpu.global.add.u32`: adds `value` to the u32 at `flag`, with release semantics at GPU scope: every
+/// memory access of this thread before it becomes visible, at GPU scope, to a thread whose acquire load observes
+/// the addition (or a later value of the flag).
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn red_release_gpu_add(flag: *mut u32, value: u32) {
+    unsafe {
+        core::arch::asm!("red.release.gpu.global.add.u32 [{flag}], {value};", flag = in(reg64) flag,
+            value = in(reg32) value, options(nostack));
+    }
+}
+
+/// `ld.acquire.gpu.global.u32`: the u32 at `flag`, with acquire semantics at GPU scope: this thread's later memory
+/// accesses happen after it, and see whatever the release that produced the observed value ordered before itself.
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn load_acquire_gpu(flag: *const u32) -> u32 {
+    let value: u32;
+    unsafe {
+        core::arch::asm!("ld.acquire.gpu.global.u32 {value}, [{flag}];", value = out(reg32) value,
+            flag = in(reg64) flag, options(nostack));
+    }
+    value
+}
+
+/// `st.relaxed.gpu.global.u32`: writes `value` at `flag` as a strong (relaxed, GPU-scope) store: no ordering of its
+/// own, but never torn or cached away from the other blocks, unlike a plain store. For resetting a flag that no one
+/// else touches until the next launch.
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn store_relaxed_gpu(flag: *mut u32, value: u32) {
+    unsafe {
+        core::arch::asm!("st.relaxed.gpu.global.u32 [{flag}], {value};", flag = in(reg64) flag,
+            value = in(reg32) value, options(nostack));
+    }
+}

@@ -1,0 +1,32 @@
+//! Vector loads and stores of global memory. PTX ISA: "ld" (#data-movement-and-conversion-instructions-ld) and
+//! "st" (#data-movement-and-conversion-instructions-st), with the cache operators of "Cache Operators"
+//! (#cache-operators).
+
+/// `st.global.v4.f32`: writes `values` at `at` as one 16-byte store.
+///
+/// # Safety
+/// `at` is a 16-byte aligned address of four f32 in global memory that no other thread accesses concurrently.
+#[inline(always)]
+pub unsafe fn store_f32x4(at: *mut f32, values: [f32; 4]) {
+    let [v0, v1, v2, v3] = values;
+    unsafe {
+        core::arch::asm!("st.global.v4.f32 [{at}], {{{v0}, {v1}, {v2}, {v3}}};", at = in(reg64) at,
+            v0 = in(reg32) v0, v1 = in(reg32) v1, v2 = in(reg32) v2, v3 = in(reg32) v3, options(nostack));
+    }
+}
+
+/// `ld.global.cg.v4.f32`: the four f32 at `at` as one 16-byte load, cached in L2 only (`.cg`): for data another
+/// SM wrote during this launch (this SM's L1 is not coherent with it, and the data is read once). Not `readonly`
+/// to LLVM, so it stays after the acquire that made the data visible.
+///
+/// # Safety
+/// `at` is a 16-byte aligned address of four f32 in global memory.
+#[inline(always)]
+pub unsafe fn load_f32x4_cg(at: *const f32) -> [f32; 4] {
+    let (v0, v1, v2, v3): (f32, f32, f32, f32);
+    unsafe {
+        core::arch::asm!("ld.global.cg.v4.f32 {{{v0}, {v1}, {v2}, {v3}}}, [{at}];", at = in(reg64) at,
+            v0 = out(reg32) v0, v1 = out(reg32) v1, v2 = out(reg32) v2, v3 = out(reg32) v3, options(nostack));
+    }
+    [v0, v1, v2, v3]
+}
