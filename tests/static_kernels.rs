@@ -228,7 +228,11 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
             .map(|i| inspect::sass::opcode(i))
             .find(|op| *op == "MUFU.EX2" || op.starts_with("SHFL"))
             .unwrap_or_default();
-        assert_eq!(first, "MUFU.EX2", "`{}`: the exponentials wait for the row maximum", kernel.name);
+        if kernel.name.contains("_nospec_") {
+            assert_ne!(first, "MUFU.EX2", "`{}`: the ablation exponentiates before the row maximum", kernel.name);
+        } else {
+            assert_eq!(first, "MUFU.EX2", "`{}`: the exponentials wait for the row maximum", kernel.name);
+        }
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} attention kernels registered");

@@ -36,11 +36,12 @@ pub struct AttnContender {
 
 /// The library's kernel as users get it, then the ablations: polynomial exponentials, eager rescaling, no
 /// ping-pong.
-pub const CONTENDERS: [AttnContender; 4] = [
+pub const CONTENDERS: [AttnContender; 5] = [
     AttnContender { name: "oxtile", variant: AttnVariant::Auto },
     AttnContender { name: "oxtile-poly", variant: AttnVariant::Poly },
     AttnContender { name: "oxtile-eager", variant: AttnVariant::Eager },
     AttnContender { name: "oxtile-nopingpong", variant: AttnVariant::NoPingpong },
+    AttnContender { name: "oxtile-nospec", variant: AttnVariant::NoSpeculation },
 ];
 
 /// One attention problem to benchmark.
@@ -344,9 +345,9 @@ mod tests {
     fn ablations_run_where_their_kernels_exist() {
         let supported = |p: &AttnBenchProblem| CONTENDERS.map(|c| p.supports(&c).is_ok());
         // oxtile, -poly, -eager, -nopingpong
-        assert_eq!(supported(&problem("2,16,4096,128,full", Dtype::Bf16)), [true, true, true, true]);
-        assert_eq!(supported(&problem("2,32,4096,64,full", Dtype::Bf16)), [true, true, false, false]);
-        assert_eq!(supported(&problem("2,16,4096,128,causal", Dtype::F16)), [true, false, false, false]);
+        assert_eq!(supported(&problem("2,16,4096,128,full", Dtype::Bf16)), [true, true, true, true, true]);
+        assert_eq!(supported(&problem("2,32,4096,64,full", Dtype::Bf16)), [true, true, false, false, false]);
+        assert_eq!(supported(&problem("2,16,4096,128,causal", Dtype::F16)), [true, false, false, false, false]);
         let d64 = problem("2,32,4096,64,full", Dtype::Bf16);
         assert!(d64.supports(&CONTENDERS[2]).unwrap_err().contains("ablations"));
         let odd = problem("2,16,4096,96,causal", Dtype::Bf16);

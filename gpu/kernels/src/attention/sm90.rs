@@ -50,6 +50,9 @@ trait Config {
     const LAZY: bool;
     /// The consumer warpgroups take turns issuing wgmma; `false` lets both issue whenever ready (ablation).
     const PINGPONG: bool;
+    /// Tiles after the first are exponentiated against the maximum already applied
+    /// ([`softmax_tile_speculative`]); `false` finds each tile's row maximum first (ablation).
+    const SPECULATE: bool;
     /// `tile_kv / 2` f32 per thread: the m64n{tile_kv} accumulator fragment of S.
     type Scores: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const SCORES_ZERO: Self::Scores;
@@ -69,7 +72,7 @@ trait Config {
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal) => {
+    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal, speculate = $speculate:literal) => {
         struct $name;
 
         // The unrolled loops over S cover it; the k16 steps of P·V tile it.
@@ -80,6 +83,7 @@ macro_rules! config {
             const POLY: (usize, usize) = $poly;
             const LAZY: bool = $lazy;
             const PINGPONG: bool = $pingpong;
+            const SPECULATE: bool = $speculate;
             type Scores = [f32; $scores];
             const SCORES_ZERO: Self::Scores = [0.0; $scores];
             type Packed = [u32; $scores / 2];
@@ -115,21 +119,23 @@ macro_rules! config {
 // pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
 // critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true);
+    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = true);
 config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true);
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = true);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true);
+    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = true);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false);
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false, speculate = true);
+config!(Bf16D128NoSpec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -223,6 +229,10 @@ attn_kernel!(
 attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: no ping-pong; both consumer warpgroups issue whenever ready.
     attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
+);
+attn_kernel!(
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: each key tile's row maximum before its exponentials.
+    attn_fwd_bf16_d128_nospec_sm90, Bf16D128NoSpec
 );
 
 /// Element strides of a [B, S, H, D] tensor: batch, sequence position, head (D is contiguous).
@@ -868,7 +878,12 @@ unsafe fn consume<C: Config>(
             warpgroup.release(smem.q_empty());
         }
         let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
-        let factor = match softmax_tile_speculative::<C>(&mut s, &mut state, rows, key0, masked, problem) {
+        let speculated = if C::SPECULATE {
+            softmax_tile_speculative::<C>(&mut s, &mut state, rows, key0, masked, problem)
+        } else {
+            Some(softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem))
+        };
+        let factor = match speculated {
             Some(factor) => factor,
             None => {
                 state.recomputed_tiles += 1;
