@@ -179,8 +179,9 @@ pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d
 pub const ATTN_FWD_BF16_D64_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_poly_sm90");
 pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
 pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
-/// Ablation: the bf16 d128 kernel with each tile's row maximum found before its exponentials.
-pub const ATTN_FWD_BF16_D128_NOSPEC_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nospec_sm90");
+/// Ablation: the bf16 d128 kernel with each tile's exponentials taken beside its row maximum, against the
+/// maximum already applied.
+pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_spec_sm90");
 
 /// The plain attention reference (gpu/kernels/src/attention/reference.rs): one warp per query row, f32.
 pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference_bf16_d128");
@@ -211,7 +212,7 @@ const OTHERS: &[Kernel] = &[
     ATTN_FWD_BF16_D128_POLY_SM90,
     ATTN_FWD_BF16_D64_POLY_SM90,
     ATTN_FWD_BF16_D128_EAGER_SM90,
-    ATTN_FWD_BF16_D128_NOSPEC_SM90,
+    ATTN_FWD_BF16_D128_SPEC_SM90,
     ATTN_FWD_BF16_D128_NOPINGPONG_SM90,
     ATTN_REFERENCE_BF16_D128,
     ATTN_REFERENCE_F16_D128,

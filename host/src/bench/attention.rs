@@ -41,7 +41,7 @@ pub const CONTENDERS: [AttnContender; 5] = [
     AttnContender { name: "oxtile-poly", variant: AttnVariant::Poly },
     AttnContender { name: "oxtile-eager", variant: AttnVariant::Eager },
     AttnContender { name: "oxtile-nopingpong", variant: AttnVariant::NoPingpong },
-    AttnContender { name: "oxtile-nospec", variant: AttnVariant::NoSpeculation },
+    AttnContender { name: "oxtile-spec", variant: AttnVariant::Speculate },
 ];
 
 /// One attention problem to benchmark.

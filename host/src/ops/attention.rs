@@ -164,14 +164,14 @@ pub enum AttnVariant {
     /// Ablation (bf16, head dim 128): the two consumer warpgroups issue their matrix work whenever ready instead
     /// of taking turns.
     NoPingpong,
-    /// Ablation (bf16, head dim 128): each key tile's row maximum first, then the exponentials against it, instead
-    /// of the exponentials against the maximum already applied, beside the row maximum.
-    NoSpeculation,
+    /// Ablation (bf16, head dim 128): each key tile's exponentials against the row maximum already applied,
+    /// beside (not after) the search for the tile's own maximum; scores recomputed when it grew too far.
+    Speculate,
 }
 
 impl AttnVariant {
     pub const ALL: [AttnVariant; 5] =
-        [AttnVariant::Auto, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::NoSpeculation];
+        [AttnVariant::Auto, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::Speculate];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -179,7 +179,7 @@ impl AttnVariant {
             AttnVariant::Poly => "poly",
             AttnVariant::Eager => "eager",
             AttnVariant::NoPingpong => "nopingpong",
-            AttnVariant::NoSpeculation => "nospec",
+            AttnVariant::Speculate => "spec",
         }
     }
 }
@@ -225,7 +225,7 @@ impl AttnElement for bf16 {
         (128, AttnVariant::Poly, kernels::ATTN_FWD_BF16_D128_POLY_SM90),
         (128, AttnVariant::Eager, kernels::ATTN_FWD_BF16_D128_EAGER_SM90),
         (128, AttnVariant::NoPingpong, kernels::ATTN_FWD_BF16_D128_NOPINGPONG_SM90),
-        (128, AttnVariant::NoSpeculation, kernels::ATTN_FWD_BF16_D128_NOSPEC_SM90),
+        (128, AttnVariant::Speculate, kernels::ATTN_FWD_BF16_D128_SPEC_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
         (64, AttnVariant::Poly, kernels::ATTN_FWD_BF16_D64_POLY_SM90),
     ];
@@ -248,7 +248,7 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
         let message = if T::ATTN_KERNELS.iter().any(|(d, _, _)| *d == head_dim) {
             format!(
                 "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: poly at head dims 64 and 128, eager, \
-                 nopingpong and nospec at 128)",
+                 nopingpong and spec at 128)",
                 variant.name(),
                 T::NAME
             )

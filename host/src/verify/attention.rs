@@ -720,7 +720,7 @@ pub fn standard_checks(gpu: &Gpu, seed: u64) -> Result<Vec<AttnCheck>> {
         check::<f16>(gpu, &case(2, 77, 300, 4, 1, 64), Against::Float64, seed + 4)?,
         check::<f16>(gpu, &case(1, 256, 256, 4, 2, 128).causal(true), Against::Float64, seed + 5)?,
     ];
-    for variant in [AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::NoSpeculation] {
+    for variant in [AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::Speculate] {
         checks.push(check::<bf16>(
             gpu,
             &case(1, 256, 300, 2, 2, 128).causal(true).variant(variant),

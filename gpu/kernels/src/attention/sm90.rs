@@ -51,7 +51,7 @@ trait Config {
     /// The consumer warpgroups take turns issuing wgmma; `false` lets both issue whenever ready (ablation).
     const PINGPONG: bool;
     /// Tiles after the first are exponentiated against the maximum already applied
-    /// ([`softmax_tile_speculative`]); `false` finds each tile's row maximum first (ablation).
+    /// ([`softmax_tile_speculative`], an ablation: measured slower); `false` finds each tile's row maximum first.
     const SPECULATE: bool;
     /// `tile_kv / 2` f32 per thread: the m64n{tile_kv} accumulator fragment of S.
     type Scores: Copy + AsRef<[f32]> + AsMut<[f32]>;
@@ -119,23 +119,23 @@ macro_rules! config {
 // pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
 // critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
-config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
-config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
-config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
-config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = true);
-config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = true);
-config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = true);
-config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false, speculate = true);
-config!(Bf16D128NoSpec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = false);
+config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = false);
+config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false, speculate = false);
+config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 
 /// Defines one exported kernel over [`attn_fwd`].
 macro_rules! attn_kernel {
@@ -231,8 +231,9 @@ attn_kernel!(
     attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
 );
 attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: each key tile's row maximum before its exponentials.
-    attn_fwd_bf16_d128_nospec_sm90, Bf16D128NoSpec
+    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: exponentials against the maximum already applied, beside the
+    /// tile's row maximum ([`softmax_tile_speculative`]).
+    attn_fwd_bf16_d128_spec_sm90, Bf16D128Spec
 );
 
 /// Element strides of a [B, S, H, D] tensor: batch, sequence position, head (D is contiguous).
@@ -644,8 +645,8 @@ fn softmax_tile<C: Config>(
 /// - up to [`ATTN_SPECULATION_LIMIT_LOG2`]: the row rescales as usual and its terms are multiplied by the same
 ///   factor as O (one FMUL each, exact to an ulp);
 /// - beyond it (or a first visible key after tile 0, which bottom-right causal masking never produces): the terms
-///   may have overflowed; returns `None` with `s` destroyed and `state` untouched, and the caller recomputes the
-///   scores and takes [`softmax_tile`].
+///   may have overflowed; returns `None` to every lane of the warp if any lane's row overflowed, with `s`
+///   destroyed and `state` untouched, and the caller recomputes the scores and takes [`softmax_tile`].
 #[inline(always)]
 fn softmax_tile_speculative<C: Config>(
     s: &mut C::Scores,
@@ -671,7 +672,10 @@ fn softmax_tile_speculative<C: Config>(
         growth_log2[HALF] = (state.max[HALF].max(tile_max[HALF]) - state.max[HALF]) * scale_log2;
     });
     // NaN (a row without a visible key so far and in this tile) compares false: its terms are all 0.
-    if growth_log2[0] > ATTN_SPECULATION_LIMIT_LOG2 || growth_log2[1] > ATTN_SPECULATION_LIMIT_LOG2 {
+    let overflow = growth_log2[0] > ATTN_SPECULATION_LIMIT_LOG2 || growth_log2[1] > ATTN_SPECULATION_LIMIT_LOG2;
+    // The recompute path waits on wgmma and shuffles across the warp (`.sync.aligned`, full mask): the whole warp
+    // takes it or none of it. (Rows differ in causal tiles; a lane alone in that path hangs the warp.)
+    if warp::any(overflow) {
         return None;
     }
     let mut factor = [1.0f32; 2];
