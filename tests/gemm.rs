@@ -97,8 +97,9 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
 /// - 1000×1000×64 (one k-tile, 32 tiles: fewer blocks than SMs, one tile each).
 ///
 /// Each dimension is a multiple of 8, so every layout takes them; the odd-N shapes are in [`stream_k_edge_cases`].
-const STREAM_K_SHAPES: [(usize, usize, usize); 6] =
-    [(2048, 2048, 2048), (4096, 4096, 4096), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
+// (4096³ split the same way as 2048³ but its float64 references took minutes of the test's time.)
+const STREAM_K_SHAPES: [(usize, usize, usize); 5] =
+    [(2048, 2048, 2048), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
 
 /// Layout tn with N free: odd N writes D from registers (333×777×264: 12 tiles of 5 k-tiles on 60 blocks, one k-tile
 /// each, so every tile in five pieces; 4097×4095×4104: 528 tiles, exactly 4 waves, so no tail: the plain schedule
