@@ -14,6 +14,9 @@ for arg in "$@"; do
 done
 # A hung kernel (a barrier never completing) must not eat the whole device lease.
 limit=${OXTILE_TEST_TIMEOUT:-300}
+# Tests share the GPU safely (none is timed); their float64 references want the host's cores: tests/gemm takes
+# ~260 s with 16 threads on the H200 machine, far more than the limit with one.
+threads=${OXTILE_TEST_THREADS:-16}
 # Tests that read SASS use the pinned tools from PyPI; this machine has no network but has CUDA 13.0 itself.
 if [ -z "${OXTILE_CUDA_TOOLS:-}" ] && [ -x /usr/local/cuda/bin/ptxas ]; then
   export OXTILE_CUDA_TOOLS=/tmp/oxtile-cuda-tools
@@ -31,7 +34,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 for t in "$here"/tests/*; do
   name=tests/$(basename "$t")
   echo "=== $name"
-  timeout "$limit" "$t" --include-ignored --test-threads=1
+  timeout "$limit" "$t" --include-ignored --test-threads="$threads"
   record "$name" $?
   if [ "$memcheck" -eq 1 ]; then
     echo "=== $name (compute-sanitizer memcheck)"
