@@ -105,24 +105,30 @@ const STREAM_K_SHAPES: [(usize, usize, usize); 5] =
 /// each, so every tile in five pieces; 4097×4095×4104: 528 tiles, exactly 4 waves, so no tail: the plain schedule
 /// in the stream-K kernel), and a 16-byte-row N with partial chunks (1000×1000×1000 above; 50×776×640: one tile row,
 /// consumer 1's rows wholly outside D, 4 tiles of 10 k-tiles on 40 blocks).
-fn stream_k_edge_cases() -> Vec<(GemmShape, GemmOptions)> {
+fn stream_k_edge_cases(variant: Variant) -> Vec<(GemmShape, GemmOptions)> {
     let mut cases = Vec::new();
     for (m, n, k) in [(333, 777, 264), (4097, 4095, 4104), (50, 776, 640)] {
         for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
-            let options = GemmOptions { variant: Variant::StreamK, alpha, beta, ..GemmOptions::default() };
+            let options = GemmOptions { variant, alpha, beta, ..GemmOptions::default() };
             cases.push((GemmShape::new(m, n, k), options));
         }
     }
     cases
 }
 
-/// Every layout × the stream-K shapes, unscaled and with alpha and beta (C read back, scaled once by the reducer).
+/// Every layout × the stream-K shapes, unscaled and with alpha and beta (C read back, scaled once by the reducer), for
+/// each stream-K variant with a kernel for these types: in clusters of two (bf16 → bf16) the same shapes cut cluster
+/// tiles of 256×256 between 66 clusters (2048³: 64 tiles of 32 k-tiles, ~31 per cluster; 128×8192×8192: 32 tiles,
+/// 2–3 pieces each, every second block's rows outside D; 1000³: 16 tiles in 4–5 pieces).
 fn stream_k_cases<T: gemm::GemmElement, O: GemmOutput<T>>() -> Vec<(GemmShape, GemmOptions)> {
-    let mut cases = cases::<T, O>(&[Variant::StreamK], |_, _| STREAM_K_SHAPES.to_vec());
+    let variants = [Variant::StreamK, Variant::StreamKCluster2];
+    let mut cases = cases::<T, O>(&variants, |_, _| STREAM_K_SHAPES.to_vec());
     let scaled: Vec<_> =
         cases.iter().map(|&(shape, options)| (shape, GemmOptions { alpha: -0.5, beta: 0.75, ..options })).collect();
     cases.extend(scaled);
-    cases.extend(stream_k_edge_cases());
+    for variant in variants.into_iter().filter(|v| v.available(T::NAME, O::NAME, Order::RowMajor, Order::ColMajor)) {
+        cases.extend(stream_k_edge_cases(variant));
+    }
     cases
 }
 
@@ -132,7 +138,7 @@ fn stream_k_matches_reference_where_tiles_are_split_between_blocks() {
     let gpu = gpu();
     // The shapes split tiles as documented only with enough SMs; on fewer the schedule differs but must still hold.
     for (m, n, k) in [(2048, 2048, 2048), (128, 8192, 8192)] {
-        let schedule = gemm::stream_k_schedule(GemmShape::new(m, n, k), gpu.sm_count());
+        let schedule = gemm::stream_k_schedule(GemmShape::new(m, n, k), 1, gpu.sm_count());
         println!("{m}x{n}x{k}: {schedule:?}");
         assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
     }
@@ -158,6 +164,8 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
             let seed = seed + 10 * i as u64;
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed, 3).unwrap());
             reports.extend(verify::gemm_check_launches::<bf16, f32>(&gpu, shape, options, seed + 5, 2).unwrap());
+            let options = GemmOptions { variant: Variant::StreamKCluster2, ..options };
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 7, 3).unwrap());
         }
     }
     let table = CheckReport::table(&reports);
@@ -171,18 +179,23 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
     let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
     let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
-    let options = GemmOptions { variant: Variant::StreamK, ..GemmOptions::default() };
-    let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
-    assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
-    let mut outputs = Vec::new();
-    for _ in 0..3 {
-        let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
-        plan.launch(&gpu, &a, &b, &mut d).unwrap();
-        let flags = plan.stream_k_flags(&gpu).unwrap();
-        assert!(!flags.is_empty() && flags.iter().all(|&f| f == 0), "seed {seed}: flags left {flags:?}");
-        outputs.push(stream.clone_dtoh(&d).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u16>>());
+    for variant in [Variant::StreamK, Variant::StreamKCluster2] {
+        let options = GemmOptions { variant, ..GemmOptions::default() };
+        let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
+        assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
+        let mut outputs = Vec::new();
+        for _ in 0..3 {
+            let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
+            plan.launch(&gpu, &a, &b, &mut d).unwrap();
+            let flags = plan.stream_k_flags(&gpu).unwrap();
+            assert!(
+                !flags.is_empty() && flags.iter().all(|&f| f == 0),
+                "seed {seed}: {variant:?} flags left {flags:?}"
+            );
+            outputs.push(stream.clone_dtoh(&d).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u16>>());
+        }
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "seed {seed}: {variant:?} launches of one plan differ");
     }
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "seed {seed}: launches of one plan differ");
 }
 
 #[test]

@@ -164,6 +164,10 @@ gemm_sm90! {
     "gemm_f16_tt_128x256_sk_sm90": "f16" -> "f16", tt, StreamK;
     "gemm_f16_nt_128x256_sk_sm90": "f16" -> "f16", nt, StreamK;
     "gemm_f16_nn_128x256_sk_sm90": "f16" -> "f16", nn, StreamK;
+    "gemm_bf16_tn_128x256_sk_c2_sm90": "bf16" -> "bf16", tn, StreamKCluster2;
+    "gemm_bf16_tt_128x256_sk_c2_sm90": "bf16" -> "bf16", tt, StreamKCluster2;
+    "gemm_bf16_nt_128x256_sk_c2_sm90": "bf16" -> "bf16", nt, StreamKCluster2;
+    "gemm_bf16_nn_128x256_sk_c2_sm90": "bf16" -> "bf16", nn, StreamKCluster2;
 }
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
@@ -262,6 +266,7 @@ mod tests {
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
                 Variant::StreamK => "128x256_sk",
+                Variant::StreamKCluster2 => "128x256_sk_c2",
                 Variant::Auto => panic!("{} is registered as Auto", gemm.kernel.name),
             };
             let layout = crate::ops::gemm::layout_name(gemm.a_order, gemm.b_order);

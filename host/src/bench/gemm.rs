@@ -324,6 +324,7 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
         Box::new(OxtileSm90::variant("oxtile-pingpong", Variant::PingPong)),
         Box::new(OxtileSm90::variant("oxtile-pingpong-c2", Variant::PingPongCluster2)),
         Box::new(OxtileSm90::variant("oxtile-streamk", Variant::StreamK)),
+        Box::new(OxtileSm90::variant("oxtile-streamk-c2", Variant::StreamKCluster2)),
     ])
 }
 

@@ -114,17 +114,22 @@ pub enum Variant {
     /// between all blocks, several blocks summing a tile through a workspace ([`oxtile_abi::stream_k`]), so no SM
     /// idles through the tail. bf16 and f16 to their own type, bf16 to f32 ([`Variant::available`]).
     StreamK,
+    /// [`Variant::StreamK`] over clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast (the
+    /// [`Variant::WideCluster2`] pairing): whole waves of cluster tiles data-parallel, the tail split by k-tiles
+    /// between the clusters. bf16 → bf16 only.
+    StreamKCluster2,
 }
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 6] = [
+    pub const CANDIDATES: [Variant; 7] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
         Variant::PingPong,
         Variant::PingPongCluster2,
         Variant::StreamK,
+        Variant::StreamKCluster2,
     ];
 
     /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in layout (`a_order`,
@@ -167,42 +172,53 @@ impl Variant {
 
     fn cluster_size(self) -> u32 {
         match self {
-            Variant::WideCluster2 | Variant::WideCluster2Unshared | Variant::PingPongCluster2 => 2,
+            Variant::WideCluster2
+            | Variant::WideCluster2Unshared
+            | Variant::PingPongCluster2
+            | Variant::StreamKCluster2 => 2,
             _ => 1,
         }
     }
 
     /// Blocks that share one B tile by multicast.
     fn b_sharers(self) -> u32 {
-        if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2) { 2 } else { 1 }
+        if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::StreamKCluster2) { 2 } else { 1 }
+    }
+
+    /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
+    fn is_stream_k(self) -> bool {
+        matches!(self, Variant::StreamK | Variant::StreamKCluster2)
     }
 }
 
-/// The stream-K schedule of [`Variant::StreamK`] for `shape` on `sm_count` SMs: the wide tiles, a persistent grid of
-/// one block per SM (never more blocks than k-tiles of work, so each has some), and the tail the host's boundary
-/// ([`StreamK::split`]) makes stream-K. The kernel rebuilds the same schedule from the tile count, the k-tiles, its
-/// grid and the `sk_tiles` it is given.
-pub fn stream_k_schedule(shape: GemmShape, sm_count: u32) -> StreamK {
+/// The stream-K schedule of the wide tile in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`]: 1,
+/// [`Variant::StreamKCluster2`]: 2) for `shape`, when `resident` clusters fit on the GPU at once (the SM count without
+/// clusters): its units are cluster tiles, its blocks are clusters, a persistent grid of every resident cluster (never
+/// more than k-tiles of work, so each has some), and the tail the host's boundary ([`StreamK::split`]) makes
+/// stream-K. The kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
+/// `sk_tiles` it is given.
+pub fn stream_k_schedule(shape: GemmShape, cluster: u32, resident: u32) -> StreamK {
     let tile = GEMM_SM90_128X256;
-    let tiles = shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+    let tiles = shape.m.div_ceil((tile.tile_m * cluster.max(1)) as usize) * shape.n.div_ceil(tile.tile_n as usize);
     let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
     // Counts past u32 cannot occur for checked shapes (dimensions < 2^31); saturate rather than wrap regardless.
     let narrow = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-    let grid = narrow(tiles.saturating_mul(k_tiles)).clamp(1, sm_count.max(1));
+    let grid = narrow(tiles.saturating_mul(k_tiles)).clamp(1, resident.max(1));
     StreamK::split(narrow(tiles), narrow(k_tiles), grid)
 }
 
-/// The stream-K workspace of a plan ([`Variant::StreamK`] with a tail): `partial_slots × tile_m × tile_n` f32 partial
-/// tiles and the flags, zeroed here once; every launch leaves the flags at zero again.
+/// The stream-K workspace of a plan (a stream-K variant with a tail): `partial_slots × cluster × tile_m × tile_n` f32
+/// partial tiles (a slot per block) and the flags (per block of a cluster tile), zeroed here once; every launch leaves
+/// the flags at zero again.
 struct StreamKWorkspace {
     partials: CudaSlice<f32>,
     flags: CudaSlice<u32>,
 }
 
 impl StreamKWorkspace {
-    fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile) -> Result<Self> {
-        let floats = schedule.partial_slots() as usize * (tile.tile_m * tile.tile_n) as usize;
-        let flags = schedule.flags(tile.consumers) as usize;
+    fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile, cluster: u32) -> Result<Self> {
+        let floats = (schedule.partial_slots() * cluster) as usize * (tile.tile_m * tile.tile_n) as usize;
+        let flags = (schedule.flags(tile.consumers) * cluster) as usize;
         let fail = |what, bytes| move |source| Error::Workspace { op: OP, what, bytes, source };
         // SAFETY: the partials are only read by a reducer after the block that wrote them in the same launch
         // signalled them; nothing reads an unwritten element.
@@ -483,11 +499,12 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
         launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;
         // Stream-K blocks wait for each other: all must be resident at once, one per SM (the shared memory allows no
-        // second), which a grid of at most the SM count and no other work on the GPU give.
-        let stream_k = (variant == Variant::StreamK).then(|| stream_k_schedule(shape, gpu.sm_count()));
+        // second), which a grid of at most the SM count — in clusters, of at most the clusters the GPU holds at
+        // once — and no other work on the GPU give.
+        let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, cluster, resident));
         if let Some(schedule) = &stream_k {
-            debug_assert!(schedule.is_valid() && schedule.grid() <= gpu.sm_count());
-            launch.grid_dim.0 = schedule.grid();
+            debug_assert!(schedule.is_valid() && schedule.grid() * cluster <= gpu.sm_count());
+            launch.grid_dim.0 = schedule.grid() * cluster;
         }
         Ok(GemmPlan {
             shape,
@@ -527,7 +544,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let Some(schedule) = self.stream_k.filter(|s| s.sk_tiles() > 0) else { return Ok(None) };
         let mut workspace = self.workspace.lock().unwrap_or_else(PoisonError::into_inner);
         if workspace.is_none() {
-            *workspace = Some(StreamKWorkspace::new(gpu, &schedule, self.tile)?);
+            *workspace = Some(StreamKWorkspace::new(gpu, &schedule, self.tile, self.launch.cluster_dim.0)?);
         }
         Ok(Some(workspace))
     }
@@ -716,7 +733,7 @@ mod tests {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
                         Variant::PingPong => input == output,
-                        Variant::PingPongCluster2 => (input, output) == ("bf16", "bf16"),
+                        Variant::PingPongCluster2 | Variant::StreamKCluster2 => (input, output) == ("bf16", "bf16"),
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };
@@ -775,22 +792,41 @@ mod tests {
     #[test]
     fn stream_k_plans_fill_the_sms_and_split_the_tail() {
         // Enough work: one block per SM, the partial wave stream-K (oxtile_abi::stream_k's tests simulate these).
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (132, 2048, 128, 68));
-        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), 132);
+        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), 1, 132);
         assert_eq!((s.grid(), s.sk_tiles()), (132, 128));
         // Fewer k-tiles of work than SMs: one block per k-tile, no block idle.
-        let s = stream_k_schedule(GemmShape::new(333, 777, 264), 132);
+        let s = stream_k_schedule(GemmShape::new(333, 777, 264), 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (60, 12, 5, 12));
-        let s = stream_k_schedule(GemmShape::new(1, 1, 8), 132);
+        let s = stream_k_schedule(GemmShape::new(1, 1, 8), 1, 132);
         assert_eq!((s.grid(), s.sk_tiles(), s.partial_slots(), s.flags(2)), (1, 0, 0, 0));
         // Whole waves only: no tail, no workspace (the kernel runs the plain schedule).
-        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), 132);
+        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), 1, 132);
         assert_eq!((s.tiles(), s.sk_tiles(), s.partial_slots()), (528, 0, 0));
         // The workspace of 8192³: a 128 KiB slot per block, 8 flags per tail tile.
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 1, 132);
         assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.consumers)), (132, 68 * 8));
         assert!(tma_store_epilogue(Variant::StreamK, 8192, 2) && !tma_store_epilogue(Variant::StreamK, 777, 2));
+    }
+
+    #[test]
+    fn cluster_stream_k_plans_schedule_cluster_tiles_on_the_resident_clusters() {
+        // 8192³ in clusters of two on 66 clusters: 1024 cluster tiles of 256×256, 15 whole waves and 34 tail tiles
+        // (over half a wave, so no extra wave), each cluster's range 65–66 k-tiles: a tail tile in two or three pieces.
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 2, 66);
+        assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (66, 1024, 128, 34));
+        assert_eq!(s.range(0), (0, 66));
+        // 4096³: 256 cluster tiles, 3 waves + 58; 8192×4096×14336: 512, 7 waves + 50.
+        assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), 2, 66).sk_tiles(), 58);
+        assert_eq!(stream_k_schedule(GemmShape::new(8192, 4096, 14336), 2, 66).sk_tiles(), 50);
+        // M = 128 still makes cluster tiles of 256 rows (the second block's rows lie outside D).
+        let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), 2, 66);
+        assert_eq!((s.tiles(), s.sk_tiles(), s.grid()), (32, 32, 66));
+        // Fewer resident clusters (another context holds SMs): the grid follows, never past the resident count.
+        assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), 2, 60).grid(), 60);
+        assert!(tma_store_epilogue(Variant::StreamKCluster2, 8192, 2));
+        assert_eq!((Variant::StreamKCluster2.cluster_size(), Variant::StreamKCluster2.b_sharers()), (2, 2));
     }
 
     #[test]

@@ -592,17 +592,18 @@ macro_rules! gemm_kernel {
     };
 }
 
-/// Defines one exported stream-K kernel over [`gemm`] (one block per cluster): the arguments of [`gemm_kernel!`]'s,
-/// then the stream-K workspace ([`StreamKArgs`]) and the number of stream-K tiles.
+/// Defines one exported stream-K kernel over [`gemm`]: the arguments of [`gemm_kernel!`]'s, then the stream-K
+/// workspace ([`StreamKArgs`]) and the number of stream-K (cluster) tiles.
 macro_rules! gemm_stream_k_kernel {
-    ($name:ident, $config:ty, a = $a:ident, b = $b:ident) => {
+    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal) => {
         /// See [`gemm`]: the hybrid data-parallel + stream-K schedule on this configuration and operand majorness.
         ///
         /// # Safety
-        /// As the data-parallel kernels' (without clusters), and: `partials` holds one `tile_m × tile_n` f32 slot per
-        /// block of the grid (16-byte aligned); `flags` holds `sk_tiles × consumers × 4` u32, all 0 (each launch leaves
-        /// them 0); `sk_tiles` is `StreamK::split(tiles, k_tiles, grid).sk_tiles()` or any count of tiles that keeps
-        /// `sk_tiles × k_tiles` within u32; every block of the grid is resident at once (grid ≤ SMs).
+        /// As the data-parallel kernels', and: `partials` holds one `tile_m × tile_n` f32 slot per block of the grid
+        /// (16-byte aligned); `flags` holds `sk_tiles × cluster × consumers × 4` u32, all 0 (each launch leaves them
+        /// 0); `sk_tiles` is `StreamK::split(cluster_tiles, k_tiles, clusters).sk_tiles()` or any count of cluster
+        /// tiles that keeps `sk_tiles × k_tiles` within u32; every block of the grid is resident at once (at most
+        /// one block per SM and, in clusters, at most as many clusters as the GPU holds at once).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             tensor_map_a: u64,
@@ -621,7 +622,9 @@ macro_rules! gemm_stream_k_kernel {
         ) {
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let stream_k = StreamKArgs { partials, flags, sk_tiles };
-            unsafe { gemm::<$config, { $a }, { $b }, 1, true, true>(tensor_map_a, tensor_map_b, k, out, stream_k) }
+            unsafe {
+                gemm::<$config, { $a }, { $b }, $cluster, true, true>(tensor_map_a, tensor_map_b, k, out, stream_k)
+            }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -740,10 +743,12 @@ struct Work {
 /// its own A tile and half of the shared B tile, multicast into both blocks; a stage is refilled only after the
 /// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
 ///
-/// With `STREAM_K` (cooperative configurations without clusters) the block walks the units of the hybrid
-/// data-parallel + stream-K schedule ([`StreamK::units`], which argues why it cannot deadlock): producer and
-/// consumers iterate the same units, so the producer loads exactly each unit's k-tiles. Without it the loops are the
-/// plain persistent ones, with no stream-K code in them.
+/// With `STREAM_K` (cooperative configurations) the block walks the units of the hybrid data-parallel + stream-K
+/// schedule ([`StreamK::units`], which argues why it cannot deadlock): producer and consumers iterate the same units,
+/// so the producer loads exactly each unit's k-tiles. In clusters the schedule's units are cluster tiles and its
+/// "blocks" are clusters: both blocks of a cluster walk the same units in the same order, as the data-parallel
+/// cluster kernels walk the same tiles, each block computing (and storing partials of) its own tile of the pair.
+/// Without `STREAM_K` the loops are the plain persistent ones, with no stream-K code in them.
 #[inline(always)]
 unsafe fn gemm<
     C: Config,
@@ -759,11 +764,10 @@ unsafe fn gemm<
     out: Epilogue<C::Output>,
     stream_k: StreamKArgs,
 ) {
-    // Stream-K blocks wait for each other through global memory: no cluster may couple them on top (a cluster's
-    // blocks advance in lockstep, which the schedule does not model), and each tile's rows are shared by all
-    // consumers of one block, so a partial is a whole block's.
+    // Stream-K: each tile's rows are shared by all consumers of one block, so a partial is a whole block's; in a
+    // cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded per block.
     const {
-        assert!(!STREAM_K || (CLUSTER == 1 && matches!(C::TILE.schedule, GemmSchedule::Cooperative)));
+        assert!(!STREAM_K || (matches!(C::TILE.schedule, GemmSchedule::Cooperative) && (CLUSTER == 1 || MULTICAST)));
     }
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
@@ -790,8 +794,8 @@ unsafe fn gemm<
     let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * CLUSTER, tile.tile_n);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
-    // The host computed `sk_tiles` from the same tiles, k-tiles and grid (`StreamK::split`).
-    let schedule = StreamK::new(scheduler.tiles(), k_tiles, grid_dim_x(), stream_k.sk_tiles);
+    // The host computed `sk_tiles` from the same cluster tiles, k-tiles and clusters (`StreamK::split`).
+    let schedule = StreamK::new(scheduler.tiles(), k_tiles, stride, stream_k.sk_tiles);
     let b_share = if MULTICAST { CLUSTER } else { 1 };
     let b_rows_per_block = tile.tile_n / b_share;
     // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
@@ -825,7 +829,7 @@ unsafe fn gemm<
                 }
             };
             if STREAM_K {
-                for unit in schedule.units(block_idx_x()) {
+                for unit in schedule.units(first) {
                     load(scheduler.tile(unit.tile), unit.k_begin, unit.k_end);
                 }
             } else {
@@ -861,7 +865,7 @@ unsafe fn gemm<
             // The block's first tile is consumer 0's: it may start at once.
             turns.hand_over();
         }
-        let fixup = Fixup { args: stream_k, schedule, tile, block: block_idx_x(), consumer, thread };
+        let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, consumer, thread };
         let mut acc = C::ZERO;
         let mut ring = RingState::new(tile.stages);
         // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
@@ -929,7 +933,7 @@ unsafe fn gemm<
         };
         if STREAM_K {
             let mut epilogues = 0;
-            for unit in schedule.units(block_idx_x()) {
+            for unit in schedule.units(first) {
                 let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
                 let work = Work { tile: scheduler.tile(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
                 if run(0, epilogues, work) {
@@ -957,29 +961,37 @@ unsafe fn gemm<
 /// signal; the reducing warp's lanes each acquire the flag once it counts every lane of every peer, then load. The
 /// flag goes back to 0 after all 32 lanes have seen the count, for the next launch (kernel boundaries order that
 /// store before the next launch's additions).
+///
+/// In clusters the schedule's units belong to clusters (`owner` is this block's cluster) and each block of a cluster
+/// hands over its own tile of the cluster tile: partials and flags are per (cluster, rank), and a block only ever
+/// waits for the blocks of the same rank in lower clusters.
 struct Fixup {
     args: StreamKArgs,
     schedule: StreamK,
     tile: GemmTile,
-    block: u32,
+    /// The schedule's block (a cluster, in clusters) this block computes for.
+    owner: u32,
+    cluster: u32,
+    rank: u32,
     consumer: u32,
     thread: u32,
 }
 
 impl Fixup {
-    /// This warpgroup's part of `block`'s workspace slot.
+    /// This warpgroup's part of the workspace slot of the block of this rank in `owner`.
     #[inline(always)]
-    fn part(&self, block: u32) -> *mut f32 {
-        let slot = block as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
+    fn part(&self, owner: u32) -> *mut f32 {
+        let slot = (owner * self.cluster + self.rank) as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
         let part = (self.consumer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
         self.args.partials.wrapping_add(slot + part)
     }
 
-    /// This thread's warp's flag for tile `tile_index` (a stream-K tile).
+    /// This thread's warp's flag for (cluster) tile `tile_index`, a stream-K tile, and this block's rank.
     #[inline(always)]
     fn flag(&self, tile_index: u32) -> *mut u32 {
         let sk_tile = tile_index - self.schedule.dp_tiles();
-        let warp = (sk_tile * self.tile.consumers + self.consumer) * WARPS_PER_WARPGROUP + self.thread / 32;
+        let warpgroup = (sk_tile * self.cluster + self.rank) * self.tile.consumers + self.consumer;
+        let warp = warpgroup * WARPS_PER_WARPGROUP + self.thread / 32;
         self.args.flags.wrapping_add(warp as usize)
     }
 
@@ -990,25 +1002,25 @@ impl Fixup {
     #[inline(always)]
     unsafe fn publish<C: Config>(&self, acc: &C::Fragment, tile_index: u32) {
         unsafe {
-            C::store_partial(acc, self.part(self.block), self.thread);
+            C::store_partial(acc, self.part(self.owner), self.thread);
             atomic::red_release_gpu_add(self.flag(tile_index), 1);
         }
     }
 
-    /// Waits for the partials of blocks `first_peer .. block` on tile `tile_index`, adds them to the accumulators
-    /// (in block order, so the sum is the same every launch) and resets the tile's flag.
+    /// Waits for the partials of (the blocks of this rank in) `first_peer .. owner` on tile `tile_index`, adds them
+    /// to the accumulators (in order, so the sum is the same every launch) and resets the tile's flag.
     ///
     /// # Safety
-    /// The whole warpgroup calls it, for the reducing unit of tile `tile_index`, whose partials blocks
-    /// `first_peer .. block` store in this launch.
+    /// The whole warpgroup calls it, for the reducing unit of tile `tile_index`, whose partials
+    /// `first_peer .. owner` store in this launch.
     #[inline(always)]
     unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
         let flag = self.flag(tile_index);
-        let expected = (self.block - first_peer) * 32;
+        let expected = (self.owner - first_peer) * 32;
         // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
         // stays converged for the partial loads and the epilogue's barriers.
         while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {}
-        for peer in first_peer..self.block {
+        for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
         // A lane that still spun after another reset the flag would never see the count.
@@ -1179,16 +1191,22 @@ impl Staging {
 
 // Stream-K on the wide cooperative tile (the tail wave split by k-tiles, issue #5): bf16 and f16 to their own type,
 // bf16 to f32, in every layout — what the benchmark suite and the f32 checks need, 12 instantiations rather than 16.
-// Not in clusters: the cluster kernels' two blocks share B tiles in lockstep, which stream-K ranges would break.
-gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = K);
-gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = MN);
-gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = MN);
-gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = K);
-gemm_stream_k_kernel!(gemm_bf16_f32out_tn_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = K);
-gemm_stream_k_kernel!(gemm_bf16_f32out_tt_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = MN);
-gemm_stream_k_kernel!(gemm_bf16_f32out_nt_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = MN);
-gemm_stream_k_kernel!(gemm_bf16_f32out_nn_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = K);
-gemm_stream_k_kernel!(gemm_f16_tn_128x256_sk_sm90, Wide<F16, F16>, a = K, b = K);
-gemm_stream_k_kernel!(gemm_f16_tt_128x256_sk_sm90, Wide<F16, F16>, a = K, b = MN);
-gemm_stream_k_kernel!(gemm_f16_nt_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = MN);
-gemm_stream_k_kernel!(gemm_f16_nn_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = K);
+gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_f32out_tn_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_f32out_tt_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_f32out_nt_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_f32out_nn_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_f16_tn_128x256_sk_sm90, Wide<F16, F16>, a = K, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_f16_tt_128x256_sk_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_f16_nt_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_f16_nn_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 1);
+
+// Stream-K over clusters of two sharing B (the wide-c2 pairing; the schedule's units are cluster tiles): bf16 to bf16
+// in every layout, the benchmark suite's types.
+gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2);
+gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 2);
+gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
+gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 2);
