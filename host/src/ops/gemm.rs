@@ -156,9 +156,38 @@ impl Variant {
         if 2 * wide_tiles <= sms {
             Variant::Narrow
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
-            Variant::WideCluster2
+            // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
+            // tiles would leave at least a quarter of the clusters idle (8192³: 34 of 66 busy, 16384³: 4), and loses
+            // its fixup's cost where the last wave is nearly full (4096³: 58 of 66).
+            let clusters = (sms / 2).max(1);
+            let cluster_tiles = shape.m.div_ceil(2 * GEMM_SM90_128X256.tile_m as usize)
+                * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+            let last_wave = cluster_tiles % clusters;
+            if last_wave != 0 && 4 * last_wave <= 3 * clusters {
+                Variant::StreamKCluster2
+            } else {
+                Variant::WideCluster2
+            }
         } else {
             Variant::Wide
+        }
+    }
+
+    /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
+    /// choice has no kernel for them (stream-K in clusters is bf16 → bf16 only), the same tiles without stream-K.
+    pub fn resolve_for(
+        self,
+        shape: GemmShape,
+        sm_count: u32,
+        (input, output): (&str, &str),
+        a_order: Order,
+        b_order: Order,
+    ) -> Variant {
+        match self.resolve(shape, sm_count) {
+            Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
+                Variant::WideCluster2
+            }
+            chosen => chosen,
         }
     }
 
@@ -449,7 +478,9 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
             Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)?
-                .unwrap_or_else(|| Variant::Auto.resolve(shape, gpu.sm_count())),
+                .unwrap_or_else(|| {
+                    Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), a_order, b_order)
+                }),
             chosen => chosen,
         };
         let kernel = find_kernel(T::NAME, O::NAME, a_order, b_order, variant)
@@ -687,7 +718,19 @@ mod tests {
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
+        // A last wave of cluster tiles at most three quarters full: stream-K over the clusters.
+        assert_eq!(pick(8192, 8192, 8192), Variant::StreamKCluster2);
+        assert_eq!(pick(16384, 16384, 16384), Variant::StreamKCluster2);
+        assert_eq!(pick(4096, 14336, 4096), Variant::StreamKCluster2);
+        // 8192² output tiles on 60 clusters: 1024 = 17 × 60 + 4.
+        assert_eq!(pick(8192, 8192, 8192), Variant::Auto.resolve(GemmShape::new(8192, 8192, 8192), 120));
         assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);
+        // Only bf16 → bf16 has stream-K kernels in clusters: the others keep the plain cluster kernel.
+        let (t, n) = (Order::RowMajor, Order::ColMajor);
+        let big = GemmShape::new(8192, 8192, 8192);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
     }
 
     #[test]
