@@ -1,5 +1,7 @@
 //! The benchmark harness on the GPU: the cuBLAS peers against a float64 CPU reference in every layout and type,
-//! the CUDA-event timer, and the GEMM and memory benchmarks end to end on small problems.
+//! the CUDA-event timer and its stream hold, and the GEMM and memory benchmarks end to end on small problems.
+
+use std::time::Duration;
 
 use half::{bf16, f16};
 use oxtile::Gpu;
@@ -7,7 +9,8 @@ use oxtile::bench::copy;
 use oxtile::bench::gemm::{
     self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
 };
-use oxtile::bench::peers::cublas::{CublasGemmEx, CublasLt};
+use oxtile::bench::hold::{HoldOutcome, StreamHold};
+use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CublasGemmEx, CublasLt};
 use oxtile::bench::suite::GemmShape;
 use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
 use oxtile::bench::{DeviceInfo, report};
@@ -16,6 +19,11 @@ use oxtile::reference::{self, fresh_seed};
 
 fn gpu() -> Gpu {
     Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
+}
+
+/// Set by gpu-run.sh under compute-sanitizer, where kernels run many times slower: timing asserts are skipped.
+fn under_sanitizer() -> bool {
+    std::env::var_os("OXTILE_UNDER_SANITIZER").is_some()
 }
 
 /// Runs `contender` once on fresh normal inputs of `problem` (output poisoned first) and returns the relative
@@ -120,9 +128,9 @@ fn timer_gives_positive_finite_times_in_both_modes() {
     let n = 1 << 24;
     let x = stream.clone_htod(&reference::randn(n, 1.0, 1)).unwrap();
     let mut y = stream.clone_htod(&reference::randn(n, 1.0, 2)).unwrap();
-    for mode in [TimingMode::Queued, TimingMode::Synced] {
+    for mode in [TimingMode::Queued, TimingMode::Unblocked, TimingMode::Synced] {
         let mut launches = 0;
-        let config = TimingConfig { warmup: 3, runs: 11, mode };
+        let config = TimingConfig { warmup: 3, runs: 11, mode, ..TimingConfig::default() };
         let stats = time_gpu(&gpu, &config, |_| {
             launches += 1;
             elementwise::axpy_f32(&gpu, 0.5, &x, &mut y)
@@ -141,6 +149,73 @@ fn timer_gives_positive_finite_times_in_both_modes() {
     assert!(ms.is_finite() && ms > 0.0, "{ms}");
     let error = time_gpu(&gpu, &TimingConfig { runs: 0, ..TimingConfig::default() }, |_| Ok(())).unwrap_err();
     assert!(matches!(error, oxtile::Error::BadArgument { .. }));
+}
+
+/// A host that queues a kernel of a few microseconds 200 µs apart (as a slow host path would): without the hold,
+/// each sample is the host's 200 µs; behind the hold, the kernels run back to back and each sample is the kernel's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_stream_hold_keeps_a_slow_host_out_of_the_samples() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    // 64k f32: 768 KB moved, a few microseconds.
+    let n = 1 << 16;
+    let x = stream.clone_htod(&reference::randn(n, 1.0, 1)).unwrap();
+    let mut y = stream.clone_htod(&reference::randn(n, 1.0, 2)).unwrap();
+    let mut slow_axpy = |_: usize| {
+        std::thread::sleep(Duration::from_micros(200));
+        elementwise::axpy_f32(&gpu, 0.5, &x, &mut y)
+    };
+    // 40 runs: two batches of 20 behind two holds.
+    let config = |mode| TimingConfig { warmup: 3, runs: 40, mode, ..TimingConfig::default() };
+    let held = time_gpu(&gpu, &config(TimingMode::Queued), &mut slow_axpy)
+        .unwrap_or_else(|error| panic!("the held measurement failed: {error}"));
+    let unblocked = time_gpu(&gpu, &config(TimingMode::Unblocked), &mut slow_axpy).unwrap();
+    println!(
+        "axpy_f32 of {n} elements queued 200 µs apart: median {:.1} µs held, {:.1} µs unblocked",
+        held.median_ms * 1e3,
+        unblocked.median_ms * 1e3
+    );
+    assert_eq!(held.runs, 40);
+    if under_sanitizer() {
+        return;
+    }
+    assert!(held.median_ms < 0.05, "held: {held:?}");
+    // The control: without the hold the host's pace shows, so the test above means something.
+    assert!(unblocked.median_ms > 0.15, "unblocked: {unblocked:?}");
+}
+
+/// A hold nobody releases ends by itself at its timeout and says so; a timer whose host is slower than the timeout
+/// fails its measurement with that error instead of returning the host's pace as GPU time.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_hold_that_times_out_is_an_error() {
+    let gpu = gpu();
+    let hold = StreamHold::new(&gpu).unwrap();
+    // The flag is never written: the kernel has to give up on its own.
+    std::mem::forget(hold.hold(&gpu, Duration::from_millis(2)).unwrap());
+    gpu.stream().synchronize().unwrap();
+    assert_eq!(hold.outcome(), HoldOutcome::TimedOut);
+    let error = hold.outcome().check(1, Duration::from_millis(2)).unwrap_err();
+    assert!(matches!(error, oxtile::Error::Timing(_)), "{error}");
+    // Released in time, the same hold reports so.
+    hold.hold(&gpu, Duration::from_secs(1)).unwrap().release();
+    gpu.stream().synchronize().unwrap();
+    assert_eq!(hold.outcome(), HoldOutcome::Released);
+
+    let stream = gpu.stream();
+    let x = stream.clone_htod(&reference::randn(1024, 1.0, 1)).unwrap();
+    let mut y = stream.clone_htod(&reference::randn(1024, 1.0, 2)).unwrap();
+    let config = TimingConfig { warmup: 1, runs: 4, hold_timeout: Duration::from_millis(2), ..TimingConfig::default() };
+    let error = time_gpu(&gpu, &config, |_| {
+        std::thread::sleep(Duration::from_millis(10));
+        elementwise::axpy_f32(&gpu, 0.5, &x, &mut y)
+    })
+    .unwrap_err();
+    assert!(matches!(error, oxtile::Error::Timing(_)) && error.to_string().contains("timed out"), "{error}");
+    // The stream is usable afterwards.
+    elementwise::axpy_f32(&gpu, 0.5, &x, &mut y).unwrap();
+    stream.synchronize().unwrap();
 }
 
 #[test]
@@ -162,8 +237,16 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             steps.push(s.to_string())
         })
         .unwrap();
-        assert_eq!(steps.len(), 2);
+        // Both checked, then timed taking turns: a run each per round.
+        assert_eq!(steps.len(), 2 * (1 + config.rounds), "{steps:?}");
+        let (lt, ex) = (CUBLASLT, CUBLAS_GEMM_EX);
+        let want =
+            [format!("{lt}: check"), format!("{ex}: check"), format!("{lt}: round 1/5"), format!("{ex}: round 1/5")]
+                .into_iter()
+                .chain([format!("{lt}: round 2/5"), format!("{ex}: round 2/5")]);
+        assert!(steps.iter().zip(want).all(|(step, want)| step.ends_with(&want)), "{steps:?}");
         assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.runs == Some(5)), "{rows:?}");
         assert_eq!(rows[0].implementation, gemm::BASELINE);
         assert_eq!(rows[0].check.as_deref(), Some("ref"), "{rows:?}");
         assert_eq!(rows[1].check.as_deref(), Some("ok"), "{rows:?}");

@@ -135,6 +135,23 @@ fn exp2_f32_uses_the_special_function_unit() {
 }
 
 #[test]
+fn stream_hold_polls_host_memory_at_system_scope_and_sleeps_between_polls() {
+    // A weaker load could be served from a cached copy and never see the host's release; without the sleep the
+    // poll would hammer the bus; without the timer it could not time out.
+    let s = stats(kernels::HOLD_STREAM);
+    let system_scope = |mnemonic: &str| {
+        s.opcodes().any(|op| {
+            inspect::sass::mnemonic(op) == mnemonic
+                && inspect::sass::has_modifier(op, "STRONG")
+                && inspect::sass::has_modifier(op, "SYS")
+        })
+    };
+    assert!(system_scope("LDG") && system_scope("STG"), "{:?}", s.instructions);
+    assert!(s.count("NANOSLEEP") > 0, "{:?}", s.instructions);
+    assert!(s.instructions.iter().any(|i| i.contains("SR_GLOBALTIMER")), "{:?}", s.instructions);
+}
+
+#[test]
 fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     // SASS writes an MN-major wgmma operand as `.tnspA` / `.tnspB` on the descriptor: A column-major, B row-major.
     for gemm in kernels::GEMM_SM90 {

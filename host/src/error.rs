@@ -20,6 +20,8 @@ pub enum Error {
     Launch { kernel: &'static str, source: DriverError },
     #[error("CUDA driver call failed: {0}")]
     Driver(#[from] DriverError),
+    #[error("GPU timing: {0}")]
+    Timing(String),
     #[error("cuBLAS call failed: {0}")]
     Cublas(String),
     #[error("GEMM tune cache {path}: {message}")]

@@ -23,7 +23,8 @@ impl Kernel {
         Kernel { name, target: Target::Sm90a, hot: true }
     }
 
-    /// A kernel off every hot path (a reference the tests compare with): spills would only cost time.
+    /// A kernel off every hot path (a reference the tests compare with, the benchmark's stream hold): spills would
+    /// only cost time.
     const fn hopper_cold(name: &'static str) -> Kernel {
         Kernel { name, target: Target::Sm90a, hot: false }
     }
@@ -198,6 +199,10 @@ pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u1
 /// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
 pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::hopper("swizzled_transpose_u16_by_hand");
 
+/// The benchmark's stream hold (gpu/kernels/src/bench.rs): one thread that keeps everything queued behind it waiting
+/// until the host releases it; see `bench::hold`.
+pub const HOLD_STREAM: Kernel = Kernel::hopper_cold("hold_stream");
+
 /// The kernels other than the GEMMs of [`GEMM_SM90`].
 const OTHERS: &[Kernel] = &[
     AXPY_F32,
@@ -224,6 +229,7 @@ const OTHERS: &[Kernel] = &[
     ATTN_REFERENCE_F16_D64,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
+    HOLD_STREAM,
 ];
 
 /// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs.

@@ -317,6 +317,15 @@ pub const ATTN_SPECULATION_LIMIT_LOG2: f32 = 120.0;
 /// row's maximum grew by more than this since the maximum last applied, so unnormalized terms stay ≤ 2^8.
 pub const ATTN_RESCALE_THRESHOLD_LOG2: f32 = 8.0;
 
+/// The benchmark's stream hold (gpu/kernels/src/bench.rs): the kernel spins until the host writes a nonzero
+/// release word, or until its timeout passes, then writes one of these to its status word, which the host set to
+/// [`HOLD_PENDING`] before the launch.
+pub const HOLD_PENDING: u32 = 0;
+/// The host's release arrived within the timeout: everything queued behind the hold ran back to back.
+pub const HOLD_RELEASED: u32 = 1;
+/// The timeout passed first: the stream ran on while the host was still queueing.
+pub const HOLD_TIMED_OUT: u32 = 2;
+
 /// The swizzled-transpose kernels of gpu/kernels/src/layout_demo.rs: each block of `TRANSPOSE_THREADS` threads
 /// moves one `TRANSPOSE_TILE`×`TRANSPOSE_TILE` tile of u16 through `TRANSPOSE_SMEM_BYTES` of dynamic shared memory.
 pub const TRANSPOSE_TILE: u32 = 64;

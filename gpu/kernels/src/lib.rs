@@ -10,6 +10,7 @@
 
 pub mod arch;
 pub mod attention;
+pub mod bench;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;

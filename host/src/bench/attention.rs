@@ -19,7 +19,7 @@ use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
 use super::gemm::{Dtype, GemmElement, InputPool, compare_outputs};
 use super::report::Row;
 use super::suite::AttnShape as SuiteShape;
-use super::timing::{Stats, TimingConfig, time_gpu};
+use super::timing::{DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
 use crate::runtime::Gpu;
@@ -96,6 +96,8 @@ impl std::fmt::Display for AttnBenchProblem {
 #[derive(Clone, Copy, Debug)]
 pub struct AttnBenchConfig {
     pub timing: TimingConfig,
+    /// The contenders of a problem take turns in this many rounds ([`super::timing::round_robin`]).
+    pub rounds: usize,
     /// Compare every contender's output with the GPU reference's.
     pub check: bool,
     /// One more launch per contender with the rescale counters on.
@@ -107,12 +109,21 @@ pub struct AttnBenchConfig {
 
 impl Default for AttnBenchConfig {
     fn default() -> AttnBenchConfig {
-        AttnBenchConfig { timing: TimingConfig::default(), check: true, stats: true, l2_multiple: 3.0, max_sets: 1024 }
+        AttnBenchConfig {
+            timing: TimingConfig::default(),
+            rounds: DEFAULT_ROUNDS,
+            check: true,
+            stats: true,
+            l2_multiple: 3.0,
+            max_sets: 1024,
+        }
     }
 }
 
-/// Runs every contender on `problem`, in order; one row each (with its error when it does not support the
-/// problem or fails). `on_step` is called before each contender with a short description.
+/// Runs every contender on `problem`; one row each, in order (with its error when it does not support the problem
+/// or fails). As for GEMM, each contender is prepared and checked, one after another, then those prepared are timed
+/// in `config.rounds` rounds, then each counts its rescales. `on_step` is called before each contender's
+/// preparation and before each of its turns with a short description.
 pub fn bench_attn(
     gpu: &Gpu,
     info: &DeviceInfo,
@@ -187,24 +198,23 @@ fn bench_typed<T: AttnElement + GemmElement>(
     stream.synchronize()?;
 
     let mut rows = Vec::with_capacity(contenders.len());
-    for contender in contenders {
-        on_step(&format!("{problem} {}", contender.name));
+    // Per contender: a plan per set, once prepared.
+    let mut plans: Vec<Option<Vec<AttnPlan<T>>>> = Vec::with_capacity(contenders.len());
+    let mut ready = Vec::with_capacity(contenders.len());
+    for (index, contender) in contenders.iter().enumerate() {
+        on_step(&format!("{problem} {}: check", contender.name));
         let mut row = Row::new("attn", problem.shape.to_string(), contender.name);
         row.kind = Some("oxtile".into());
         row.origin = Some("in-process".into());
         row.dtype = Some(problem.dtype.name().into());
         row.work = Some(problem.flops());
         row.sets = Some(count);
+        let mut prepared = None;
         match problem.supports(contender) {
             Err(reason) => row.error = Some(format!("unsupported: {reason}")),
-            Ok(()) => match measure::<T>(gpu, problem, contender, &mut sets, config, reference.as_ref()) {
-                Ok(measured) => {
-                    row.set_stats(&measured.stats);
-                    let tflops = problem.flops() / (measured.stats.median_ms * 1e-3) / 1e12;
-                    row.tflops = Some(tflops);
-                    row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
-                    row.rescale = measured.rescale.map(|s| s.fraction());
-                    if let Some((o_rel, lse_abs, not_finite)) = measured.check {
+            Ok(()) => match prepare_and_check::<T>(gpu, problem, contender, &mut sets, reference.as_ref()) {
+                Ok((contender_plans, check)) => {
+                    if let Some((o_rel, lse_abs, not_finite)) = check {
                         row.max_rel_err = Some(o_rel);
                         let bound = problem.dtype.check_bound();
                         row.check = Some(if not_finite > 0 {
@@ -217,11 +227,51 @@ fn bench_typed<T: AttnElement + GemmElement>(
                             "ok".into()
                         });
                     }
+                    prepared = Some(contender_plans);
+                    ready.push(index);
                 }
                 Err(error) => row.error = Some(error.to_string()),
             },
         }
+        plans.push(prepared);
         rows.push(row);
+    }
+
+    let rounds = effective_rounds(config.rounds, config.timing.runs);
+    let timed = time_in_rounds(
+        gpu,
+        &config.timing,
+        &ready,
+        config.rounds,
+        &mut |turn| {
+            on_step(&format!("{problem} {}: round {}/{rounds}", contenders[turn.contender].name, turn.round + 1))
+        },
+        &mut |contender, i| {
+            let s = i % count;
+            let set = &mut sets[s];
+            let plan = &plans[contender].as_ref().expect("only prepared contenders are timed")[s];
+            plan.launch(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse)
+        },
+    );
+    for (contender, stats) in timed {
+        let row = &mut rows[contender];
+        let stats = stats.and_then(|stats| {
+            let rescale = match (&plans[contender], config.stats) {
+                (Some(contender_plans), true) => Some(count_rescales(gpu, &contender_plans[0], &mut sets[0])?),
+                _ => None,
+            };
+            Ok((stats, rescale))
+        });
+        match stats {
+            Ok((stats, rescale)) => {
+                row.set_stats(&stats);
+                let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
+                row.tflops = Some(tflops);
+                row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+                row.rescale = rescale.map(|s| s.fraction());
+            }
+            Err(error) => row.error = Some(error.to_string()),
+        }
     }
     Ok(rows)
 }
@@ -236,26 +286,21 @@ fn gpu_reference<T: AttnElement>(gpu: &Gpu, problem: &AttnBenchProblem, set: &Se
     Ok(Reference { o: stream.clone_dtoh(&o)?, lse: stream.clone_dtoh(&lse)? })
 }
 
-/// What [`measure`] found.
-struct Measured {
-    stats: Stats,
-    /// max |O − ref| / max |ref|, max |LSE − ref|, non-finite elements of O and LSE.
-    check: Option<(f64, f64, usize)>,
-    rescale: Option<RescaleStats>,
-}
+/// max |O − ref| / max |ref|, max |LSE − ref|, and the non-finite elements of O and LSE, of one contender's output.
+type AttnCheck = (f64, f64, usize);
 
-fn measure<T: AttnElement + GemmElement>(
+/// Makes `contender`'s plans (one per set: a plan's tensor maps hold its set's addresses) and, given the GPU
+/// reference's output, checks the contender's output on set 0 against it.
+fn prepare_and_check<T: AttnElement + GemmElement>(
     gpu: &Gpu,
     problem: &AttnBenchProblem,
     contender: &AttnContender,
     sets: &mut [Set<T>],
-    config: &AttnBenchConfig,
     reference: Option<&Reference>,
-) -> Result<Measured> {
+) -> Result<(Vec<AttnPlan<T>>, Option<AttnCheck>)> {
     let stream = gpu.stream();
     let shape = problem.attn_shape();
     let options = AttnOptions { causal: problem.shape.causal, variant: contender.variant, ..AttnOptions::default() };
-    // A plan per set: its tensor maps hold the set's addresses. Made before any timing.
     let plans = sets
         .iter_mut()
         .map(|s| AttnPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &mut s.o))
@@ -276,21 +321,15 @@ fn measure<T: AttnElement + GemmElement>(
         }
         None => None,
     };
-    let count = sets.len();
-    let stats = time_gpu(gpu, &config.timing, |i| {
-        let s = i % count;
-        let set = &mut sets[s];
-        plans[s].launch(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse)
-    })?;
-    let rescale = if config.stats {
-        let mut counters = stream.alloc_zeros::<u32>(oxtile_abi::ATTN_STATS_LEN)?;
-        let set = &mut sets[0];
-        plans[0].launch_with_stats(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse, &mut counters)?;
-        Some(RescaleStats::from_counters(&stream.clone_dtoh(&counters)?))
-    } else {
-        None
-    };
-    Ok(Measured { stats, check, rescale })
+    Ok((plans, check))
+}
+
+/// One more launch of `plan` on `set`, with the kernel's rescale counters on.
+fn count_rescales<T: AttnElement>(gpu: &Gpu, plan: &AttnPlan<T>, set: &mut Set<T>) -> Result<RescaleStats> {
+    let stream = gpu.stream();
+    let mut counters = stream.alloc_zeros::<u32>(oxtile_abi::ATTN_STATS_LEN)?;
+    plan.launch_with_stats(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse, &mut counters)?;
+    Ok(RescaleStats::from_counters(&stream.clone_dtoh(&counters)?))
 }
 
 /// max |out − ref| over rows both have finite, and how many rows differ in finiteness or are NaN. Rows without

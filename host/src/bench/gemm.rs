@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
 use super::report::Row;
 use super::suite::GemmShape;
-use super::timing::{Stats, TimingConfig, time_gpu};
+use super::timing::{DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::reference;
 use crate::runtime::Gpu;
@@ -431,6 +431,8 @@ impl InputPool {
 #[derive(Clone, Copy, Debug)]
 pub struct GemmBenchConfig {
     pub timing: TimingConfig,
+    /// The contenders of a problem take turns in this many rounds ([`super::timing::round_robin`]).
+    pub rounds: usize,
     /// Compare every contender's output with the reference's.
     pub check: bool,
     /// Rotate through enough input sets to exceed this many L2s.
@@ -441,13 +443,22 @@ pub struct GemmBenchConfig {
 
 impl Default for GemmBenchConfig {
     fn default() -> GemmBenchConfig {
-        GemmBenchConfig { timing: TimingConfig::default(), check: true, l2_multiple: 3.0, max_sets: 1024 }
+        GemmBenchConfig {
+            timing: TimingConfig::default(),
+            rounds: DEFAULT_ROUNDS,
+            check: true,
+            l2_multiple: 3.0,
+            max_sets: 1024,
+        }
     }
 }
 
-/// Runs every contender on `problem`, in order, and returns one row per contender. A contender that does not
-/// support the problem, or fails, gets a row with its error; the others still run. `on_step` is called before
-/// each contender with a short description (for a progress bar).
+/// Runs every contender on `problem` and returns one row per contender, in order. Each contender is prepared and
+/// its output checked, one after another; then those prepared (whatever their check found) are timed in
+/// `config.rounds` rounds
+/// ([`super::timing::round_robin`]). A contender that does not support the problem, or fails, gets a row with its
+/// error; the others still run. `on_step` is called before each contender's preparation and before each of its
+/// turns with a short description (for a progress bar).
 pub fn bench_gemm(
     gpu: &Gpu,
     info: &DeviceInfo,
@@ -506,8 +517,9 @@ fn bench_typed<T: GemmElement>(
 
     let mut reference: Option<Vec<f32>> = None;
     let mut rows = Vec::with_capacity(contenders.len());
-    for contender in contenders.iter_mut() {
-        on_step(&format!("{} {}", problem, contender.name()));
+    let mut ready = Vec::with_capacity(contenders.len());
+    for (index, contender) in contenders.iter_mut().enumerate() {
+        on_step(&format!("{} {}: check", problem, contender.name()));
         let mut row = Row::new("gemm", problem.shape.to_string(), contender.name());
         row.kind = Some(if contender.is_peer() { "peer" } else { "oxtile" }.to_string());
         row.origin = Some("in-process".into());
@@ -517,20 +529,43 @@ fn bench_typed<T: GemmElement>(
         row.sets = Some(count);
         match contender.supports(problem) {
             Err(reason) => row.error = Some(format!("unsupported: {reason}")),
-            Ok(()) => match measure(gpu, contender.as_mut(), problem, &mut sets, config, &mut reference) {
-                Ok((stats, check)) => {
-                    row.set_stats(&stats);
-                    let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
-                    row.tflops = Some(tflops);
-                    row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+            Ok(()) => match prepare_and_check(gpu, contender.as_mut(), problem, &mut sets, config, &mut reference) {
+                Ok(check) => {
                     if let Some(check) = check {
                         row.apply_check(&check, problem.dtype.check_bound());
                     }
+                    ready.push(index);
                 }
                 Err(error) => row.error = Some(error.to_string()),
             },
         }
         rows.push(row);
+    }
+
+    let names: Vec<String> = contenders.iter().map(|c| c.name().to_string()).collect();
+    let rounds = effective_rounds(config.rounds, config.timing.runs);
+    let timed = time_in_rounds(
+        gpu,
+        &config.timing,
+        &ready,
+        config.rounds,
+        &mut |turn| on_step(&format!("{problem} {}: round {}/{rounds}", names[turn.contender], turn.round + 1)),
+        &mut |contender, i| {
+            let s = i % count;
+            contenders[contender].launch(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))
+        },
+    );
+    for (contender, stats) in timed {
+        let row = &mut rows[contender];
+        match stats {
+            Ok(stats) => {
+                row.set_stats(&stats);
+                let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
+                row.tflops = Some(tflops);
+                row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+            }
+            Err(error) => row.error = Some(error.to_string()),
+        }
     }
     Ok(rows)
 }
@@ -565,44 +600,39 @@ impl Row {
     }
 }
 
-fn measure<T: GemmElement>(
+/// Prepares `contender` for `problem`, binds it to every input set, and (with `config.check`) checks its output on
+/// set 0 against `reference`, which the first contender with an all-finite output provides.
+fn prepare_and_check<T: GemmElement>(
     gpu: &Gpu,
     contender: &mut dyn GemmContender,
     problem: &GemmProblem,
     sets: &mut Sets<T>,
     config: &GemmBenchConfig,
     reference: &mut Option<Vec<f32>>,
-) -> Result<(Stats, Option<Check>)> {
+) -> Result<Option<Check>> {
     let stream = gpu.stream();
     contender.prepare(gpu, problem)?;
     for s in 0..sets.a.len() {
         contender.bind(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))?;
     }
-    let check = if config.check {
-        poison(gpu, &mut sets.c[0])?;
-        contender.launch(gpu, problem, T::operands(&sets.a[0], &sets.b[0], &mut sets.c[0]))?;
-        let out: Vec<f32> = stream.clone_dtoh(&sets.c[0])?.into_iter().map(T::to_f32).collect();
-        stream.synchronize()?;
-        gpu.context().check_err()?;
-        Some(match reference {
-            Some(reference) => Check::Compared(compare_outputs(&out, reference)),
-            None => match out.iter().filter(|v| !v.is_finite()).count() {
-                0 => {
-                    *reference = Some(out);
-                    Check::Reference
-                }
-                bad => Check::NotFinite(bad),
-            },
-        })
-    } else {
-        None
-    };
-    let count = sets.a.len();
-    let stats = time_gpu(gpu, &config.timing, |i| {
-        let s = i % count;
-        contender.launch(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))
-    })?;
-    Ok((stats, check))
+    if !config.check {
+        return Ok(None);
+    }
+    poison(gpu, &mut sets.c[0])?;
+    contender.launch(gpu, problem, T::operands(&sets.a[0], &sets.b[0], &mut sets.c[0]))?;
+    let out: Vec<f32> = stream.clone_dtoh(&sets.c[0])?.into_iter().map(T::to_f32).collect();
+    stream.synchronize()?;
+    gpu.context().check_err()?;
+    Ok(Some(match reference {
+        Some(reference) => Check::Compared(compare_outputs(&out, reference)),
+        None => match out.iter().filter(|v| !v.is_finite()).count() {
+            0 => {
+                *reference = Some(out);
+                Check::Reference
+            }
+            bad => Check::NotFinite(bad),
+        },
+    }))
 }
 
 /// Sets every byte of `c` to 0xFF: NaN in bf16 and fp16.

@@ -1,7 +1,8 @@
 //! The benchmark harness behind `oxtile bench` and `cargo bench`.
 //!
-//! - [`timing`]: CUDA-event timing (warm-up, many launches, median and percentiles) and [`timing::GpuClock`],
-//!   the stopwatch criterion's GPU measurement uses.
+//! - [`timing`]: CUDA-event timing (warm-up, many launches, median and percentiles), the round-robin order of
+//!   contenders, and [`timing::GpuClock`], the stopwatch criterion's GPU measurement uses.
+//! - [`hold`]: the stream hold that keeps the GPU waiting while the host queues the timed launches.
 //! - [`suite`]: shapes, their parsing and FLOP counts, the default suites (the same as
 //!   ../shared/bench/torch_reference.py's).
 //! - [`device`]: SM count, clock and L2 size from the device; the dense peak; how many input sets to rotate.
@@ -21,6 +22,7 @@ pub mod copy;
 pub mod device;
 pub mod exp2;
 pub mod gemm;
+pub mod hold;
 pub mod oxtile;
 pub mod peers;
 pub mod plot;

@@ -10,6 +10,10 @@
 //! are covered this directly: where several threads write the data, each releases its own (or they synchronize with
 //! the releasing thread first).
 //!
+//! The `.sys`-scope forms (memory model: "Scope", #scope) serve a flag shared with the host through mapped pinned
+//! memory (host memory the GPU reads over the bus): a strong load at system scope is never served from a stale
+//! cached copy, so a kernel polling it sees the host's write once it lands.
+//!
 //! Every wrapper is an `asm!` without `nomem`/`readonly`, so LLVM keeps the program order of memory accesses around
 //! it as well.
 
@@ -52,6 +56,35 @@ pub unsafe fn load_acquire_gpu(flag: *const u32) -> u32 {
 pub unsafe fn store_relaxed_gpu(flag: *mut u32, value: u32) {
     unsafe {
         core::arch::asm!("st.relaxed.gpu.global.u32 [{flag}], {value};", flag = in(reg64) flag,
+            value = in(reg32) value, options(nostack));
+    }
+}
+
+/// `ld.relaxed.sys.global.u32`: the u32 at `flag` as a strong (relaxed) load at system scope: it observes stores
+/// of the host and of other devices, not only of this GPU's threads, and each call reads memory again. No ordering
+/// of its own: for a flag that carries no data with it.
+///
+/// # Safety
+/// `flag` is a 4-byte aligned global address: device memory, or host memory mapped into the GPU's address space.
+#[inline(always)]
+pub unsafe fn load_relaxed_sys(flag: *const u32) -> u32 {
+    let value: u32;
+    unsafe {
+        core::arch::asm!("ld.relaxed.sys.global.u32 {value}, [{flag}];", value = out(reg32) value,
+            flag = in(reg64) flag, options(nostack));
+    }
+    value
+}
+
+/// `st.relaxed.sys.global.u32`: writes `value` at `flag` as a strong (relaxed) store at system scope, so the host
+/// reads it once the kernel has finished (or earlier, with no ordering promise).
+///
+/// # Safety
+/// As [`load_relaxed_sys`].
+#[inline(always)]
+pub unsafe fn store_relaxed_sys(flag: *mut u32, value: u32) {
+    unsafe {
+        core::arch::asm!("st.relaxed.sys.global.u32 [{flag}], {value};", flag = in(reg64) flag,
             value = in(reg32) value, options(nostack));
     }
 }

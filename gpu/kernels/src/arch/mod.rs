@@ -12,6 +12,7 @@ pub mod float;
 pub mod global;
 pub mod mbarrier;
 pub mod mufu;
+pub mod nanosleep;
 pub mod setmaxnreg;
 pub mod smem;
 pub mod sreg;

@@ -44,6 +44,16 @@ pub fn grid_dim_x() -> u32 {
     unsafe { nvptx::_grid_dim_x() as u32 }
 }
 
+/// `%globaltimer`: a 64-bit nanosecond clock shared by the whole GPU (PTX ISA "Special Registers: %globaltimer",
+/// #special-registers-globaltimer). It advances in steps coarser than its unit, so it serves timeouts, not the
+/// timing of short code. Not `pure`: two reads must not be merged, and a read must not leave the loop it is in.
+#[inline(always)]
+pub fn global_timer_ns() -> u64 {
+    let ns: u64;
+    unsafe { core::arch::asm!("mov.u64 {ns}, %globaltimer;", ns = out(reg64) ns, options(nomem, nostack)) };
+    ns
+}
+
 /// This thread's index in a 1-D grid.
 #[inline(always)]
 pub fn global_thread_idx_x() -> usize {

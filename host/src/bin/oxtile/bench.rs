@@ -12,7 +12,7 @@ use oxtile::bench::attention::{self, AttnBenchConfig, AttnBenchProblem};
 use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
 use oxtile::bench::report::{self, Row};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
-use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot};
+use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,26 +41,54 @@ struct Timing {
     /// Timed launches per implementation and problem, each between its own pair of CUDA events.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     runs: u64,
-    /// queued: launches back to back, one synchronize at the end (GPU time only); synced: wait for each launch
-    /// before the next, as torch_reference.py does (adds each launch's latency).
+    /// queued: batches of launches queued behind a kernel that holds the stream until the host has queued them all,
+    /// then run back to back (GPU time only); unblocked: queued without the hold (for profilers and sanitizers that
+    /// serialize launches; short kernels then read the host's pace); synced: wait for each launch before the next,
+    /// as torch_reference.py does (adds each launch's latency).
     #[arg(long, value_enum, default_value_t = TimingMode::Queued)]
     timing: TimingMode,
 }
 
 impl Timing {
     fn config(&self) -> TimingConfig {
-        TimingConfig { warmup: self.warmup, runs: self.runs as usize, mode: self.timing }
+        TimingConfig { warmup: self.warmup, runs: self.runs as usize, mode: self.timing, ..TimingConfig::default() }
     }
 
     fn describe(&self) -> String {
         let mode = match self.timing {
-            TimingMode::Queued => "queued back to back",
-            TimingMode::Synced => "synchronized after each",
+            TimingMode::Queued => {
+                format!("queued behind a stream hold, at most {} per hold, back to back", timing::MAX_HELD_BATCH)
+            }
+            TimingMode::Unblocked => "queued back to back, no stream hold".into(),
+            TimingMode::Synced => "synchronized after each".into(),
         };
         format!(
             "{} warm-up + {} timed launches ({mode}), median of per-launch CUDA-event times",
             self.warmup, self.runs
         )
+    }
+}
+
+/// How many rounds the contenders of one problem are timed in.
+#[derive(clap::Args)]
+struct Rounds {
+    /// Time the contenders of each problem in N rounds, each contender running its share of --runs in every round
+    /// (its full warm-up before its first turn, 2 launches before each later one), so that drifts of clocks and
+    /// temperature fall on all of them alike; 1 times each contender's runs in one go, one contender after another.
+    #[arg(long, value_name = "N", default_value_t = timing::DEFAULT_ROUNDS as u64,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
+}
+
+impl Rounds {
+    fn describe(&self, runs: u64) -> String {
+        let rounds = timing::effective_rounds(self.rounds as usize, runs as usize);
+        if rounds == 1 {
+            "each implementation timed in one go, one after another".into()
+        } else {
+            let share = runs as usize / rounds;
+            format!("the implementations of a problem take turns in {rounds} rounds of about {share} runs each")
+        }
     }
 }
 
@@ -103,6 +131,8 @@ struct GemmArgs {
     #[command(flatten)]
     timing: Timing,
     #[command(flatten)]
+    rounds: Rounds,
+    #[command(flatten)]
     output: Output,
 }
 
@@ -125,6 +155,8 @@ struct AttnArgs {
     seed: Option<u64>,
     #[command(flatten)]
     timing: Timing,
+    #[command(flatten)]
+    rounds: Rounds,
     #[command(flatten)]
     output: Output,
 }
@@ -244,7 +276,12 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     let info = DeviceInfo::query(&gpu)?;
     let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
     let shapes = if args.shapes.is_empty() { suite::GEMM_SUITE.to_vec() } else { args.shapes.clone() };
-    let config = GemmBenchConfig { timing: args.timing.config(), check: !args.no_check, ..GemmBenchConfig::default() };
+    let config = GemmBenchConfig {
+        timing: args.timing.config(),
+        rounds: args.rounds.rounds as usize,
+        check: !args.no_check,
+        ..GemmBenchConfig::default()
+    };
 
     let mut contenders = gemm::peer_contenders(&gpu)?;
     let ours = gemm::oxtile_contenders(&gpu)?;
@@ -253,6 +290,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
 
     println!("{}", info.header());
     println!("# {}", args.timing.describe());
+    println!("# {}", args.rounds.describe(args.timing.runs));
     println!(
         "# inputs N(0,1) (seed {seed}), enough sets rotated per launch to exceed {}x the L2; fp32 accumulation",
         config.l2_multiple
@@ -269,7 +307,8 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
             problems.extend(shapes.iter().map(|&shape| GemmProblem { shape, dtype, layout }));
         }
     }
-    let mut progress = Progress::new(problems.len() * contenders.len());
+    // A step for each contender's check, then one per turn.
+    let mut progress = Progress::new(problems.len() * contenders.len() * (1 + config.rounds));
     let mut rows = Vec::new();
     for problem in &problems {
         match gemm::bench_gemm(&gpu, &info, &pool, problem, &mut contenders, &config, &mut |step| progress.step(step)) {
@@ -328,12 +367,14 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
     let config = AttnBenchConfig {
         timing: args.timing.config(),
+        rounds: args.rounds.rounds as usize,
         check: !args.no_check,
         stats: !args.no_stats,
         ..AttnBenchConfig::default()
     };
     println!("{}", info.header());
     println!("# {}", args.timing.describe());
+    println!("# {}", args.rounds.describe(args.timing.runs));
     println!(
         "# inputs N(0,1) (seed {seed}), q, k, v packed [B, S, H, D]; enough sets rotated per launch to exceed {}x the L2",
         config.l2_multiple
@@ -347,7 +388,7 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
         .collect();
     let contenders = attention::CONTENDERS;
     let pool = InputPool::new(seed);
-    let mut progress = Progress::new(problems.len() * contenders.len());
+    let mut progress = Progress::new(problems.len() * contenders.len() * (1 + config.rounds));
     let mut rows = Vec::new();
     for problem in &problems {
         match attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut |step| progress.step(step))
