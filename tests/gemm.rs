@@ -496,7 +496,9 @@ fn persistent_grids_fit_the_gpu() {
 #[ignore = "needs a CUDA GPU"]
 fn tuning_times_every_candidate_and_picks_the_fastest() {
     let gpu = gpu();
-    let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, ..Default::default() };
+    // Unblocked, as in tests/attention.rs's bench test: other tests of this binary share the context.
+    let mode = oxtile::bench::TimingMode::Unblocked;
+    let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, mode, ..Default::default() };
     let tt = GemmOptions { b_order: Order::RowMajor, ..GemmOptions::default() };
     let tuning =
         oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
