@@ -165,6 +165,10 @@ gemm_sm90! {
     "gemm_f16_tt_128x256_sk_sm90": "f16" -> "f16", tt, StreamK;
     "gemm_f16_nt_128x256_sk_sm90": "f16" -> "f16", nt, StreamK;
     "gemm_f16_nn_128x256_sk_sm90": "f16" -> "f16", nn, StreamK;
+    "gemm_bf16_tn_128x64_c2_sm90": "bf16" -> "bf16", tn, NarrowCluster2;
+    "gemm_bf16_tt_128x64_c2_sm90": "bf16" -> "bf16", tt, NarrowCluster2;
+    "gemm_bf16_nt_128x64_c2_sm90": "bf16" -> "bf16", nt, NarrowCluster2;
+    "gemm_bf16_nn_128x64_c2_sm90": "bf16" -> "bf16", nn, NarrowCluster2;
     "gemm_bf16_tn_128x256_sk_c2_sm90": "bf16" -> "bf16", tn, StreamKCluster2;
     "gemm_bf16_tt_128x256_sk_c2_sm90": "bf16" -> "bf16", tt, StreamKCluster2;
     "gemm_bf16_nt_128x256_sk_c2_sm90": "bf16" -> "bf16", nt, StreamKCluster2;
@@ -269,6 +273,7 @@ mod tests {
                 Variant::WideCluster2 => "128x256_c2",
                 Variant::WideCluster2Unshared => "128x256_c2_nomc",
                 Variant::Narrow => "128x64",
+                Variant::NarrowCluster2 => "128x64_c2",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
                 Variant::StreamK => "128x256_sk",

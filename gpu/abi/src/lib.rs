@@ -206,8 +206,10 @@ const _: () = assert!(
         && GEMM_SM90_128X128_PINGPONG.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X128_PINGPONG.stage_bytes().is_multiple_of(1024)
 );
+// The narrow tile in clusters of two shares A in halves: each a whole number of MN-major boxes.
 const _: () = assert!(
     GEMM_SM90_128X64.tile_m.is_multiple_of(GemmTile::MN_BOX)
+        && (GEMM_SM90_128X64.tile_m / 2).is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X64.tile_n.is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X64.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
 );

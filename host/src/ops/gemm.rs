@@ -104,6 +104,9 @@ pub enum Variant {
     WideCluster2Unshared,
     /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
     Narrow,
+    /// [`Variant::Narrow`] in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
+    /// less L2 → SM traffic per k-tile). bf16 → bf16 only.
+    NarrowCluster2,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
     PingPong,
@@ -122,10 +125,11 @@ pub enum Variant {
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 7] = [
+    pub const CANDIDATES: [Variant; 8] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
+        Variant::NarrowCluster2,
         Variant::PingPong,
         Variant::PingPongCluster2,
         Variant::StreamK,
@@ -154,7 +158,8 @@ impl Variant {
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
         let sms = sm_count as usize;
         if 2 * wide_tiles <= sms {
-            Variant::Narrow
+            // Pairs side by side sharing A, where N has a pair of narrow tiles (measured 2026-11-30, session 5).
+            if shape.n > GEMM_SM90_128X64.tile_n as usize { Variant::NarrowCluster2 } else { Variant::Narrow }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
             // tiles would leave at least a quarter of the clusters idle (8192³: 34 of 66 busy, 16384³: 4), and loses
@@ -174,7 +179,8 @@ impl Variant {
     }
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
-    /// choice has no kernel for them (stream-K in clusters is bf16 → bf16 only), the same tiles without stream-K.
+    /// choice has no kernel for them (stream-K and the narrow tile in clusters are bf16 → bf16 only), the same tiles
+    /// without it.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -187,13 +193,16 @@ impl Variant {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
+            Variant::NarrowCluster2 if !Variant::NarrowCluster2.available(input, output, a_order, b_order) => {
+                Variant::Narrow
+            }
             chosen => chosen,
         }
     }
 
     fn tile(self) -> GemmTile {
         match self {
-            Variant::Narrow => GEMM_SM90_128X64,
+            Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
             Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
@@ -203,13 +212,24 @@ impl Variant {
         match self {
             Variant::WideCluster2
             | Variant::WideCluster2Unshared
+            | Variant::NarrowCluster2
             | Variant::PingPongCluster2
             | Variant::StreamKCluster2 => 2,
             _ => 1,
         }
     }
 
-    /// Blocks that share one B tile by multicast.
+    /// Blocks that share one A tile by multicast (side by side along N).
+    fn a_sharers(self) -> u32 {
+        if self == Variant::NarrowCluster2 { 2 } else { 1 }
+    }
+
+    /// The cluster's blocks along M and along N.
+    fn cluster_shape(self) -> (u32, u32) {
+        if self.a_sharers() > 1 { (1, self.cluster_size()) } else { (self.cluster_size(), 1) }
+    }
+
+    /// Blocks that share one B tile by multicast (stacked along M).
     fn b_sharers(self) -> u32 {
         if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::StreamKCluster2) { 2 } else { 1 }
     }
@@ -492,10 +512,17 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             })?
             .kernel;
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
-        // In a cluster each block loads (and multicasts) its share of the B tile.
+        // In a cluster each block loads (and multicasts) its share of the tile in common.
         let maps = [
-            operand_map(T::TENSOR_MAP_TYPE, a_address, a_order == Order::RowMajor, shape.m, shape.k, tile.tile_m)
-                .encode(OP)?,
+            operand_map(
+                T::TENSOR_MAP_TYPE,
+                a_address,
+                a_order == Order::RowMajor,
+                shape.m,
+                shape.k,
+                tile.tile_m / variant.a_sharers(),
+            )
+            .encode(OP)?,
             operand_map(
                 T::TENSOR_MAP_TYPE,
                 b_address,
@@ -520,7 +547,9 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             tile.smem_bytes() as i32,
         )?;
         // Persistent: at most one block per SM, whole clusters, each cluster walking cluster tiles.
-        let cluster_tiles = shape.m.div_ceil((tile.tile_m * cluster) as usize) * shape.n.div_ceil(tile.tile_n as usize);
+        let (cluster_m, cluster_n) = variant.cluster_shape();
+        let cluster_tiles =
+            shape.m.div_ceil((tile.tile_m * cluster_m) as usize) * shape.n.div_ceil((tile.tile_n * cluster_n) as usize);
         let mut launch = ClusterLaunch {
             grid_dim: (gpu.sm_count() / cluster * cluster, 1, 1),
             block_dim: (tile.threads(), 1, 1),
@@ -713,8 +742,9 @@ mod tests {
     #[test]
     fn auto_picks_tiles_by_how_many_fill_the_gpu() {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
-        assert_eq!(pick(128, 8192, 8192), Variant::Narrow);
-        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
+        assert_eq!(pick(128, 8192, 8192), Variant::NarrowCluster2);
+        assert_eq!(pick(1024, 1024, 1024), Variant::NarrowCluster2);
+        assert_eq!(pick(1024, 64, 1024), Variant::Narrow);
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
@@ -731,6 +761,9 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
+        let small = GemmShape::new(1024, 1024, 1024);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, t), Variant::NarrowCluster2);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, t), Variant::Narrow);
     }
 
     #[test]
@@ -776,7 +809,9 @@ mod tests {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
                         Variant::PingPong => input == output,
-                        Variant::PingPongCluster2 | Variant::StreamKCluster2 => (input, output) == ("bf16", "bf16"),
+                        Variant::PingPongCluster2 | Variant::StreamKCluster2 | Variant::NarrowCluster2 => {
+                            (input, output) == ("bf16", "bf16")
+                        }
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };

@@ -38,7 +38,9 @@
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
 //! tiles with a deeper ring for problems with few large tiles, 128×128 ping-pong tiles (two m64n128k16 per k16
 //! step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
-//! that share the B tile: each block's producer loads half of it and multicasts that half into both rings.
+//! that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
+//! the B tile for the wide and ping-pong tiles (blocks stacked along M), the A tile for the narrow one (side by side
+//! along N).
 
 use core::marker::PhantomData;
 
@@ -56,6 +58,13 @@ use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
 const K: u32 = 0;
 const MN: u32 = 1;
+
+/// Which operand tile the blocks of a cluster share by TMA multicast (each loading its half): none (the multicast
+/// ablation: each block loads all of both), B (the blocks stacked along M, computing tiles (2i, j) and (2i + 1, j)),
+/// or A (side by side along N: tiles (i, 2j) and (i, 2j + 1)).
+const SHARE_NONE: u32 = 0;
+const SHARE_B: u32 = 1;
+const SHARE_A: u32 = 2;
 
 /// A 16-bit input type of the tensor cores: the wgmma each tile width issues for it.
 trait Input {
@@ -554,17 +563,17 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
 /// Defines one exported kernel over [`gemm`]; the host pushes the arguments in this order.
 macro_rules! gemm_kernel {
     ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal) => {
-        gemm_kernel!($name, $config, a = $a, b = $b, cluster = $cluster, multicast = true);
+        gemm_kernel!($name, $config, a = $a, b = $b, cluster = $cluster, share = SHARE_B);
     };
-    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal, multicast = $multicast:literal) => {
+    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal, share = $share:ident) => {
         /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are in
         /// its arguments.
         ///
         /// # Safety
         /// `tensor_map_a` / `tensor_map_b` are tensor maps over A and B as stored, 128-byte swizzled: dims (K, M)
-        /// with boxes of 64 × `tile_m` for a K-major A, dims (M, K) with boxes of 64 × 64 for an MN-major one;
-        /// likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K) with
-        /// boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
+        /// with boxes of 64 × (`tile_m` / blocks sharing A) for a K-major A, dims (M, K) with boxes of 64 × 64 for an
+        /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
+        /// with boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
         /// (8-byte aligned); `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
         /// TMA-store epilogue, a tensor map over that D, dims (N, M), 128-byte swizzled boxes of 128 bytes × 64 rows;
         /// launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
@@ -585,7 +594,7 @@ macro_rules! gemm_kernel {
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let none = StreamKArgs::NONE;
             unsafe {
-                gemm::<$config, { $a }, { $b }, $cluster, $multicast, false>(tensor_map_a, tensor_map_b, k, out, none)
+                gemm::<$config, { $a }, { $b }, $cluster, $share, false>(tensor_map_a, tensor_map_b, k, out, none)
             }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
@@ -623,7 +632,7 @@ macro_rules! gemm_stream_k_kernel {
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let stream_k = StreamKArgs { partials, flags, sk_tiles };
             unsafe {
-                gemm::<$config, { $a }, { $b }, $cluster, true, true>(tensor_map_a, tensor_map_b, k, out, stream_k)
+                gemm::<$config, { $a }, { $b }, $cluster, SHARE_B, true>(tensor_map_a, tensor_map_b, k, out, stream_k)
             }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
@@ -701,7 +710,15 @@ gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cl
 gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
 
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
-gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, multicast = false);
+gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_NONE);
+
+// The narrow tile in clusters of two side by side along N, sharing the A tile (128 rows) by multicast: a third less
+// L2 → SM traffic per k-tile (16 KiB instead of 24) for the problems with few tiles, where the narrow kernel streams
+// its operands at the L2's pace. bf16 → bf16, every layout.
+gemm_kernel!(gemm_bf16_tn_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_A);
+gemm_kernel!(gemm_bf16_tt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = K, b = MN, cluster = 2, share = SHARE_A);
+gemm_kernel!(gemm_bf16_nt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = MN, cluster = 2, share = SHARE_A);
+gemm_kernel!(gemm_bf16_nn_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = K, cluster = 2, share = SHARE_A);
 
 /// The stream-K arguments of a kernel ([`StreamK`]: the last `sk_tiles` tiles are split into equal k-tile ranges, one
 /// per block). Unused (null, 0) by the data-parallel kernels.
@@ -739,9 +756,10 @@ struct Work {
     role: Role,
 }
 
-/// The data path. With `CLUSTER` = 2 the blocks of a cluster compute tiles (2i, j) and (2i + 1, j): each loads
-/// its own A tile and half of the shared B tile, multicast into both blocks; a stage is refilled only after the
-/// consumers of both blocks released it, so every consumer arrives on the `empty` barrier of every block.
+/// The data path. With `CLUSTER` = 2 the blocks of a cluster compute two adjacent tiles and share the operand tile
+/// they have in common ([`SHARE_B`], [`SHARE_A`]): each loads half of it, multicast into both blocks, and its other
+/// operand tile whole. A stage is refilled only after the consumers of both blocks released it, so every consumer
+/// arrives on the `empty` barrier of every block.
 ///
 /// With `STREAM_K` (cooperative configurations) the block walks the units of the hybrid data-parallel + stream-K
 /// schedule ([`StreamK::units`], which argues why it cannot deadlock): producer and consumers iterate the same units,
@@ -755,7 +773,7 @@ unsafe fn gemm<
     const MN_MAJOR_A: u32,
     const MN_MAJOR_B: u32,
     const CLUSTER: u32,
-    const MULTICAST: bool,
+    const SHARE: u32,
     const STREAM_K: bool,
 >(
     tensor_map_a: u64,
@@ -767,8 +785,12 @@ unsafe fn gemm<
     // Stream-K: each tile's rows are shared by all consumers of one block, so a partial is a whole block's; in a
     // cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded per block.
     const {
-        assert!(!STREAM_K || (matches!(C::TILE.schedule, GemmSchedule::Cooperative) && (CLUSTER == 1 || MULTICAST)));
+        assert!(!STREAM_K || (matches!(C::TILE.schedule, GemmSchedule::Cooperative) && (CLUSTER == 1 || SHARE == SHARE_B)));
+        assert!(CLUSTER == 1 || SHARE != SHARE_NONE || !STREAM_K);
+        assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
     }
+    // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
+    let (cluster_m, cluster_n) = if SHARE == SHARE_A { (1, CLUSTER) } else { (CLUSTER, 1) };
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
@@ -790,14 +812,16 @@ unsafe fn gemm<
         barrier::sync_threads();
     }
 
-    // Work items are cluster tiles: CLUSTER vertically adjacent output tiles.
-    let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * CLUSTER, tile.tile_n);
+    // Work items are cluster tiles: CLUSTER adjacent output tiles.
+    let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
     // The host computed `sk_tiles` from the same cluster tiles, k-tiles and clusters (`StreamK::split`).
     let schedule = StreamK::new(scheduler.tiles(), k_tiles, stride, stream_k.sk_tiles);
-    let b_share = if MULTICAST { CLUSTER } else { 1 };
-    let b_rows_per_block = tile.tile_n / b_share;
+    let (rank_m, rank_n) = if SHARE == SHARE_A { (0, rank) } else { (rank, 0) };
+    let a_share = if SHARE == SHARE_A { CLUSTER } else { 1 };
+    let b_share = if SHARE == SHARE_B { CLUSTER } else { 1 };
+    let (a_rows_per_block, b_rows_per_block) = (tile.tile_m / a_share, tile.tile_n / b_share);
     // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
     let row_bytes = tile.tile_k * tile.element_bytes;
 
@@ -807,23 +831,27 @@ unsafe fn gemm<
             tma::prefetch_tensormap(tensor_map_a);
             tma::prefetch_tensormap(tensor_map_b);
             let mut ring = RingState::new(tile.stages);
-            let b_rank = if MULTICAST { rank } else { 0 };
-            let multicast = if CLUSTER > 1 && MULTICAST { Some((1u16 << CLUSTER) - 1) } else { None };
+            // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
+            let (a_rank, b_rank) = (if a_share > 1 { rank } else { 0 }, if b_share > 1 { rank } else { 0 });
+            let everyone = Some((1u16 << CLUSTER) - 1);
+            let (a_multicast, b_multicast) =
+                (if a_share > 1 { everyone } else { None }, if b_share > 1 { everyone } else { None });
             // Inlined by force: a stream-K kernel has two loops over it before the dead one is removed, and LLVM
             // would otherwise keep it a function (for the consumers' accumulators that means local memory).
             let mut load = #[inline(always)]
             |work: Tile, k_begin: u32, k_end: u32| {
-                let a_row = (work.m * CLUSTER + rank) * tile.tile_m;
-                let b_row = work.n * tile.tile_n + b_rank * b_rows_per_block;
+                let a_row = (work.m * cluster_m + rank_m) * tile.tile_m + a_rank * a_rows_per_block;
+                let b_row = (work.n * cluster_n + rank_n) * tile.tile_n + b_rank * b_rows_per_block;
                 for k_tile in k_begin..k_end {
                     let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
                         mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
                         mbarrier::arrive_expect_tx(full, tile.stage_bytes());
-                        Operand::<MN_MAJOR_A>::load(smem.a(stage), tensor_map_a, a_row, k0, tile.tile_m, full, None);
+                        let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
+                        Operand::<MN_MAJOR_A>::load(a_part, tensor_map_a, a_row, k0, a_rows_per_block, full, a_multicast);
                         let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
-                        Operand::<MN_MAJOR_B>::load(b_part, tensor_map_b, b_row, k0, b_rows_per_block, full, multicast);
+                        Operand::<MN_MAJOR_B>::load(b_part, tensor_map_b, b_row, k0, b_rows_per_block, full, b_multicast);
                     }
                     ring.advance();
                 }
@@ -923,7 +951,7 @@ unsafe fn gemm<
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
             let (row0, col0) =
-                ((work.tile.m * CLUSTER + rank) * tile.tile_m + consumer_row0, work.tile.n * tile.tile_n);
+                ((work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0, (work.tile.n * cluster_n + rank_n) * tile.tile_n);
             if staged {
                 unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {
