@@ -105,7 +105,8 @@ pub enum Variant {
     /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
     Narrow,
     /// [`Variant::Narrow`] in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
-    /// less L2 → SM traffic per k-tile). bf16 → bf16 only.
+    /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
+    /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
     NarrowCluster2,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
@@ -158,8 +159,8 @@ impl Variant {
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
         let sms = sm_count as usize;
         if 2 * wide_tiles <= sms {
-            // Pairs side by side sharing A, where N has a pair of narrow tiles (measured 2026-11-30, session 5).
-            if shape.n > GEMM_SM90_128X64.tile_n as usize { Variant::NarrowCluster2 } else { Variant::Narrow }
+            // Not the narrow tile in clusters: sharing A measured 7–9% slower here (2026-11-30, session 5).
+            Variant::Narrow
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
             // tiles would leave at least a quarter of the clusters idle (8192³: 34 of 66 busy, 16384³: 4), and loses
@@ -179,8 +180,7 @@ impl Variant {
     }
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
-    /// choice has no kernel for them (stream-K and the narrow tile in clusters are bf16 → bf16 only), the same tiles
-    /// without it.
+    /// choice has no kernel for them (stream-K in clusters is bf16 → bf16 only), the same tiles without stream-K.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -192,9 +192,6 @@ impl Variant {
         match self.resolve(shape, sm_count) {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
-            }
-            Variant::NarrowCluster2 if !Variant::NarrowCluster2.available(input, output, a_order, b_order) => {
-                Variant::Narrow
             }
             chosen => chosen,
         }
@@ -742,9 +739,8 @@ mod tests {
     #[test]
     fn auto_picks_tiles_by_how_many_fill_the_gpu() {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
-        assert_eq!(pick(128, 8192, 8192), Variant::NarrowCluster2);
-        assert_eq!(pick(1024, 1024, 1024), Variant::NarrowCluster2);
-        assert_eq!(pick(1024, 64, 1024), Variant::Narrow);
+        assert_eq!(pick(128, 8192, 8192), Variant::Narrow);
+        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
@@ -761,9 +757,6 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
-        let small = GemmShape::new(1024, 1024, 1024);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, t), Variant::NarrowCluster2);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, t), Variant::Narrow);
     }
 
     #[test]
