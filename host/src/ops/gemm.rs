@@ -12,8 +12,9 @@
 //! ([`tma_store_epilogue`]).
 //!
 //! [`Variant::StreamK`] runs the wide tile's whole waves data-parallel and splits the last one (the tail) between all
-//! blocks by k-tiles ([`oxtile_abi::stream_k`]); its plan owns a workspace for the partial tiles and the flags that
-//! hand them over, allocated at its first launch (or [`GemmPlan::bind_output`]) and reused by every launch after.
+//! blocks by k-tiles ([`oxtile_abi::stream_k`]), and [`Variant::StreamKCluster2`] the same over clusters of two sharing
+//! B; such a plan owns a workspace for the partial tiles and the flags that hand them over, allocated at its first
+//! launch (or [`GemmPlan::bind_output`]) and reused by every launch after.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
