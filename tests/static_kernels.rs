@@ -256,11 +256,15 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
     assert!(checked >= 8, "only {checked} attention kernels registered");
 }
 
+/// Copies of the TMA-store epilogue in each cooperative GEMM kernel: one per scaling (alpha = 1 and beta = 0;
+/// beta = 0; beta ≠ 0), each straight-line code chosen once per tile.
+const STAGED_EPILOGUES: u32 = 3;
+
 #[test]
 fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
     // The TMA-store epilogue: each consumer warpgroup writes its 64 rows chunk by chunk (128 bytes of columns) into
     // swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one 8-byte STS per
-    // pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in the unrolled epilogue).
+    // pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in each unrolled epilogue).
     // The ping-pong kernels have no staging buffers: registers to global only.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
@@ -274,9 +278,9 @@ fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
             (Variant::Narrow | Variant::NarrowCluster2, output) => (64, if output == "f32" { 4 } else { 2 }),
             (_, output) => (256, if output == "f32" { 4 } else { 2 }),
         };
-        let chunks = tile_n * output_bytes / 128;
+        let chunks = STAGED_EPILOGUES * tile_n * output_bytes / 128;
         assert_eq!(tma_stores, chunks, "`{}`: {tma_stores} UTMASTG for {chunks} chunks", s.name);
-        let slices = tile_n / 16;
+        let slices = STAGED_EPILOGUES * tile_n / 16;
         if gemm.output == "f32" {
             assert_eq!(s.count_with("STS", "64"), 4 * slices as usize, "`{}`", s.name);
             assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
@@ -312,7 +316,7 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
             Variant::Narrow | Variant::NarrowCluster2 => 64,
             _ => 256,
         };
-        let chunks = tile_n * output_bytes / 128;
+        let chunks = STAGED_EPILOGUES as usize * tile_n * output_bytes / 128;
         let name = gemm.kernel.name;
         let ptx = entry_ptx(gemm.kernel);
         assert_eq!(ptx.matches("barrier.sync %r").count(), chunks, "`{name}`: staging barriers in the PTX");

@@ -32,7 +32,7 @@ pub unsafe fn load_2d(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32) {
 
 /// Stores the box at shared address `src` to coordinates (`x` innermost, `y`) of a 2-D tensor
 /// (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`); parts of the box outside the tensor are not
-/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`] / [`wait_group`].
+/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`].
 ///
 /// # Safety
 /// As [`store_4d`].
@@ -79,7 +79,7 @@ pub unsafe fn load_4d(dst: u32, tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: 
 
 /// Stores the box at shared address `src` to coordinates (`c0` innermost, `c1`, `c2`, `c3`) of a 4-D tensor
 /// (`cp.async.bulk.tensor.4d.global.shared::cta.bulk_group`); parts of the box outside the tensor are not
-/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`] / [`wait_group`].
+/// written. Completion is tracked by [`commit_group`] / [`wait_group_read`].
 ///
 /// # Safety
 /// `tensor_map` is a valid tensor map in global memory; `src` holds the box in the map's layout and swizzle and
@@ -105,10 +105,4 @@ pub fn commit_group() {
 #[inline(always)]
 pub fn wait_group_read<const N: u32>() {
     unsafe { core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
-}
-
-/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's committed bulk groups are incomplete.
-#[inline(always)]
-pub fn wait_group<const N: u32>() {
-    unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
 }

@@ -515,9 +515,10 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, problem) };
             unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, problem) };
         }
-        // The last stores must be done with shared memory before the block exits.
+        // The last stores must be done reading shared memory before the block exits (their global writes are done
+        // by the end of the grid).
         if warpgroup.leader {
-            tma::wait_group::<0>();
+            tma::wait_group_read::<0>();
         }
         // Consumer 1 passed the token once more than consumer 0 took it.
         if consumer == 0 {

@@ -298,12 +298,13 @@ trait Config {
     /// `consumer_rows / 64` m64nNk16 accumulator fragments of `tile_n / 2` f32 per thread.
     type Fragment: Copy;
     const ZERO: Self::Fragment;
-    /// One k16 step of a consumer warpgroup: an m64nNk16 wgmma from shared memory per 64 of its rows, A from the
-    /// tile at `a` (its first row) and B from the tile at `b`, each operand K-major (0) or MN-major (1).
+    /// One k16 step of a consumer warpgroup: an m64nNk16 wgmma from shared memory per 64 of its rows. `desc_a` and
+    /// `desc_b` describe the k-tile's first k16 slice of A (at the warpgroup's first row) and of B, each operand
+    /// K-major (0) or MN-major (1); the step's slices are reached by [`wgmma::desc_advance`], one add each.
     unsafe fn mma_step<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut Self::Fragment,
-        a: u32,
-        b: u32,
+        desc_a: u64,
+        desc_b: u64,
         k_step: u32,
         accumulate: bool,
     );
@@ -352,9 +353,54 @@ macro_rules! config {
         $(#[$doc])*
         struct $name<I, O>(PhantomData<(I, O)>);
 
-        impl<I, O> $name<I, O> {
+        impl<I, O: OutputElement> $name<I, O> {
             const ACCUMULATOR: StaticLayout<6> =
                 StaticLayout::expect(StaticLayout::wgmma_accumulator_tv(8 * $blocks));
+
+            /// [`Config::store_staged`] with the scaling fixed ([`Scaling`]).
+            #[inline(always)]
+            unsafe fn stage_tile<const SCALING: u32>(
+                (acc, out, staging, row0, col0, thread, tile_index): (
+                    &[[f32; $regs]; $rows],
+                    &Epilogue<O>,
+                    &Staging,
+                    u32,
+                    u32,
+                    u32,
+                    u32,
+                ),
+            ) {
+                const SLICE_COLUMNS: u32 = 16;
+                let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
+                let chunks_per_row_block = 8 * $blocks / O::BOX_COLUMNS;
+                seq!(ROWS in 0..$rows {
+                    seq!(SLICE in 0..16 {
+                        if SLICE < $blocks / 2 {
+                            let chunk = (tile_index * $rows + ROWS) * chunks_per_row_block + SLICE / slices_per_chunk;
+                            let fragment = &acc[ROWS];
+                            let mut values = [0.0f32; 8];
+                            seq!(PAIR in 0..4 {
+                                let (v0, v1) = (fragment[8 * SLICE + 2 * PAIR], fragment[8 * SLICE + 2 * PAIR + 1]);
+                                (values[2 * PAIR], values[2 * PAIR + 1]) = match SCALING {
+                                    Scaling::COPY => (v0, v1),
+                                    Scaling::ALPHA => (out.alpha * v0, out.alpha * v1),
+                                    _ => {
+                                        let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 8 * SLICE + 2 * PAIR]);
+                                        let (row, col) = (row0 + 64 * ROWS + index % 64, col0 + index / 64);
+                                        unsafe { out.scaled(row, col, v0, v1) }
+                                    }
+                                };
+                            });
+                            let column_in_chunk = (SLICE % slices_per_chunk) * SLICE_COLUMNS;
+                            unsafe { O::stage_slice(staging.buffer(chunk), values, thread, column_in_chunk) };
+                            if SLICE % slices_per_chunk == slices_per_chunk - 1 {
+                                let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
+                                unsafe { staging.store(chunk, out, row0 + 64 * ROWS, chunk_column) };
+                            }
+                        }
+                    });
+                });
+            }
         }
 
         impl<I: Input, O: OutputElement> Config for $name<I, O> {
@@ -366,16 +412,17 @@ macro_rules! config {
             #[inline(always)]
             unsafe fn mma_step<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
                 acc: &mut Self::Fragment,
-                a: u32,
-                b: u32,
+                desc_a: u64,
+                desc_b: u64,
                 k_step: u32,
                 accumulate: bool,
             ) {
-                let desc_b = Operand::<MN_MAJOR_B>::desc(b, k_step);
+                let desc_b = wgmma::desc_advance(desc_b, k_step * Operand::<MN_MAJOR_B>::K_STEP_BYTES);
                 // 64 rows of A are one block in either majorness (see the module documentation); the wgmma of
                 // the row blocks share B's descriptor.
                 seq!(ROWS in 0..$rows {
-                    let desc_a = Operand::<MN_MAJOR_A>::desc(a + ROWS * Operand::<MN_MAJOR_A>::BLOCK_BYTES, k_step);
+                    let offset = ROWS * Operand::<MN_MAJOR_A>::BLOCK_BYTES + k_step * Operand::<MN_MAJOR_A>::K_STEP_BYTES;
+                    let desc_a = wgmma::desc_advance(desc_a, offset);
                     unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc[ROWS], desc_a, desc_b, accumulate) };
                 });
             }
@@ -414,30 +461,14 @@ macro_rules! config {
                 thread: u32,
                 tile_index: u32,
             ) {
-                const SLICE_COLUMNS: u32 = 16;
-                let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
-                let chunks_per_row_block = 8 * $blocks / O::BOX_COLUMNS;
-                seq!(ROWS in 0..$rows {
-                    seq!(SLICE in 0..16 {
-                        if SLICE < $blocks / 2 {
-                            let chunk = (tile_index * $rows + ROWS) * chunks_per_row_block + SLICE / slices_per_chunk;
-                            let fragment = &acc[ROWS];
-                            let mut values = [0.0f32; 8];
-                            seq!(PAIR in 0..4 {
-                                let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 8 * SLICE + 2 * PAIR]);
-                                let (row, col) = (row0 + 64 * ROWS + index % 64, col0 + index / 64);
-                                let (v0, v1) = (fragment[8 * SLICE + 2 * PAIR], fragment[8 * SLICE + 2 * PAIR + 1]);
-                                (values[2 * PAIR], values[2 * PAIR + 1]) = unsafe { out.scaled(row, col, v0, v1) };
-                            });
-                            let column_in_chunk = (SLICE % slices_per_chunk) * SLICE_COLUMNS;
-                            unsafe { O::stage_slice(staging.buffer(chunk), values, thread, column_in_chunk) };
-                            if SLICE % slices_per_chunk == slices_per_chunk - 1 {
-                                let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
-                                unsafe { staging.store(chunk, out, row0 + 64 * ROWS, chunk_column) };
-                            }
-                        }
-                    });
-                });
+                // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta no
+                // value needs its coordinates, and with alpha = 1 none needs a multiply.
+                let args = (acc, out, staging, row0, col0, thread, tile_index);
+                match (out.beta != 0.0, out.alpha != 1.0) {
+                    (false, false) => unsafe { Self::stage_tile::<{ Scaling::COPY }>(args) },
+                    (false, true) => unsafe { Self::stage_tile::<{ Scaling::ALPHA }>(args) },
+                    (true, _) => unsafe { Self::stage_tile::<{ Scaling::BLEND }>(args) },
+                }
             }
 
             /// One 16-byte store per vector, indexed by constants: the fragment stays in registers.
@@ -547,16 +578,11 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
         }
     }
 
-    /// The wgmma descriptor of k16 slice `k_step` of the tile at `base` (whose first 64 M/N indices are one
+    /// The wgmma descriptor of the first k16 slice of the tile at `base` (whose first 64 M/N indices are one
     /// block). For MN-major tiles the leading byte offset steps between 64-index blocks.
     #[inline(always)]
-    fn desc(base: u32, k_step: u32) -> u64 {
-        let start = base + k_step * Self::K_STEP_BYTES;
-        if MN_MAJOR == K {
-            wgmma::desc_k_major_sw128(start)
-        } else {
-            wgmma::desc_mn_major_sw128(start, Self::BLOCK_BYTES)
-        }
+    fn desc(base: u32) -> u64 {
+        if MN_MAJOR == K { wgmma::desc_k_major_sw128(base) } else { wgmma::desc_mn_major_sw128(base, Self::BLOCK_BYTES) }
     }
 }
 
@@ -795,6 +821,16 @@ unsafe fn gemm<
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % GemmTile::WARPGROUP_THREADS;
     let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
+    // The tensor maps live in global memory and, behind a launch's inputs, rarely in L2: a TMA's first use of one
+    // waits for it from DRAM. An otherwise idle producer warp fetches all three while thread 0 sets up the
+    // barriers, so neither the first load nor the first store of D waits for its map.
+    if thread_idx_x() == 32 {
+        tma::prefetch_tensormap(tensor_map_a);
+        tma::prefetch_tensormap(tensor_map_b);
+        if out.tensor_map != 0 {
+            tma::prefetch_tensormap(out.tensor_map);
+        }
+    }
     if thread_idx_x() == 0 {
         for stage in 0..tile.stages {
             unsafe {
@@ -827,8 +863,6 @@ unsafe fn gemm<
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
         if thread == 0 {
-            tma::prefetch_tensormap(tensor_map_a);
-            tma::prefetch_tensormap(tensor_map_b);
             let mut ring = RingState::new(tile.stages);
             // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
             let (a_rank, b_rank) = (if a_share > 1 { rank } else { 0 }, if b_share > 1 { rank } else { 0 });
@@ -871,7 +905,9 @@ unsafe fn gemm<
         let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
         // Where this consumer's rows start in each tile: its share of the tile, or the top when it owns tiles.
         let consumer_row0 = if ping_pong { 0 } else { consumer * tile.consumer_rows() };
-        let a_rows_offset = consumer_row0 * row_bytes;
+        // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
+        let (desc_a0, desc_b0) =
+            (Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes), Operand::<MN_MAJOR_B>::desc(smem.b(0)));
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -918,10 +954,12 @@ unsafe fn gemm<
             for k_tile in work.k_begin..work.k_end {
                 unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
                 wgmma::fence();
+                let stage_offset = ring.stage * tile.stage_bytes();
+                let (desc_a, desc_b) =
+                    (wgmma::desc_advance(desc_a0, stage_offset), wgmma::desc_advance(desc_b0, stage_offset));
                 for k_step in 0..tile.tile_k / 16 {
-                    let (a, b) = (smem.a(ring.stage) + a_rows_offset, smem.b(ring.stage));
                     let accumulate = k_tile > work.k_begin || k_step > 0;
-                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, a, b, k_step, accumulate) };
+                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, desc_a, desc_b, k_step, accumulate) };
                 }
                 wgmma::commit_group();
                 // The group before this one has finished reading its stage: hand that stage back.
@@ -1139,11 +1177,24 @@ impl<O: OutputElement> Epilogue<O> {
     /// epilogue stages whole boxes and TMA writes only their part inside D, so only the old D is read in bounds.
     #[inline(always)]
     unsafe fn scaled(&self, r: u32, c: u32, v0: f32, v1: f32) -> (f32, f32) {
-        if self.beta == 0.0 || r >= self.m || c >= self.n {
+        if r >= self.m || c >= self.n {
             return (self.alpha * v0, self.alpha * v1);
         }
         unsafe { self.blend(self.at(r, c), c + 1 < self.n, v0, v1) }
     }
+}
+
+/// How the TMA-store epilogue turns accumulators into D's values: a const parameter, so each case is its own
+/// straight-line code.
+struct Scaling;
+
+impl Scaling {
+    /// alpha = 1, beta = 0: the accumulators as they are.
+    const COPY: u32 = 0;
+    /// beta = 0: alpha times the accumulators.
+    const ALPHA: u32 = 1;
+    /// beta ≠ 0: alpha times the accumulators plus beta times the old D, read where it lies inside D.
+    const BLEND: u32 = 2;
 }
 
 /// Staging buffers per consumer warpgroup: one chunk is written while TMA reads the one before.
@@ -1207,11 +1258,13 @@ impl Staging {
         }
     }
 
-    /// Waits for the warpgroup's last stores: shared memory must not be released while TMA may still read it.
+    /// Waits until TMA has read the warpgroup's last chunks: shared memory must not be released while TMA may still
+    /// read it. Their writes to global memory need no wait; they are done by the end of the grid, and waiting for
+    /// them here would put a global write's latency on the block's exit.
     #[inline(always)]
     fn drain(&self) {
         if self.leader {
-            tma::wait_group::<0>();
+            tma::wait_group_read::<0>();
         }
     }
 }

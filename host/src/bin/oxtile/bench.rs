@@ -125,6 +125,10 @@ struct GemmArgs {
     /// Skip comparing each implementation's output with cuBLASLt's.
     #[arg(long)]
     no_check: bool,
+    /// Time only these implementations (row names, e.g. oxtile,cublasLt); comma-separated. Outputs are then checked
+    /// against the first of them that runs.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    only: Vec<String>,
     /// Seed of the random inputs (default: fresh from the clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -285,8 +289,16 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
 
     let mut contenders = gemm::peer_contenders(&gpu)?;
     let ours = gemm::oxtile_contenders(&gpu)?;
-    let has_ours = !ours.is_empty();
     contenders.extend(ours);
+    if !args.only.is_empty() {
+        let known: Vec<String> = contenders.iter().map(|c| c.name().to_string()).collect();
+        if let Some(unknown) = args.only.iter().find(|name| !known.contains(name)) {
+            eprintln!("error: --only {unknown}: no such implementation (known: {})", known.join(", "));
+            return Ok(ExitCode::FAILURE);
+        }
+        contenders.retain(|c| args.only.iter().any(|name| name == c.name()));
+    }
+    let has_ours = contenders.iter().any(|c| !c.is_peer());
 
     println!("{}", info.header());
     println!("# {}", args.timing.describe());
@@ -296,7 +308,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         config.l2_multiple
     );
     if !has_ours {
-        println!("# no oxtile GEMM registered: the table holds the cuBLAS peers only");
+        println!("# no oxtile GEMM in this run: the table holds the cuBLAS peers only");
     }
     println!("# layouts (A, B; t = row-major, n = column-major): torch_reference.py's rows are tt");
 
