@@ -422,8 +422,8 @@ macro_rules! config {
                 // the row blocks share B's descriptor.
                 seq!(ROWS in 0..$rows {
                     let offset = ROWS * Operand::<MN_MAJOR_A>::BLOCK_BYTES + k_step * Operand::<MN_MAJOR_A>::K_STEP_BYTES;
-                    let desc_a = wgmma::desc_advance(desc_a, offset);
-                    unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc[ROWS], desc_a, desc_b, accumulate) };
+                    let desc_rows = wgmma::desc_advance(desc_a, offset);
+                    unsafe { I::$mma::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc[ROWS], desc_rows, desc_b, accumulate) };
                 });
             }
 
