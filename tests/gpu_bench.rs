@@ -142,13 +142,13 @@ fn operands_of_the_wrong_length_or_type_are_refused() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn timer_gives_positive_finite_times_in_both_modes() {
+fn timer_gives_positive_finite_times_in_every_mode() {
     let gpu = gpu();
     let stream = gpu.stream();
     let n = 1 << 24;
     let x = stream.clone_htod(&reference::randn(n, 1.0, 1)).unwrap();
     let mut y = stream.clone_htod(&reference::randn(n, 1.0, 2)).unwrap();
-    for mode in [TimingMode::Queued, TimingMode::Unblocked, TimingMode::Synced] {
+    for mode in [TimingMode::Queued, TimingMode::Unblocked, TimingMode::Synced, TimingMode::Batched] {
         let mut launches = 0;
         let config = TimingConfig { warmup: 3, runs: 11, mode, ..TimingConfig::default() };
         let stats = time_gpu(&gpu, &config, |_| {
@@ -190,17 +190,23 @@ fn the_stream_hold_keeps_a_slow_host_out_of_the_samples() {
     let config = |mode| TimingConfig { warmup: 3, runs: 40, mode, ..TimingConfig::default() };
     let held = time_gpu(&gpu, &config(TimingMode::Queued), &mut slow_axpy)
         .unwrap_or_else(|error| panic!("the held measurement failed: {error}"));
+    let batched = time_gpu(&gpu, &config(TimingMode::Batched), &mut slow_axpy)
+        .unwrap_or_else(|error| panic!("the batched measurement failed: {error}"));
     let unblocked = time_gpu(&gpu, &config(TimingMode::Unblocked), &mut slow_axpy).unwrap();
     println!(
-        "axpy_f32 of {n} elements queued 200 µs apart: median {:.1} µs held, {:.1} µs unblocked",
+        "axpy_f32 of {n} elements queued 200 µs apart: median {:.1} µs held, {:.1} µs held in batches, {:.1} µs \
+         unblocked",
         held.median_ms * 1e3,
+        batched.median_ms * 1e3,
         unblocked.median_ms * 1e3
     );
-    assert_eq!(held.runs, 40);
+    assert_eq!((held.runs, batched.runs), (40, 40));
     if under_sanitizer() {
         return;
     }
     assert!(held.median_ms < 0.05, "held: {held:?}");
+    // No event between the launches: the batch's time per launch is at most the kernel's with its own events.
+    assert!(batched.median_ms < 0.05 && batched.median_ms <= held.median_ms * 1.1, "batched: {batched:?}");
     // The control: without the hold the host's pace shows, so the test above means something.
     assert!(unblocked.median_ms > 0.15, "unblocked: {unblocked:?}");
 }

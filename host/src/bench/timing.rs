@@ -10,7 +10,11 @@
 //! sanitizers that make every launch wait for the GPU (the hold could only time out there); short kernels then read
 //! the host's pace. [`TimingMode::Synced`] waits for each launch before enqueueing the next, the way
 //! torch_reference.py does, so each sample also holds the launch latency of an idle GPU (a few microseconds: it
-//! matters only for the smallest problems).
+//! matters only for the smallest problems). [`TimingMode::Batched`] is held like `Queued` but brackets each batch
+//! with one pair of events, a sample being the batch's time over its launches: no event sits between two launches,
+//! so a sample is what a stream of back-to-back calls costs per call. The events between launches of the other
+//! modes make the GPU finish one kernel before it records, then start the next: on the H200 that adds about 2–3 µs
+//! to every per-launch sample (docs/bench-harness.md), alike for every contender but a third of a 1024³ GEMM.
 //!
 //! [`round_robin`] plans how the benchmarks interleave their contenders: rather than all runs of one contender, then
 //! all of the next, each contender gets a share of its runs in every one of several rounds, so that slow drifts of the
@@ -93,6 +97,9 @@ pub enum TimingMode {
     Unblocked,
     /// Synchronize after every launch, as torch_reference.py does: includes each launch's latency.
     Synced,
+    /// Queue batches behind a stream hold as `queued`, one pair of events around each batch: a sample is a batch's
+    /// time per launch, with no event between launches.
+    Batched,
 }
 
 /// Most timed launches queued behind one stream hold. The driver's launch queue is finite (about a thousand pending
@@ -150,15 +157,16 @@ pub struct GpuTimer {
 impl GpuTimer {
     pub fn new(gpu: &Gpu, config: &TimingConfig) -> Result<GpuTimer> {
         let hold = match config.mode {
-            TimingMode::Queued => Some(StreamHold::new(gpu)?),
+            TimingMode::Queued | TimingMode::Batched => Some(StreamHold::new(gpu)?),
             TimingMode::Unblocked | TimingMode::Synced => None,
         };
         Ok(GpuTimer { mode: config.mode, hold_timeout: config.hold_timeout, hold, launches: 0 })
     }
 
     /// `warmup` untimed launches, then `runs` timed ones; returns the timed ones' GPU times in milliseconds, in
-    /// launch order. With a hold, the first call makes at least one warm-up launch: the first launch of a lazily
-    /// loaded kernel may load its code, which waits for the stream, which would be waiting for the host.
+    /// launch order (in [`TimingMode::Batched`], one time per launch for each batch: its mean). With a hold, the first
+    /// call makes at least one warm-up launch: the first launch of a lazily loaded kernel may load its code, which
+    /// waits for the stream, which would be waiting for the host.
     pub fn time(
         &mut self,
         gpu: &Gpu,
@@ -176,15 +184,20 @@ impl GpuTimer {
         stream.synchronize()?;
         ctx.check_err()?;
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-        let events =
-            (0..runs).map(|_| Ok((ctx.new_event(flags)?, ctx.new_event(flags)?))).collect::<Result<Vec<_>>>()?;
         let max_batch = if self.hold.is_some() { MAX_HELD_BATCH } else { runs.max(1) };
-        for batch in batches(runs, max_batch) {
-            let events = &events[batch.clone()];
+        let plan: Vec<Range<usize>> = batches(runs, max_batch).collect();
+        let batched = self.mode == TimingMode::Batched;
+        // One pair of events per launch, or per batch when batched.
+        let pairs = if batched { plan.len() } else { runs };
+        let events =
+            (0..pairs).map(|_| Ok((ctx.new_event(flags)?, ctx.new_event(flags)?))).collect::<Result<Vec<_>>>()?;
+        for (index, batch) in plan.iter().enumerate() {
+            let events = if batched { &events[index..index + 1] } else { &events[batch.clone()] };
+            let launches = if batched { batch.len() } else { 1 };
             match &self.hold {
                 Some(hold) => {
                     let held = hold.hold(gpu, self.hold_timeout)?;
-                    let queued = enqueue_timed(stream, events, self.mode, &mut self.launches, &mut launch);
+                    let queued = enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch);
                     held.release();
                     stream.synchronize()?;
                     ctx.check_err()?;
@@ -192,29 +205,40 @@ impl GpuTimer {
                     hold.outcome().check(batch.len(), self.hold_timeout)?;
                 }
                 None => {
-                    enqueue_timed(stream, events, self.mode, &mut self.launches, &mut launch)?;
+                    enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch)?;
                     stream.synchronize()?;
                     ctx.check_err()?;
                 }
             }
         }
-        events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64)).collect()
+        if !batched {
+            return events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64)).collect();
+        }
+        let mut samples = Vec::with_capacity(runs);
+        for ((start, end), batch) in events.iter().zip(&plan) {
+            let per_launch = start.elapsed_ms(end)? as f64 / batch.len() as f64;
+            samples.extend(std::iter::repeat_n(per_launch, batch.len()));
+        }
+        Ok(samples)
     }
 }
 
-/// Queues one (start event, launch, end event) triple per pair of `events`, numbering the launches from
-/// `*launches`; in [`TimingMode::Synced`] waits for each before the next.
+/// Queues one (start event, `per_pair` launches, end event) sequence per pair of `events`, numbering the launches
+/// from `*launches`; in [`TimingMode::Synced`] waits for each before the next.
 fn enqueue_timed(
     stream: &Arc<CudaStream>,
     events: &[(CudaEvent, CudaEvent)],
+    per_pair: usize,
     mode: TimingMode,
     launches: &mut usize,
     launch: &mut impl FnMut(usize) -> Result<()>,
 ) -> Result<()> {
     for (start, end) in events {
         start.record(stream)?;
-        launch(*launches)?;
-        *launches += 1;
+        for _ in 0..per_pair {
+            launch(*launches)?;
+            *launches += 1;
+        }
         end.record(stream)?;
         if mode == TimingMode::Synced {
             end.synchronize()?;

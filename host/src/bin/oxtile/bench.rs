@@ -44,7 +44,8 @@ struct Timing {
     /// queued: batches of launches queued behind a kernel that holds the stream until the host has queued them all,
     /// then run back to back (GPU time only); unblocked: queued without the hold (for profilers and sanitizers that
     /// serialize launches; short kernels then read the host's pace); synced: wait for each launch before the next,
-    /// as torch_reference.py does (adds each launch's latency).
+    /// as torch_reference.py does (adds each launch's latency); batched: as queued, but one pair of events around each
+    /// batch (no event between launches; a sample is a batch's mean).
     #[arg(long, value_enum, default_value_t = TimingMode::Queued)]
     timing: TimingMode,
 }
@@ -61,11 +62,17 @@ impl Timing {
             }
             TimingMode::Unblocked => "queued back to back, no stream hold".into(),
             TimingMode::Synced => "synchronized after each".into(),
+            TimingMode::Batched => format!(
+                "queued behind a stream hold, at most {} per hold, back to back, one pair of events per batch",
+                timing::MAX_HELD_BATCH
+            ),
         };
-        format!(
-            "{} warm-up + {} timed launches ({mode}), median of per-launch CUDA-event times",
-            self.warmup, self.runs
-        )
+        let statistic = if self.timing == TimingMode::Batched {
+            "median of the batches' CUDA-event times per launch"
+        } else {
+            "median of per-launch CUDA-event times"
+        };
+        format!("{} warm-up + {} timed launches ({mode}), {statistic}", self.warmup, self.runs)
     }
 }
 
