@@ -427,3 +427,31 @@ fn stream_k_gemms_keep_the_wide_main_loop_and_hand_partials_over_with_release_an
         assert_eq!(strong_stores, 1, "`{name}`: flag resets {:?}", opcodes_of(s, "STG"));
     }
 }
+
+#[test]
+fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
+    // The consumer's k-tile loop, from its wait for a full stage to its wait for the previous wgmma group: the
+    // descriptors of each stage and k16 slice are one add from stage 0's (`wgmma::desc_advance`). Rebuilt from the
+    // address they cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma: the loop
+    // was 76–78 instructions then, 51–58 after; with the epilogue's per-tile scaling it measured 2–10% faster
+    // (docs/perf-notes.md, GEMM sm90 v9).
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let code = &s.instructions;
+        let wait_group = code
+            .iter()
+            .position(|i| i.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+            .unwrap_or_else(|| panic!("`{}` keeps no wgmma group in flight", s.name));
+        let full_wait = code[..wait_group]
+            .iter()
+            .rposition(|i| inspect::sass::opcode(i).starts_with("SYNCS.PHASECHK"))
+            .unwrap_or_else(|| panic!("`{}`: no barrier wait before the main loop's wgmma", s.name));
+        let body = &code[full_wait..=wait_group];
+        let mnemonics = || body.iter().map(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)));
+        assert!(mnemonics().all(|m| m != "SGXT"), "`{}` rebuilds a descriptor: {body:#?}", s.name);
+        // Each wgmma needs its two descriptor words moved to uniform registers and at most an add; the rest is the
+        // ring's bookkeeping. Measured with ptxas 13.0: 51–58 instructions around 4 HGMMA, 83–84 around 8.
+        let wgmma = mnemonics().filter(|m| *m == "HGMMA").count();
+        assert!(body.len() <= 40 + 6 * wgmma, "`{}`: {} instructions for {wgmma} HGMMA", s.name, body.len());
+    }
+}
