@@ -360,15 +360,13 @@ macro_rules! config {
             /// [`Config::store_staged`] with the scaling fixed ([`Scaling`]).
             #[inline(always)]
             unsafe fn stage_tile<const SCALING: u32>(
-                (acc, out, staging, row0, col0, thread, tile_index): (
-                    &[[f32; $regs]; $rows],
-                    &Epilogue<O>,
-                    &Staging,
-                    u32,
-                    u32,
-                    u32,
-                    u32,
-                ),
+                acc: &[[f32; $regs]; $rows],
+                out: &Epilogue<O>,
+                staging: &Staging,
+                row0: u32,
+                col0: u32,
+                thread: u32,
+                tile_index: u32,
             ) {
                 const SLICE_COLUMNS: u32 = 16;
                 let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
@@ -463,11 +461,18 @@ macro_rules! config {
             ) {
                 // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta no
                 // value needs its coordinates, and with alpha = 1 none needs a multiply.
-                let args = (acc, out, staging, row0, col0, thread, tile_index);
-                match (out.beta != 0.0, out.alpha != 1.0) {
-                    (false, false) => unsafe { Self::stage_tile::<{ Scaling::COPY }>(args) },
-                    (false, true) => unsafe { Self::stage_tile::<{ Scaling::ALPHA }>(args) },
-                    (true, _) => unsafe { Self::stage_tile::<{ Scaling::BLEND }>(args) },
+                unsafe {
+                    match (out.beta != 0.0, out.alpha != 1.0) {
+                        (false, false) => {
+                            Self::stage_tile::<{ Scaling::COPY }>(acc, out, staging, row0, col0, thread, tile_index)
+                        }
+                        (false, true) => {
+                            Self::stage_tile::<{ Scaling::ALPHA }>(acc, out, staging, row0, col0, thread, tile_index)
+                        }
+                        (true, _) => {
+                            Self::stage_tile::<{ Scaling::BLEND }>(acc, out, staging, row0, col0, thread, tile_index)
+                        }
+                    }
                 }
             }
 
