@@ -129,7 +129,11 @@ impl Gpu {
     ) -> Result<()> {
         self.ctx.bind_to_thread()?;
         let mut attributes = [launch.cluster_attribute()];
-        let config = launch.config(self.stream.cu_stream(), &mut attributes);
+        // A grid of single blocks goes without the attribute: launched as clusters of one, the narrow GEMM tile ran 7%
+        // slower at 1024³ and 18% at 1024×1024×4096, its k-loop included, so more than a launch cost; where the
+        // blocks land is the suspect (docs/perf-notes.md, GEMM sm90 v10).
+        let clustered = if launch.cluster_dim == (1, 1, 1) { 0 } else { attributes.len() };
+        let config = launch.config(self.stream.cu_stream(), &mut attributes[..clustered]);
         // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
         unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()

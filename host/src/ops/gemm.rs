@@ -160,8 +160,17 @@ impl Variant {
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
         let sms = sm_count as usize;
         if 2 * wide_tiles <= sms {
-            // Not the narrow tile in clusters: sharing A measured 7–9% slower here (2026-11-30, session 5).
-            Variant::Narrow
+            // Measured 2026-11-30 (session 7): where the narrow tiles take more than one wave and 128×128 tiles fit in
+            // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77); else narrow
+            // (1024³, 256×4096×4096, 128×8192×8192: 0.97–1.0 against 0.68–0.72). Not the narrow tile in clusters:
+            // sharing A measured 7–13% slower (sessions 5 and 7).
+            let tiles =
+                |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+            if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128_PINGPONG) <= sms {
+                Variant::PingPong
+            } else {
+                Variant::Narrow
+            }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
             // tiles would leave at least a quarter of the clusters idle (8192³: 34 of 66 busy, 16384³: 4), and loses
@@ -181,7 +190,8 @@ impl Variant {
     }
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
-    /// choice has no kernel for them (stream-K in clusters is bf16 → bf16 only), the same tiles without stream-K.
+    /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters is
+    /// bf16 → bf16 only), the narrow tile for the ping-pong one (same-type outputs only).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -194,6 +204,7 @@ impl Variant {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
+            Variant::PingPong if !Variant::PingPong.available(input, output, a_order, b_order) => Variant::Narrow,
             chosen => chosen,
         }
     }
@@ -742,6 +753,10 @@ mod tests {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
         assert_eq!(pick(128, 8192, 8192), Variant::Narrow);
         assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
+        assert_eq!(pick(256, 4096, 4096), Variant::Narrow);
+        // 256 narrow tiles would take two waves, 128 of 128×128 take one.
+        assert_eq!(pick(256, 8192, 8192), Variant::PingPong);
+        assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
@@ -758,6 +773,10 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
+        // The ping-pong tile has no f32 epilogue: the narrow one instead.
+        let decode = GemmShape::new(256, 8192, 8192);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
     }
 
     #[test]
