@@ -207,6 +207,9 @@ pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::hopper("swizzled_tran
 /// until the host releases it; see `bench::hold`.
 pub const HOLD_STREAM: Kernel = Kernel::hopper_cold("hold_stream");
 
+/// Where each block of a grid lands (gpu/kernels/src/bench.rs); see `bench::device::block_placement`.
+pub const BLOCK_PLACEMENT: Kernel = Kernel::hopper_cold("block_placement");
+
 /// The kernels other than the GEMMs of [`GEMM_SM90`].
 const OTHERS: &[Kernel] = &[
     AXPY_F32,
@@ -234,6 +237,7 @@ const OTHERS: &[Kernel] = &[
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,
+    BLOCK_PLACEMENT,
 ];
 
 /// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs.

@@ -105,6 +105,24 @@ impl Gpu {
     }
 }
 
+/// How a grid is launched: plainly, or through the cluster launch path with the cluster-dimension attribute.
+///
+/// A grid of single blocks goes plainly: launched as clusters of one, the narrow GEMM tile ran 7% slower at 1024³
+/// and 18% at 1024×1024×4096, its k-loop included, so more than a launch cost; where the blocks land differs
+/// (`cargo run --example placement`; docs/perf-notes.md, GEMM sm90 v10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterShape {
+    Plain,
+    Clusters,
+}
+
+impl ClusterShape {
+    /// Plain for single blocks, clusters otherwise.
+    pub fn of(launch: &ClusterLaunch) -> ClusterShape {
+        if launch.cluster_dim == (1, 1, 1) { ClusterShape::Plain } else { ClusterShape::Clusters }
+    }
+}
+
 /// A launch in thread-block clusters, which cudarc's launch builder does not offer: `cuLaunchKernelEx` with
 /// the cluster-dimension attribute.
 pub struct ClusterLaunch {
@@ -115,7 +133,8 @@ pub struct ClusterLaunch {
 }
 
 impl Gpu {
-    /// Launches `function` on this GPU's stream with `args` (pointers to each argument's value, in order).
+    /// Launches `function` on this GPU's stream with `args` (pointers to each argument's value, in order), in clusters
+    /// of `launch.cluster_dim`; a grid of single blocks goes without the cluster attribute (see [`ClusterShape`]).
     ///
     /// # Safety
     /// `args` matches the kernel's signature and every pointer it passes is valid for the kernel's accesses;
@@ -127,13 +146,27 @@ impl Gpu {
         launch: &ClusterLaunch,
         args: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { self.launch_as(ClusterShape::of(launch), kernel, function, launch, args) }
+    }
+
+    /// [`Gpu::launch_cluster`] with the cluster attribute given or left out as `shape` says, whatever the cluster
+    /// dimension: for probes of the two launch paths.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch_cluster`]'s.
+    pub unsafe fn launch_as(
+        &self,
+        shape: ClusterShape,
+        kernel: &'static str,
+        function: &CudaFunction,
+        launch: &ClusterLaunch,
+        args: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
         self.ctx.bind_to_thread()?;
         let mut attributes = [launch.cluster_attribute()];
-        // A grid of single blocks goes without the attribute: launched as clusters of one, the narrow GEMM tile ran 7%
-        // slower at 1024³ and 18% at 1024×1024×4096, its k-loop included, so more than a launch cost; where the
-        // blocks land is the suspect (docs/perf-notes.md, GEMM sm90 v10).
-        let clustered = if launch.cluster_dim == (1, 1, 1) { 0 } else { attributes.len() };
-        let config = launch.config(self.stream.cu_stream(), &mut attributes[..clustered]);
+        let given = if shape == ClusterShape::Plain { 0 } else { attributes.len() };
+        let config = launch.config(self.stream.cu_stream(), &mut attributes[..given]);
         // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
         unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()

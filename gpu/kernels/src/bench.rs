@@ -4,7 +4,7 @@ use oxtile_abi::{HOLD_RELEASED, HOLD_TIMED_OUT};
 
 use crate::arch::atomic::{load_relaxed_sys, store_relaxed_sys};
 use crate::arch::nanosleep::nanosleep;
-use crate::arch::sreg::global_timer_ns;
+use crate::arch::sreg::{block_idx_x, global_timer_ns, sm_id, thread_idx_x};
 
 /// Sleep between two polls of the release word. Each poll is a read across the bus to host memory; a few
 /// microseconds between them costs nothing measured (the timed work starts only after the hold ends) and keeps
@@ -38,3 +38,22 @@ pub unsafe extern "ptx-kernel" fn hold_stream(release: *const u32, status: *mut 
     unsafe { store_relaxed_sys(status, outcome) };
 }
 crate::launch_bounds!(hold_stream, max_threads = 1, min_blocks = 1);
+
+/// Records where each block of a 1-D grid runs: `sm[block] = %smid`. Each block then stays `hold_ns` on
+/// %globaltimer, so that with one block per SM (the host asks for enough dynamic shared memory) the whole grid is
+/// resident at once and no block reuses a finished block's SM: the map is the block scheduler's placement, as a
+/// persistent GEMM grid of one block per SM meets it.
+///
+/// # Safety
+/// `sm` holds one u32 per block of the grid.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn block_placement(sm: *mut u32, hold_ns: u64) {
+    if thread_idx_x() == 0 {
+        let start = global_timer_ns();
+        unsafe { *sm.add(block_idx_x() as usize) = sm_id() };
+        while global_timer_ns().wrapping_sub(start) < hold_ns {
+            nanosleep(POLL_INTERVAL_NS);
+        }
+    }
+}
+crate::launch_bounds!(block_placement, max_threads = 32, min_blocks = 1);

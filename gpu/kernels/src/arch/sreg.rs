@@ -54,6 +54,16 @@ pub fn global_timer_ns() -> u64 {
     ns
 }
 
+/// `%smid`: the SM this thread runs on (PTX ISA "Special Registers: %smid", #special-registers-smid). A block stays on
+/// its SM, but the numbering need not be contiguous and is no stable identity across launches: for probes of where
+/// blocks land, never for indexing work.
+#[inline(always)]
+pub fn sm_id() -> u32 {
+    let id: u32;
+    unsafe { core::arch::asm!("mov.u32 {id}, %smid;", id = out(reg32) id, options(nomem, nostack)) };
+    id
+}
+
 /// This thread's index in a 1-D grid.
 #[inline(always)]
 pub fn global_thread_idx_x() -> usize {
