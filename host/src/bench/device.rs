@@ -111,6 +111,50 @@ pub fn rotation_sets(
     wanted.clamp(2, max_sets.max(2)).min(fit).max(1)
 }
 
+/// The SM (`%smid`) each block of a grid of one block per SM runs on, in block order, launched in clusters of
+/// `cluster` blocks by `shape` ([`ClusterShape::Plain`] only for 1); over 8 allows the non-portable cluster sizes.
+/// The grid is as many blocks as are resident at once (the SM count, or the resident clusters × `cluster`), each
+/// holding its SM until all have started, so the map is the block scheduler's placement of a persistent grid.
+/// Blocks of one cluster share a GPC, so large clusters show which SMs do.
+pub fn block_placement(gpu: &Gpu, cluster: u32, shape: ClusterShape) -> Result<Vec<u32>> {
+    const OP: &str = "block_placement";
+    if cluster == 0 || (cluster > 1 && shape == ClusterShape::Plain) {
+        return Err(Error::bad_argument(OP, format!("clusters of {cluster} cannot launch as {shape:?}")));
+    }
+    let function = gpu.function(kernels::BLOCK_PLACEMENT)?;
+    // The most a block may ask for: no second block fits beside it.
+    let smem = SM90_MAX_SMEM_PER_BLOCK;
+    function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
+    if cluster > 8 {
+        function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
+    }
+    let mut launch = ClusterLaunch {
+        // Whole clusters, as the occupancy query wants too.
+        grid_dim: (gpu.sm_count() / cluster * cluster, 1, 1),
+        block_dim: (32, 1, 1),
+        cluster_dim: (cluster, 1, 1),
+        shared_mem_bytes: smem,
+    };
+    if cluster > 1 {
+        launch.grid_dim.0 = gpu.max_active_clusters(&function, &launch)? * cluster;
+    }
+    let blocks = launch.grid_dim.0 as usize;
+    if blocks == 0 {
+        return Err(Error::bad_argument(OP, format!("no cluster of {cluster} blocks fits on this GPU")));
+    }
+    let mut sm = gpu.stream().alloc_zeros::<u32>(blocks)?;
+    // Long enough for the scheduler to have placed every block before the first leaves.
+    let mut hold_ns = 200_000u64;
+    {
+        let (mut sm_address, _use) = sm.device_ptr_mut(gpu.stream());
+        let mut args = [&mut sm_address as *mut u64 as *mut c_void, &mut hold_ns as *mut u64 as *mut c_void];
+        // SAFETY: the arguments match `block_placement(sm: *mut u32, hold_ns: u64)`; `sm` holds a u32 per block;
+        // the grid is whole clusters.
+        unsafe { gpu.launch_as(shape, kernels::BLOCK_PLACEMENT.name, &function, &launch, &mut args)? };
+    }
+    Ok(gpu.stream().clone_dtoh(&sm)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,48 +198,4 @@ mod tests {
         assert_eq!(rotation_sets(1 << 30, l2, 3.0, 64, (1 << 30) + 5), 1);
         assert_eq!(rotation_sets(1 << 30, l2, 3.0, 64, 0), 1);
     }
-}
-
-/// The SM (`%smid`) each block of a grid of one block per SM runs on, in block order, launched in clusters of
-/// `cluster` blocks by `shape` ([`ClusterShape::Plain`] only for 1); over 8 allows the non-portable cluster sizes.
-/// The grid is as many blocks as are resident at once (the SM count, or the resident clusters × `cluster`), each
-/// holding its SM until all have started, so the map is the block scheduler's placement of a persistent grid.
-/// Blocks of one cluster share a GPC, so large clusters show which SMs do.
-pub fn block_placement(gpu: &Gpu, cluster: u32, shape: ClusterShape) -> Result<Vec<u32>> {
-    const OP: &str = "block_placement";
-    if cluster == 0 || (cluster > 1 && shape == ClusterShape::Plain) {
-        return Err(Error::bad_argument(OP, format!("clusters of {cluster} cannot launch as {shape:?}")));
-    }
-    let function = gpu.function(kernels::BLOCK_PLACEMENT)?;
-    // The most a block may ask for: no second block fits beside it.
-    let smem = SM90_MAX_SMEM_PER_BLOCK;
-    function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
-    if cluster > 8 {
-        function.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)?;
-    }
-    let mut launch = ClusterLaunch {
-        // Whole clusters, as the occupancy query wants too.
-        grid_dim: (gpu.sm_count() / cluster * cluster, 1, 1),
-        block_dim: (32, 1, 1),
-        cluster_dim: (cluster, 1, 1),
-        shared_mem_bytes: smem,
-    };
-    if cluster > 1 {
-        launch.grid_dim.0 = gpu.max_active_clusters(&function, &launch)? * cluster;
-    }
-    let blocks = launch.grid_dim.0 as usize;
-    if blocks == 0 {
-        return Err(Error::bad_argument(OP, format!("no cluster of {cluster} blocks fits on this GPU")));
-    }
-    let mut sm = gpu.stream().alloc_zeros::<u32>(blocks)?;
-    // Long enough for the scheduler to have placed every block before the first leaves.
-    let mut hold_ns = 200_000u64;
-    {
-        let (mut sm_address, _use) = sm.device_ptr_mut(gpu.stream());
-        let mut args = [&mut sm_address as *mut u64 as *mut c_void, &mut hold_ns as *mut u64 as *mut c_void];
-        // SAFETY: the arguments match `block_placement(sm: *mut u32, hold_ns: u64)`; `sm` holds a u32 per block;
-        // the grid is whole clusters.
-        unsafe { gpu.launch_as(shape, kernels::BLOCK_PLACEMENT.name, &function, &launch, &mut args)? };
-    }
-    Ok(gpu.stream().clone_dtoh(&sm)?)
 }
