@@ -8,6 +8,7 @@ use std::time::Duration;
 use half::{bf16, f16};
 use oxtile::Gpu;
 use oxtile::bench::copy;
+use oxtile::bench::device::block_placement;
 use oxtile::bench::gemm::{
     self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
 };
@@ -18,6 +19,7 @@ use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
 use oxtile::bench::{DeviceInfo, report};
 use oxtile::ops::elementwise;
 use oxtile::reference::{self, fresh_seed};
+use oxtile::runtime::ClusterShape;
 
 /// The GPU, for one test at a time. The tests share the process's context, and a driver call that waits for the GPU
 /// (an allocation, freeing pinned memory, a cuBLAS handle) can stall another thread's launches while that thread holds
@@ -393,4 +395,27 @@ fn a_wrong_result_fails_the_cross_check() {
     // The table says so.
     report::fill_ratios(&mut rows, gemm::BASELINE);
     assert!(report::render_table(&rows, gemm::BASELINE).contains("FAIL"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_placement_puts_one_block_on_each_sm() {
+    let gpu = gpu();
+    let sms = gpu.sm_count() as usize;
+    let distinct = |mut sm: Vec<u32>| {
+        sm.sort_unstable();
+        sm.dedup();
+        sm.len()
+    };
+    for shape in [ClusterShape::Plain, ClusterShape::Clusters] {
+        let placement = block_placement(&gpu, 1, shape).unwrap();
+        assert_eq!(placement.len(), sms, "{shape:?}");
+        assert_eq!(distinct(placement), sms, "{shape:?}: two blocks of a one-block-per-SM grid on one SM");
+    }
+    // Whole clusters of two, as many as fit at once, every block on its own SM.
+    let pairs = block_placement(&gpu, 2, ClusterShape::Clusters).unwrap();
+    assert!(pairs.len() >= 2 && pairs.len() % 2 == 0 && pairs.len() <= sms, "{} blocks", pairs.len());
+    assert_eq!(distinct(pairs.clone()), pairs.len());
+    // A plain grid of clusters is refused before any launch.
+    assert!(block_placement(&gpu, 2, ClusterShape::Plain).is_err());
 }
