@@ -414,7 +414,7 @@ fn block_placement_puts_one_block_on_each_sm() {
     }
     // Whole clusters of two, as many as fit at once, every block on its own SM.
     let pairs = block_placement(&gpu, 2, ClusterShape::Clusters).unwrap();
-    assert!(pairs.len() >= 2 && pairs.len() % 2 == 0 && pairs.len() <= sms, "{} blocks", pairs.len());
+    assert!(pairs.len() >= 2 && pairs.len().is_multiple_of(2) && pairs.len() <= sms, "{} blocks", pairs.len());
     assert_eq!(distinct(pairs.clone()), pairs.len());
     // A plain grid of clusters is refused before any launch.
     assert!(block_placement(&gpu, 2, ClusterShape::Plain).is_err());
