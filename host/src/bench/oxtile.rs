@@ -6,7 +6,7 @@ use half::{bf16, f16};
 use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands};
 use crate::error::Result;
 use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Order, Variant};
-use crate::runtime::Gpu;
+use crate::runtime::{ClusterShape, Gpu};
 
 pub const OXTILE: &str = "oxtile";
 
@@ -20,6 +20,7 @@ type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 pub struct OxtileSm90 {
     name: &'static str,
     variant: Variant,
+    single_block_launch: ClusterShape,
     problem: Option<GemmProblem>,
     bf16_plans: Plans<bf16>,
     f16_plans: Plans<f16>,
@@ -33,7 +34,20 @@ impl OxtileSm90 {
 
     /// One kernel variant forced, to measure what a design choice is worth.
     pub fn variant(name: &'static str, variant: Variant) -> OxtileSm90 {
-        OxtileSm90 { name, variant, problem: None, bf16_plans: Vec::new(), f16_plans: Vec::new() }
+        OxtileSm90 {
+            name,
+            variant,
+            single_block_launch: ClusterShape::Plain,
+            problem: None,
+            bf16_plans: Vec::new(),
+            f16_plans: Vec::new(),
+        }
+    }
+
+    /// A single-block variant launched through the cluster path as clusters of one: the ablation of how a grid is
+    /// launched ([`GemmOptions::single_block_launch`]).
+    pub fn through_cluster_path(name: &'static str, variant: Variant) -> OxtileSm90 {
+        OxtileSm90 { single_block_launch: ClusterShape::Clusters, ..OxtileSm90::variant(name, variant) }
     }
 }
 
@@ -58,7 +72,7 @@ fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
 /// The plan for these buffers, made on first use.
 fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     plans: &'p mut Plans<T>,
-    variant: Variant,
+    (variant, single_block_launch): (Variant, ClusterShape),
     gpu: &Gpu,
     problem: &GemmProblem,
     a: &CudaSlice<T>,
@@ -69,7 +83,7 @@ fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     let index = match plans.iter().position(|(k, _)| *k == key) {
         Some(index) => index,
         None => {
-            let options = GemmOptions { a_order, b_order, variant, ..GemmOptions::default() };
+            let options = GemmOptions { a_order, b_order, variant, single_block_launch, ..GemmOptions::default() };
             plans.push((key, GemmPlan::new(gpu, problem.shape, options, a, b)?));
             plans.len() - 1
         }
@@ -121,10 +135,12 @@ impl GemmContender for OxtileSm90 {
         self.prepare(gpu, problem)?;
         match operands {
             Operands::Bf16 { a, b, c } => {
-                plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b)?.bind_output(gpu, c)
+                plan_for(&mut self.bf16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
+                    .bind_output(gpu, c)
             }
             Operands::F16 { a, b, c } => {
-                plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b)?.bind_output(gpu, c)
+                plan_for(&mut self.f16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
+                    .bind_output(gpu, c)
             }
         }
     }
@@ -133,10 +149,12 @@ impl GemmContender for OxtileSm90 {
         self.prepare(gpu, problem)?;
         match operands {
             Operands::Bf16 { a, b, c } => {
-                plan_for(&mut self.bf16_plans, self.variant, gpu, problem, a, b)?.launch(gpu, a, b, c)
+                plan_for(&mut self.bf16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
+                    .launch(gpu, a, b, c)
             }
             Operands::F16 { a, b, c } => {
-                plan_for(&mut self.f16_plans, self.variant, gpu, problem, a, b)?.launch(gpu, a, b, c)
+                plan_for(&mut self.f16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
+                    .launch(gpu, a, b, c)
             }
         }
     }

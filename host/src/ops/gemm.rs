@@ -27,7 +27,7 @@ use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
 use crate::kernels::{self, GemmKernel, Kernel};
-use crate::runtime::{ClusterLaunch, Gpu};
+use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile2d};
 
 const OP: &str = "gemm";
@@ -287,8 +287,8 @@ impl StreamKWorkspace {
     }
 }
 
-/// Operand orders, the epilogue's scalars and the kernel variant. The default is A row-major, B column-major
-/// (layout tn, both K-major) with D = A·B.
+/// Operand orders, the epilogue's scalars, the kernel variant and how a grid of single blocks is launched. The default
+/// is A row-major, B column-major (layout tn, both K-major) with D = A·B, launched plainly.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOptions {
     pub a_order: Order,
@@ -296,6 +296,10 @@ pub struct GemmOptions {
     pub alpha: f32,
     pub beta: f32,
     pub variant: Variant,
+    /// How a kernel of single blocks is launched: [`ClusterShape::Plain`], or through the cluster path as clusters of
+    /// one, an ablation (it places the blocks differently: the narrow tile ran 7–18% slower so; docs/perf-notes.md,
+    /// GEMM sm90 v10). Cluster kernels always launch as clusters.
+    pub single_block_launch: ClusterShape,
 }
 
 impl GemmOptions {
@@ -313,6 +317,7 @@ impl Default for GemmOptions {
             alpha: 1.0,
             beta: 0.0,
             variant: Variant::Auto,
+            single_block_launch: ClusterShape::Plain,
         }
     }
 }
@@ -477,6 +482,8 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     a_address: u64,
     b_address: u64,
     launch: ClusterLaunch,
+    /// Plain for single blocks unless the options ask for the cluster path; clusters for cluster kernels.
+    launch_shape: ClusterShape,
     /// The schedule of a stream-K kernel; `None` for the others.
     stream_k: Option<StreamK>,
     /// Its workspace, allocated at the first launch (or `bind_output`) when the schedule has a tail.
@@ -586,6 +593,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             a_address,
             b_address,
             launch,
+            launch_shape: if cluster > 1 { ClusterShape::Clusters } else { options.single_block_launch },
             stream_k,
             workspace: Mutex::new(None),
             _types: std::marker::PhantomData,
@@ -710,7 +718,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         // kernel's own. A stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule
         // (a slot per block, the flags at zero: zeroed at allocation, left at zero by every launch), which this
         // plan's launches use one after another on the GPU's one stream.
-        unsafe { gpu.launch_cluster(self.kernel.name, &self.function, &self.launch, &mut args[..count]) }
+        unsafe { gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args[..count]) }
     }
 }
 
