@@ -108,8 +108,9 @@ impl Gpu {
 /// How a grid is launched: plainly, or through the cluster launch path with the cluster-dimension attribute.
 ///
 /// A grid of single blocks goes plainly: launched as clusters of one, the narrow GEMM tile ran 7% slower at 1024³
-/// and 18% at 1024×1024×4096, its k-loop included, so more than a launch cost; where the blocks land differs
-/// (`cargo run --example placement`; docs/perf-notes.md, GEMM sm90 v10).
+/// and 18% at 1024×1024×4096, its k-loop included. The blocks land elsewhere (`cargo run --example placement`), and
+/// the L2 request coalescer then merges fewer of their reads: 1.23 deliveries per L2-slice read against 1.73
+/// (docs/perf-notes.md, GEMM sm90 v10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClusterShape {
     Plain,
