@@ -151,8 +151,9 @@ impl Gpu {
         unsafe { self.launch_as(ClusterShape::of(launch), kernel, function, launch, args) }
     }
 
-    /// [`Gpu::launch_cluster`] with the cluster attribute given or left out as `shape` says, whatever the cluster
-    /// dimension: for probes of the two launch paths.
+    /// [`Gpu::launch_cluster`] with the cluster attribute given or left out as `shape` says: single blocks may take
+    /// either path (for probes and ablations of the two); clusters of more than one block only the cluster path
+    /// (refused otherwise, before any launch).
     ///
     /// # Safety
     /// As [`Gpu::launch_cluster`]'s.
@@ -164,6 +165,10 @@ impl Gpu {
         launch: &ClusterLaunch,
         args: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
+        if shape == ClusterShape::Plain && launch.cluster_dim != (1, 1, 1) {
+            let message = format!("clusters of {:?} blocks cannot launch plainly", launch.cluster_dim);
+            return Err(Error::bad_argument(kernel, message));
+        }
         self.ctx.bind_to_thread()?;
         let mut attributes = [launch.cluster_attribute()];
         let given = if shape == ClusterShape::Plain { 0 } else { attributes.len() };

@@ -118,8 +118,8 @@ pub fn rotation_sets(
 /// Blocks of one cluster share a GPC, so large clusters show which SMs do.
 pub fn block_placement(gpu: &Gpu, cluster: u32, shape: ClusterShape) -> Result<Vec<u32>> {
     const OP: &str = "block_placement";
-    if cluster == 0 || (cluster > 1 && shape == ClusterShape::Plain) {
-        return Err(Error::bad_argument(OP, format!("clusters of {cluster} cannot launch as {shape:?}")));
+    if cluster == 0 {
+        return Err(Error::bad_argument(OP, "clusters of 0 blocks"));
     }
     let function = gpu.function(kernels::BLOCK_PLACEMENT)?;
     // The most a block may ask for: no second block fits beside it.
