@@ -49,6 +49,13 @@ impl OxtileSm90 {
     pub fn through_cluster_path(name: &'static str, variant: Variant) -> OxtileSm90 {
         OxtileSm90 { single_block_launch: ClusterShape::Clusters, ..OxtileSm90::variant(name, variant) }
     }
+
+    /// This contender's options for a problem in `layout`.
+    fn options(&self, layout: Layout) -> GemmOptions {
+        let (a_order, b_order) = orders(layout);
+        let (variant, single_block_launch) = (self.variant, self.single_block_launch);
+        GemmOptions { a_order, b_order, variant, single_block_launch, ..GemmOptions::default() }
+    }
 }
 
 impl Default for OxtileSm90 {
@@ -72,18 +79,16 @@ fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
 /// The plan for these buffers, made on first use.
 fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     plans: &'p mut Plans<T>,
-    (variant, single_block_launch): (Variant, ClusterShape),
+    options: GemmOptions,
     gpu: &Gpu,
     problem: &GemmProblem,
     a: &CudaSlice<T>,
     b: &CudaSlice<T>,
 ) -> Result<&'p GemmPlan<T>> {
     let key = addresses(gpu, a, b);
-    let (a_order, b_order) = orders(problem.layout);
     let index = match plans.iter().position(|(k, _)| *k == key) {
         Some(index) => index,
         None => {
-            let options = GemmOptions { a_order, b_order, variant, single_block_launch, ..GemmOptions::default() };
             plans.push((key, GemmPlan::new(gpu, problem.shape, options, a, b)?));
             plans.len() - 1
         }
@@ -133,28 +138,26 @@ impl GemmContender for OxtileSm90 {
 
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
+        let options = self.options(problem.layout);
         match operands {
             Operands::Bf16 { a, b, c } => {
-                plan_for(&mut self.bf16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
-                    .bind_output(gpu, c)
+                plan_for(&mut self.bf16_plans, options, gpu, problem, a, b)?.bind_output(gpu, c)
             }
             Operands::F16 { a, b, c } => {
-                plan_for(&mut self.f16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
-                    .bind_output(gpu, c)
+                plan_for(&mut self.f16_plans, options, gpu, problem, a, b)?.bind_output(gpu, c)
             }
         }
     }
 
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
+        let options = self.options(problem.layout);
         match operands {
             Operands::Bf16 { a, b, c } => {
-                plan_for(&mut self.bf16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
-                    .launch(gpu, a, b, c)
+                plan_for(&mut self.bf16_plans, options, gpu, problem, a, b)?.launch(gpu, a, b, c)
             }
             Operands::F16 { a, b, c } => {
-                plan_for(&mut self.f16_plans, (self.variant, self.single_block_launch), gpu, problem, a, b)?
-                    .launch(gpu, a, b, c)
+                plan_for(&mut self.f16_plans, options, gpu, problem, a, b)?.launch(gpu, a, b, c)
             }
         }
     }
