@@ -343,6 +343,58 @@ fn a_plan_stores_through_tma_into_whichever_d_each_launch_brings() {
     assert!(bits(&first) == expected, "seed {seed}: the first D, again, differs");
 }
 
+/// Row-major A (m × k) times column-major B (k × n) in float64, with the magnitude Σ|a·b| the rounding error of each
+/// element scales with.
+fn product_tn(a: &[bf16], b: &[bf16], (m, n, k): (usize, usize, usize)) -> Vec<(f64, f64)> {
+    let (a, b): (Vec<f64>, Vec<f64>) = (a.iter().map(|v| v.to_f64()).collect(), b.iter().map(|v| v.to_f64()).collect());
+    (0..m)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            let terms = (0..k).map(|p| a[i * k + p] * b[j * k + p]);
+            terms.fold((0.0, 0.0), |(sum, magnitude), t| (sum + t, magnitude + t.abs()))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_dependent_launch_waits_for_the_gemm_before_it() {
+    // Programmatic dependent launch: the second GEMM reads the first's D as its A, queued right behind it with no
+    // synchronization and nothing else between them. The first keeps 8 blocks busy for a long K and lets dependents
+    // be scheduled from its start, so the second's 64 blocks find free SMs at once: they would read D1 still
+    // poisoned (and write NaN) had they not waited for the first grid to finish.
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let seed = fresh_seed();
+    let (first, second) = (GemmShape::new(256, 256, 16384), GemmShape::new(256, 2048, 256));
+    let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
+    let poison = <bf16 as CheckValue>::POISON;
+    let (a1, b1, b2) = (draw(256 * 16384, seed), draw(16384 * 256, seed + 1), draw(256 * 2048, seed + 2));
+    let (a1_dev, b1_dev, b2_dev) =
+        (stream.clone_htod(&a1).unwrap(), stream.clone_htod(&b1).unwrap(), stream.clone_htod(&b2).unwrap());
+    let mut d1 = stream.clone_htod(&vec![poison; 256 * 256]).unwrap();
+    let mut d2 = stream.clone_htod(&vec![poison; 256 * 2048]).unwrap();
+    let options = GemmOptions::default();
+    assert!(options.dependent_launch);
+    let plan1 = GemmPlan::<bf16, bf16>::new(&gpu, first, options, &a1_dev, &b1_dev).unwrap();
+    let plan2 = GemmPlan::<bf16, bf16>::new(&gpu, second, options, &d1, &b2_dev).unwrap();
+    assert_eq!((plan1.grid().0, plan2.grid().0), (8, 64), "the grids this test reasons about");
+    // D's tensor maps encoded now, so that no copy sits between the two launches.
+    plan1.bind_output(&gpu, &mut d1).unwrap();
+    plan2.bind_output(&gpu, &mut d2).unwrap();
+    stream.synchronize().unwrap();
+    plan1.launch(&gpu, &a1_dev, &b1_dev, &mut d1).unwrap();
+    plan2.launch(&gpu, &d1, &b2_dev, &mut d2).unwrap();
+    let (d1, d2) = (stream.clone_dtoh(&d1).unwrap(), stream.clone_dtoh(&d2).unwrap());
+    let check = |name: &str, got: &[bf16], want: Vec<(f64, f64)>| {
+        let comparison = reference::Comparison::of(got.iter().map(|v| v.to_f64()), want);
+        assert!(comparison.passes(1e-2), "seed {seed}: {name}: {comparison:?}");
+    };
+    check("D1", &d1, product_tn(&a1, &b1, (256, 256, 16384)));
+    // The second GEMM's reference takes D1 as the GPU wrote it: exactly what the second kernel should have read.
+    check("D2", &d2, product_tn(&d1, &b2, (256, 2048, 256)));
+}
+
 /// The benchmark's name for a layout.
 fn bench_layout(a_order: Order, b_order: Order) -> Layout {
     let col = |order| order == Order::ColMajor;

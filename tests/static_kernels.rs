@@ -178,6 +178,29 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     }
 }
 
+/// Programmatic dependent launch: every GEMM lets the next grid be scheduled (`PREEXIT`) and waits for the grid
+/// before it (`ACQBULK`) ahead of its first global memory access in program order — the prologue before it (barrier
+/// set-up, tensor-map prefetches) is what overlaps the previous kernel's tail.
+#[test]
+fn gemm_kernels_wait_for_the_grid_before_them_ahead_of_any_global_access() {
+    const GLOBAL: [&str; 10] = ["LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "UTMALDG", "UTMASTG", "UBLKCP"];
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let position = |wanted: &dyn Fn(&str) -> bool| {
+            s.instructions.iter().position(|i| wanted(inspect::sass::mnemonic(inspect::sass::opcode(i))))
+        };
+        let wait = position(&|m| m == "ACQBULK").unwrap_or_else(|| panic!("`{}` has no ACQBULK", s.name));
+        assert!(position(&|m| m == "PREEXIT").is_some(), "`{}` has no PREEXIT", s.name);
+        let first_global = position(&|m| GLOBAL.contains(&m)).unwrap_or(usize::MAX);
+        assert!(
+            wait < first_global,
+            "`{}` touches global memory ({}) before ACQBULK",
+            s.name,
+            s.instructions[first_global]
+        );
+    }
+}
+
 #[test]
 fn ping_pong_gemms_take_turns_and_keep_one_wgmma_group_per_k_tile() {
     let ping_pong =

@@ -131,6 +131,11 @@ pub struct ClusterLaunch {
     pub block_dim: (u32, u32, u32),
     pub cluster_dim: (u32, u32, u32),
     pub shared_mem_bytes: u32,
+    /// Programmatic dependent launch (the programmatic-stream-serialization attribute): the grid may start before
+    /// the kernel ahead of it in the stream has finished, once that kernel's blocks have all signalled
+    /// (`griddepcontrol.launch_dependents`) or left. Only for kernels that `griddepcontrol.wait` before they touch
+    /// global memory another kernel may write or read.
+    pub dependent_launch: bool,
 }
 
 impl Gpu {
@@ -139,7 +144,8 @@ impl Gpu {
     ///
     /// # Safety
     /// `args` matches the kernel's signature and every pointer it passes is valid for the kernel's accesses;
-    /// the grid is a multiple of the cluster shape.
+    /// the grid is a multiple of the cluster shape; with `launch.dependent_launch`, the kernel waits
+    /// (`griddepcontrol.wait`) before it touches global memory.
     pub unsafe fn launch_cluster(
         &self,
         kernel: &'static str,
@@ -170,9 +176,10 @@ impl Gpu {
             return Err(Error::bad_argument(kernel, message));
         }
         self.ctx.bind_to_thread()?;
-        let mut attributes = [launch.cluster_attribute()];
-        let given = if shape == ClusterShape::Plain { 0 } else { attributes.len() };
-        let config = launch.config(self.stream.cu_stream(), &mut attributes[..given]);
+        let cluster = (shape == ClusterShape::Clusters).then(|| launch.cluster_attribute());
+        let dependent = launch.dependent_launch.then(ClusterLaunch::dependent_attribute);
+        let mut attributes: Vec<_> = cluster.into_iter().chain(dependent).collect();
+        let config = launch.config(self.stream.cu_stream(), &mut attributes);
         // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
         unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
@@ -200,6 +207,17 @@ impl ClusterLaunch {
         value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
         sys::CUlaunchAttribute {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        }
+    }
+
+    fn dependent_attribute() -> sys::CUlaunchAttribute {
+        // SAFETY: as above; only programmaticStreamSerializationAllowed is set.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],
             value,
         }

@@ -134,6 +134,7 @@ pub fn block_placement(gpu: &Gpu, cluster: u32, shape: ClusterShape) -> Result<V
         block_dim: (32, 1, 1),
         cluster_dim: (cluster, 1, 1),
         shared_mem_bytes: smem,
+        dependent_launch: false,
     };
     if cluster > 1 {
         launch.grid_dim.0 = gpu.max_active_clusters(&function, &launch)? * cluster;

@@ -19,8 +19,8 @@ type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 /// there too, so the timed launches pay only the launch.
 pub struct OxtileSm90 {
     name: &'static str,
-    variant: Variant,
-    single_block_launch: ClusterShape,
+    /// The options of every plan but the layout, which comes with each problem.
+    options: GemmOptions,
     problem: Option<GemmProblem>,
     bf16_plans: Plans<bf16>,
     f16_plans: Plans<f16>,
@@ -34,27 +34,29 @@ impl OxtileSm90 {
 
     /// One kernel variant forced, to measure what a design choice is worth.
     pub fn variant(name: &'static str, variant: Variant) -> OxtileSm90 {
-        OxtileSm90 {
-            name,
-            variant,
-            single_block_launch: ClusterShape::Plain,
-            problem: None,
-            bf16_plans: Vec::new(),
-            f16_plans: Vec::new(),
-        }
+        OxtileSm90::with_options(name, GemmOptions { variant, ..GemmOptions::default() })
     }
 
     /// A single-block variant launched through the cluster path as clusters of one: the ablation of how a grid is
     /// launched ([`GemmOptions::single_block_launch`]).
     pub fn through_cluster_path(name: &'static str, variant: Variant) -> OxtileSm90 {
-        OxtileSm90 { single_block_launch: ClusterShape::Clusters, ..OxtileSm90::variant(name, variant) }
+        let options = GemmOptions { variant, single_block_launch: ClusterShape::Clusters, ..GemmOptions::default() };
+        OxtileSm90::with_options(name, options)
+    }
+
+    /// A variant launched without programmatic dependent launch ([`GemmOptions::dependent_launch`]): its ablation.
+    pub fn without_dependent_launch(name: &'static str, variant: Variant) -> OxtileSm90 {
+        OxtileSm90::with_options(name, GemmOptions { variant, dependent_launch: false, ..GemmOptions::default() })
+    }
+
+    fn with_options(name: &'static str, options: GemmOptions) -> OxtileSm90 {
+        OxtileSm90 { name, options, problem: None, bf16_plans: Vec::new(), f16_plans: Vec::new() }
     }
 
     /// This contender's options for a problem in `layout`.
     fn options(&self, layout: Layout) -> GemmOptions {
         let (a_order, b_order) = orders(layout);
-        let (variant, single_block_launch) = (self.variant, self.single_block_launch);
-        GemmOptions { a_order, b_order, variant, single_block_launch, ..GemmOptions::default() }
+        GemmOptions { a_order, b_order, ..self.options }
     }
 }
 
@@ -118,10 +120,14 @@ impl GemmContender for OxtileSm90 {
             Dtype::Bf16 => <bf16 as ops_gemm::GemmElement>::NAME,
             Dtype::F16 => <f16 as ops_gemm::GemmElement>::NAME,
         };
-        if self.variant != Variant::Auto
-            && ops_gemm::find_kernel(input, input, a_order, b_order, self.variant).is_none()
+        if self.options.variant != Variant::Auto
+            && ops_gemm::find_kernel(input, input, a_order, b_order, self.options.variant).is_none()
         {
-            return Err(format!("no {:?} kernel for {input} in layout {}", self.variant, problem.layout.name()));
+            return Err(format!(
+                "no {:?} kernel for {input} in layout {}",
+                self.options.variant,
+                problem.layout.name()
+            ));
         }
         Ok(())
     }

@@ -300,6 +300,10 @@ pub struct GemmOptions {
     /// one, an ablation (it places the blocks differently: the narrow tile ran 7–18% slower so; docs/perf-notes.md,
     /// GEMM sm90 v10). Cluster kernels always launch as clusters.
     pub single_block_launch: ClusterShape,
+    /// Launch as a programmatic dependent of the kernel ahead in the stream ([`ClusterLaunch::dependent_launch`]):
+    /// the GEMM's blocks take the SMs that kernel's blocks leave and set up while it finishes; they wait for it
+    /// before touching global memory. `false` is the ablation.
+    pub dependent_launch: bool,
 }
 
 impl GemmOptions {
@@ -318,6 +322,7 @@ impl Default for GemmOptions {
             beta: 0.0,
             variant: Variant::Auto,
             single_block_launch: ClusterShape::Plain,
+            dependent_launch: true,
         }
     }
 }
@@ -571,6 +576,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             block_dim: (tile.threads(), 1, 1),
             cluster_dim: (cluster, 1, 1),
             shared_mem_bytes: tile.smem_bytes(),
+            dependent_launch: options.dependent_launch,
         };
         let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
         launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod convert;
 pub mod float;
 pub mod global;
+pub mod griddep;
 pub mod mbarrier;
 pub mod mufu;
 pub mod nanosleep;

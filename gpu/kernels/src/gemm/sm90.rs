@@ -2,7 +2,9 @@
 //! layouts), bf16 or f16 in, f32 accumulate, D (and the C it reads when beta ≠ 0, D's old contents) in the input
 //! type or in f32, row-major.
 //!
-//! Data path, per persistent block (one per SM):
+//! Data path, per persistent block (one per SM), after a prologue (barriers, tensor-map prefetches) that may overlap
+//! the previous kernel's tail under programmatic dependent launch ([`griddep`]; nothing global is touched before its
+//! wait):
 //! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
 //!   free stage of the shared-memory ring (`empty` barrier), and has TMA load the A and B boxes into it,
 //!   128-byte swizzled, signalling the stage's `full` barrier with their byte count;
@@ -52,7 +54,7 @@ use seq_macro::seq;
 use super::schedule::{Tile, TileScheduler};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{atomic, barrier, cluster, convert, global, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
+use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -851,6 +853,12 @@ unsafe fn gemm<
     } else {
         barrier::sync_threads();
     }
+    // Programmatic dependent launch: the grid after this one in the stream may be scheduled from here on (it gets an
+    // SM only as these blocks leave, for its prologue), and everything above overlapped the tail of the grid before.
+    // From here on global memory is touched, so first wait for that grid to finish. The tensor maps are no grid's
+    // output: the host writes them, ahead of the launch in the stream.
+    griddep::launch_dependents();
+    griddep::wait();
 
     // Work items are cluster tiles: CLUSTER adjacent output tiles.
     let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n);
