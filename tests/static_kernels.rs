@@ -322,6 +322,23 @@ fn entry_ptx(kernel: Kernel) -> &'static str {
     &body[..end]
 }
 
+/// A's and B's tensor maps come by value, as kernel parameters 64-byte aligned (the builder raises rustc's 16), and TMA
+/// reads them where the launch put them: their generic address is `cvta.param`'s, with no copy to local memory.
+#[test]
+fn gemm_kernels_take_their_operand_tensor_maps_by_value() {
+    for gemm in kernels::GEMM_SM90 {
+        let (name, ptx) = (gemm.kernel.name, entry_ptx(gemm.kernel));
+        for index in 0..2 {
+            let param = format!("{name}_param_{index}");
+            assert!(ptx.contains(&format!(".param .align 64 .b8 {param}[128]")), "`{name}`: {param} is no aligned map");
+            let addressed =
+                ptx.lines().any(|l| l.contains("cvta.param.u64") && l.trim_end().ends_with(&format!(", {param};")));
+            assert!(addressed, "`{name}` takes no generic address of {param}");
+        }
+        assert!(!ptx.contains(".local"), "`{name}` copies something to local memory");
+    }
+}
+
 #[test]
 fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps() {
     // After each chunk a consumer warpgroup meets on its staging barrier (a named barrier whose id is a register:

@@ -34,8 +34,14 @@ impl LaunchBounds {
     }
 }
 
-/// Adds `.maxntid`/`.minnctapersm` to the bounded kernels and declares the dynamic shared memory array
-/// when a kernel refers to it. Fails when a bound names a kernel the module does not define.
+/// Bytes of a `CUtensorMap`, and the alignment TMA needs of one. A kernel parameter of exactly this size is the
+/// kernels crate's by-value `TensorMap`, which rustc can align to 16 bytes at most.
+const TENSOR_MAP_BYTES: usize = 128;
+const TENSOR_MAP_ALIGN: usize = 64;
+
+/// Adds `.maxntid`/`.minnctapersm` to the bounded kernels, declares the dynamic shared memory array when a kernel
+/// refers to it, and aligns every 128-byte parameter (a by-value tensor map) to 64 bytes: TMA faults on a map at a
+/// 16-byte boundary ("misaligned address"). Fails when a bound names a kernel the module does not define.
 pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> {
     let mut out = String::with_capacity(ptx.len() + 256);
     let mut pending: Option<&LaunchBounds> = None;
@@ -51,7 +57,10 @@ pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> 
             out.push_str(&format!(".maxntid {}, 1, 1\n.minnctapersm {}\n", b.max_threads, b.min_blocks));
             applied += 1;
         }
-        out.push_str(line);
+        match tensor_map_param(line) {
+            Some(align) => out.push_str(&line.replacen(align, &format!(".align {TENSOR_MAP_ALIGN} "), 1)),
+            None => out.push_str(line),
+        }
         out.push('\n');
         if uses_dyn_smem && line.starts_with(".address_size") {
             out.push_str(&format!("\n.extern .shared .align 1024 .b8 {DYNAMIC_SMEM_SYMBOL}[];\n"));
@@ -63,6 +72,16 @@ pub fn finish_ptx(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String> 
         return Err(format!("launch bounds given for kernels the module does not define: {missing:?}"));
     }
     Ok(out)
+}
+
+/// The `.align N ` of a kernel parameter line declaring a [`TENSOR_MAP_BYTES`]-byte array (`.param .align 16 .b8
+/// k_param_0[128]`), if the line is one.
+fn tensor_map_param(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix(".param ")?;
+    let align_end = rest.strip_prefix(".align ")?.find(' ')? + ".align ".len() + 1;
+    let declaration = rest[align_end..].strip_prefix(".b8 ")?;
+    let size = declaration.trim_end().trim_end_matches(',').strip_suffix(']')?.rsplit_once('[')?.1;
+    (size.parse() == Ok(TENSOR_MAP_BYTES)).then_some(&rest[..align_end])
 }
 
 /// The kernel a `.entry` line opens, if it opens one.
@@ -96,6 +115,17 @@ mod tests {
         let out = finish_ptx(PTX, &bounds).unwrap();
         assert!(out.contains(")\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\n"), "{out}");
         assert!(out.contains(".address_size 64\n\n.extern .shared .align 1024 .b8 dyn_smem[];\n"), "{out}");
+    }
+
+    #[test]
+    fn aligns_tensor_map_parameters_to_64_bytes() {
+        let ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry k(\n\t.param .align 16 .b8 k_param_0[128],\n\t.param .align 16 .b8 k_param_1[128],\n\t.param .align 16 .b8 k_param_2[64],\n\t.param .u64 k_param_3\n)\n{\n\tret;\n}\n";
+        let out = finish_ptx(ptx, &[]).unwrap();
+        assert!(
+            out.contains("\t.param .align 64 .b8 k_param_0[128],\n\t.param .align 64 .b8 k_param_1[128],\n"),
+            "{out}"
+        );
+        assert!(out.contains("\t.param .align 16 .b8 k_param_2[64],\n\t.param .u64 k_param_3\n"), "{out}");
     }
 
     #[test]

@@ -479,8 +479,8 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     options: GemmOptions,
     kernel: Kernel,
     function: CudaFunction,
-    /// A's and B's tensor maps.
-    tensor_maps: CudaSlice<u64>,
+    /// A's and B's tensor maps, passed to the kernel by value (kernel parameters: no trip from DRAM at its start).
+    tensor_maps: [CUtensorMap; 2],
     /// D's, when the kernel stores through TMA ([`tma_store_epilogue`]).
     d_tensor_map: Option<Mutex<DeviceOutputMap>>,
     tile: GemmTile,
@@ -534,7 +534,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             .kernel;
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
         // In a cluster each block loads (and multicasts) its share of the tile in common.
-        let maps = [
+        let tensor_maps = [
             operand_map(
                 T::TENSOR_MAP_TYPE,
                 a_address,
@@ -554,7 +554,6 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             )
             .encode(OP)?,
         ];
-        let tensor_maps = gpu.stream().clone_htod(&tma::as_words(&maps))?;
         let d_tensor_map = if tma_store_epilogue(variant, shape.n, std::mem::size_of::<O>()) {
             let words = gpu.stream().alloc_zeros::<u64>(std::mem::size_of::<CUtensorMap>() / 8)?;
             Some(Mutex::new(DeviceOutputMap { address: 0, words }))
@@ -684,13 +683,11 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             return Err(Error::bad_argument(OP, "A or B is not the buffer this plan's tensor maps describe"));
         }
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
-        let (maps, _maps_use) = self.tensor_maps.device_ptr(gpu.stream());
-        let map_b = maps + std::mem::size_of::<CUtensorMap>() as u64;
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
         let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
-        let (mut map_a, mut map_b, mut d_address) = (maps, map_b, d_address);
+        let ([mut map_a, mut map_b], mut d_address) = (self.tensor_maps, d_address);
         let mut map_d_address = map_d.as_ref().map_or(0, |(address, _)| *address);
         let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
         // Stream-K kernels take the workspace and the tail's tile count after the others; without a tail the kernel

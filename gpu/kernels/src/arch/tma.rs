@@ -4,8 +4,36 @@
 //! (#data-movement-and-conversion-instructions-cp-async-bulk-commit-group, -wait-group) and
 //! "prefetch.tensormap" (#data-movement-and-conversion-instructions-prefetch-prefetchu).
 //!
-//! Tensor maps are built on the host (`cuTensorMapEncodeTiled`) and live in global memory; kernels get
-//! their generic address (Rust cannot pass a 64-byte aligned `__grid_constant__` parameter).
+//! Tensor maps are built on the host (`cuTensorMapEncodeTiled`). Every wrapper takes a map's generic address; the map
+//! may sit in global memory, or be a kernel parameter passed by value ([`TensorMap`], [`param_address!`]), as CUDA
+//! C++'s `__grid_constant__` maps are: the launch brings it along, so a kernel's first TMA does not wait for it from
+//! DRAM. The PTX ISA allows both ("the generic address of the opaque tensor-map object which resides in .param space
+//! or .const space or .global space").
+
+/// A `CUtensorMap` passed by value as a kernel parameter: 128 opaque bytes. TMA wants it 64-byte aligned, which
+/// rustc cannot say of a parameter (it allows 16), so the builder raises every 128-byte parameter's alignment to 64
+/// in the PTX. Never read or borrow it in Rust: that copies it to local memory. Take [`param_address!`] instead.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+pub struct TensorMap(pub [u64; 16]);
+
+/// The generic address of parameter `$index` (from 0) of kernel `$kernel`, a by-value [`TensorMap`]:
+/// `cvta.param.u64` on the parameter's PTX symbol, `{kernel}_param_{index}` (the kernel must be `no_mangle`). PTX
+/// ISA: "cvta" (#data-movement-and-conversion-instructions-cvta) and "Kernel Function Parameters"
+/// (#kernel-function-parameters), PTX 7.7, sm_70 and up.
+macro_rules! param_address {
+    ($kernel:ident, $index:literal) => {{
+        let address: u64;
+        // SAFETY: names a parameter of the kernel this expands in; reads nothing.
+        unsafe {
+            core::arch::asm!(
+                concat!("cvta.param.u64 {address}, ", stringify!($kernel), "_param_", stringify!($index), ";"),
+                address = out(reg64) address, options(pure, nomem, nostack));
+        }
+        address
+    }};
+}
+pub(crate) use param_address;
 
 /// `prefetch.tensormap`: brings a tensor map into the descriptor cache before its first use.
 #[inline(always)]
@@ -18,7 +46,7 @@ pub fn prefetch_tensormap(tensor_map: u64) {
 /// Out-of-bounds parts of the box are zero-filled.
 ///
 /// # Safety
-/// `tensor_map` is a valid tensor map in global memory; `dst` has room for the box with the map's
+/// `tensor_map` is the generic address of a valid tensor map; `dst` has room for the box with the map's
 /// alignment (1024 bytes for 128-byte swizzle); `bar` expects these bytes.
 #[inline(always)]
 pub unsafe fn load_2d(dst: u32, tensor_map: u64, x: i32, y: i32, bar: u32) {
@@ -82,7 +110,7 @@ pub unsafe fn load_4d(dst: u32, tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: 
 /// written. Completion is tracked by [`commit_group`] / [`wait_group_read`].
 ///
 /// # Safety
-/// `tensor_map` is a valid tensor map in global memory; `src` holds the box in the map's layout and swizzle and
+/// `tensor_map` is the generic address of a valid tensor map; `src` holds the box in the map's layout and swizzle and
 /// was made visible to the async proxy (`fence.proxy.async.shared::cta` after the writes).
 #[inline(always)]
 pub unsafe fn store_4d(tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: i32, src: u32) {

@@ -54,6 +54,7 @@ use seq_macro::seq;
 use super::schedule::{Tile, TileScheduler};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
+use crate::arch::tma::TensorMap;
 use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
@@ -603,18 +604,18 @@ macro_rules! gemm_kernel {
         /// its arguments.
         ///
         /// # Safety
-        /// `tensor_map_a` / `tensor_map_b` are tensor maps over A and B as stored, 128-byte swizzled: dims (K, M)
+        /// The first two parameters are tensor maps, by value, over A and B as stored, 128-byte swizzled: dims (K, M)
         /// with boxes of 64 × (`tile_m` / blocks sharing A) for a K-major A, dims (M, K) with boxes of 64 × 64 for an
         /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
         /// with boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
         /// (8-byte aligned); `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
-        /// TMA-store epilogue, a tensor map over that D, dims (N, M), 128-byte swizzled boxes of 128 bytes × 64 rows;
+        /// TMA-store epilogue, the address of a tensor map in global memory over that D, dims (N, M), 128-byte swizzled boxes of 128 bytes × 64 rows;
         /// launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
         /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
-            tensor_map_a: u64,
-            tensor_map_b: u64,
+            _tensor_map_a: TensorMap,
+            _tensor_map_b: TensorMap,
             tensor_map_d: u64,
             d: *mut u8,
             m: u32,
@@ -624,6 +625,7 @@ macro_rules! gemm_kernel {
             alpha: f32,
             beta: f32,
         ) {
+            let (tensor_map_a, tensor_map_b) = (tma::param_address!($name, 0), tma::param_address!($name, 1));
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let none = StreamKArgs::NONE;
             unsafe {
@@ -648,8 +650,8 @@ macro_rules! gemm_stream_k_kernel {
         /// one block per SM and, in clusters, at most as many clusters as the GPU holds at once).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
-            tensor_map_a: u64,
-            tensor_map_b: u64,
+            _tensor_map_a: TensorMap,
+            _tensor_map_b: TensorMap,
             tensor_map_d: u64,
             d: *mut u8,
             m: u32,
@@ -662,6 +664,7 @@ macro_rules! gemm_stream_k_kernel {
             flags: *mut u32,
             sk_tiles: u32,
         ) {
+            let (tensor_map_a, tensor_map_b) = (tma::param_address!($name, 0), tma::param_address!($name, 1));
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let stream_k = StreamKArgs { partials, flags, sk_tiles };
             unsafe {
@@ -828,9 +831,9 @@ unsafe fn gemm<
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % GemmTile::WARPGROUP_THREADS;
     let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
-    // The tensor maps live in global memory and, behind a launch's inputs, rarely in L2: a TMA's first use of one
-    // waits for it from DRAM. An otherwise idle producer warp fetches all three while thread 0 sets up the
-    // barriers, so neither the first load nor the first store of D waits for its map.
+    // A's and B's maps come with the launch (kernel parameters); D's lives in global memory and, behind a launch's
+    // inputs, rarely in L2. An otherwise idle producer warp brings all three into the descriptor cache while thread 0
+    // sets up the barriers, so neither the first load nor the first store of D waits for its map.
     if thread_idx_x() == 32 {
         tma::prefetch_tensormap(tensor_map_a);
         tma::prefetch_tensormap(tensor_map_b);
