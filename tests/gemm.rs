@@ -213,15 +213,17 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
 }
 
 #[test]
-fn the_candidates_include_the_ping_pong_kernels_where_they_exist() {
+fn the_candidates_include_the_ping_pong_and_64x128_kernels_where_they_exist() {
     let one = |_: Order, _: Order| vec![(64, 64, 64)];
     let variants = |cases: Vec<(GemmShape, GemmOptions)>| cases.into_iter().map(|(_, o)| o.variant).collect::<Vec<_>>();
     let bf16_cases = variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one));
-    for variant in [Variant::PingPong, Variant::PingPongCluster2] {
+    for variant in [Variant::PingPong, Variant::PingPongCluster2, Variant::Flat] {
         assert_eq!(bf16_cases.iter().filter(|&&v| v == variant).count(), LAYOUTS.len(), "{variant:?}");
     }
     let f16_cases = variants(cases::<f16, f16>(&Variant::CANDIDATES, one));
-    assert_eq!(f16_cases.iter().filter(|&&v| v == Variant::PingPong).count(), LAYOUTS.len());
+    for variant in [Variant::PingPong, Variant::Flat] {
+        assert_eq!(f16_cases.iter().filter(|&&v| v == variant).count(), LAYOUTS.len(), "{variant:?}");
+    }
     assert!(!f16_cases.contains(&Variant::PingPongCluster2));
     // f32 outputs keep the three cooperative configurations in every layout, and stream-K from bf16.
     assert_eq!(variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)).len(), 4 * LAYOUTS.len());

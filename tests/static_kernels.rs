@@ -157,7 +157,7 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
         let width = match gemm.variant {
-            Variant::Narrow | Variant::NarrowCluster2 => "64x64x16",
+            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat => "64x64x16",
             Variant::PingPong | Variant::PingPongCluster2 => "64x128x16",
             _ => "64x256x16",
         };
@@ -298,7 +298,9 @@ fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
                 assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
                 continue;
             }
-            (Variant::Narrow | Variant::NarrowCluster2, output) => (64, if output == "f32" { 4 } else { 2 }),
+            (Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat, output) => {
+                (64, if output == "f32" { 4 } else { 2 })
+            }
             (_, output) => (256, if output == "f32" { 4 } else { 2 }),
         };
         let chunks = STAGED_EPILOGUES * tile_n * output_bytes / 128;
@@ -351,9 +353,10 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
     let mut checked = 0;
     for gemm in kernels::GEMM_SM90 {
         let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
+        // The columns each consumer stores.
         let tile_n = match gemm.variant {
             Variant::PingPong | Variant::PingPongCluster2 => continue,
-            Variant::Narrow | Variant::NarrowCluster2 => 64,
+            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat => 64,
             _ => 256,
         };
         let chunks = STAGED_EPILOGUES as usize * tile_n * output_bytes / 128;
@@ -395,8 +398,9 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         checked += 1;
     }
     // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
-    // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters.
-    assert_eq!(checked, 69);
+    // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 8 of
+    // 64×128 tiles.
+    assert_eq!(checked, 77);
 }
 
 #[test]

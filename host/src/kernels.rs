@@ -71,7 +71,7 @@ macro_rules! gemm_sm90 {
     ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
         /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
         /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
-        /// ablation; the ping-pong kernels, for same-type outputs only (clusters for bf16 only); and the stream-K
+        /// ablation; the ping-pong and 64×128 kernels, for same-type outputs only (ping-pong clusters for bf16 only); and the stream-K
         /// kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
         pub const GEMM_SM90: &[GemmKernel] = &[$({
             let (a_order, b_order) = gemm_sm90!(@orders $layout);
@@ -165,6 +165,14 @@ gemm_sm90! {
     "gemm_f16_tt_128x256_sk_sm90": "f16" -> "f16", tt, StreamK;
     "gemm_f16_nt_128x256_sk_sm90": "f16" -> "f16", nt, StreamK;
     "gemm_f16_nn_128x256_sk_sm90": "f16" -> "f16", nn, StreamK;
+    "gemm_bf16_tn_64x128_sm90": "bf16" -> "bf16", tn, Flat;
+    "gemm_bf16_tt_64x128_sm90": "bf16" -> "bf16", tt, Flat;
+    "gemm_bf16_nt_64x128_sm90": "bf16" -> "bf16", nt, Flat;
+    "gemm_bf16_nn_64x128_sm90": "bf16" -> "bf16", nn, Flat;
+    "gemm_f16_tn_64x128_sm90": "f16" -> "f16", tn, Flat;
+    "gemm_f16_tt_64x128_sm90": "f16" -> "f16", tt, Flat;
+    "gemm_f16_nt_64x128_sm90": "f16" -> "f16", nt, Flat;
+    "gemm_f16_nn_64x128_sm90": "f16" -> "f16", nn, Flat;
     "gemm_bf16_tn_128x64_c2_sm90": "bf16" -> "bf16", tn, NarrowCluster2;
     "gemm_bf16_tt_128x64_c2_sm90": "bf16" -> "bf16", tt, NarrowCluster2;
     "gemm_bf16_nt_128x64_c2_sm90": "bf16" -> "bf16", nt, NarrowCluster2;
@@ -278,6 +286,7 @@ mod tests {
                 Variant::WideCluster2Unshared => "128x256_c2_nomc",
                 Variant::Narrow => "128x64",
                 Variant::NarrowCluster2 => "128x64_c2",
+                Variant::Flat => "64x128",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
                 Variant::StreamK => "128x256_sk",

@@ -10,6 +10,9 @@ pub mod stream_k;
 pub enum GemmSchedule {
     /// All consumers work on every tile, `tile_m / consumers` rows each, and run their epilogues together.
     Cooperative,
+    /// As [`GemmSchedule::Cooperative`], but the consumers split the tile's columns: `tile_n / consumers` each, of all
+    /// `tile_m` rows (a tile one wgmma high).
+    CooperativeColumns,
     /// Each consumer owns whole tiles, the consumers taking alternate tiles of the block; their main loops take
     /// turns on the tensor cores, so one's epilogue runs while the other's main loop does.
     PingPong,
@@ -94,18 +97,27 @@ impl GemmTile {
         self.barriers_offset() + 2 * self.stages * Self::BARRIER_BYTES
     }
 
-    /// Rows of a tile each consumer warpgroup computes: its share, or all of them when it owns whole tiles.
+    /// Rows of a tile each consumer warpgroup computes: its share, or all of them when it owns whole tiles or splits
+    /// the columns.
     pub const fn consumer_rows(&self) -> u32 {
         match self.schedule {
             GemmSchedule::Cooperative => self.tile_m / self.consumers,
-            GemmSchedule::PingPong => self.tile_m,
+            GemmSchedule::CooperativeColumns | GemmSchedule::PingPong => self.tile_m,
+        }
+    }
+
+    /// Columns of a tile each consumer warpgroup computes: its share when the consumers split the columns, else all.
+    pub const fn consumer_columns(&self) -> u32 {
+        match self.schedule {
+            GemmSchedule::CooperativeColumns => self.tile_n / self.consumers,
+            GemmSchedule::Cooperative | GemmSchedule::PingPong => self.tile_n,
         }
     }
 
     /// Consumer warpgroups (of one block) that read each stage, and so arrive on its `empty` barrier.
     pub const fn stage_readers(&self) -> u32 {
         match self.schedule {
-            GemmSchedule::Cooperative => self.consumers,
+            GemmSchedule::Cooperative | GemmSchedule::CooperativeColumns => self.consumers,
             GemmSchedule::PingPong => 1,
         }
     }
@@ -137,6 +149,21 @@ pub const GEMM_SM90_128X64: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
+/// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows): 64×128×64 tiles, 8 stages, each of the two
+/// consumers computing 64 of the 128 columns with m64n64k16 wgmma. Against the 128×64 tile, the same ring (8 × 24 KiB)
+/// holds twice the B bytes in flight, the operand such problems stream from DRAM, and no half-empty wgmma is issued
+/// where M ≤ 64. Shared memory as the 128×64 tile's: 229,504 bytes.
+pub const GEMM_SM90_64X128: GemmTile = GemmTile {
+    tile_m: 64,
+    tile_n: 128,
+    tile_k: 64,
+    stages: 8,
+    consumers: 2,
+    element_bytes: 2,
+    schedule: GemmSchedule::CooperativeColumns,
+    staging_buffers: 2,
+};
+
 /// Hopper GEMM with ping-pong consumers: each of the 2 consumer warpgroups owns whole 128×128 tiles (two
 /// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). The
 /// ring is as deep as shared memory allows (7 stages of 32 KiB): while one consumer runs its main loop the producer
@@ -159,6 +186,7 @@ pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_64X128.smem_bytes() == GEMM_SM90_128X64.smem_bytes());
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
@@ -174,11 +202,12 @@ const _: () = assert!(
 // share of the tile), start on 1024-byte swizzle atoms, and split the tile's columns into whole 128-byte chunks
 // for every output type (64 columns of 16 bits, 32 of f32).
 const _: () = {
-    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64];
+    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64, GEMM_SM90_64X128];
     let mut i = 0;
     while i < tiles.len() {
         let tile = tiles[i];
         assert!(tile.stores_through_tma() && tile.consumer_rows() == 64);
+        assert!(tile.consumer_columns().is_multiple_of(GemmTile::STAGING_ROW_BYTES / 2));
         assert!(tile.staging_offset().is_multiple_of(1024) && tile.staging_buffer_bytes().is_multiple_of(1024));
         assert!(tile.tile_n.is_multiple_of(GemmTile::STAGING_ROW_BYTES / 2));
         i += 1;
@@ -205,6 +234,15 @@ const _: () = assert!(
         && (GEMM_SM90_128X128_PINGPONG.tile_n / 2).is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X128_PINGPONG.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X128_PINGPONG.stage_bytes().is_multiple_of(1024)
+);
+// The 64-row tile: A one MN-major box high, B and each consumer's columns whole boxes (a consumer's B starts on a
+// swizzle atom), 128-byte k-tile rows.
+const _: () = assert!(
+    GEMM_SM90_64X128.tile_m == GemmTile::MN_BOX
+        && GEMM_SM90_64X128.consumer_columns().is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_64X128.tile_k * GEMM_SM90_64X128.element_bytes == 128
+        && GEMM_SM90_64X128.smem_a_bytes().is_multiple_of(1024)
+        && GEMM_SM90_64X128.stage_bytes().is_multiple_of(1024)
 );
 // The narrow tile in clusters of two shares A in halves: each a whole number of MN-major boxes.
 const _: () = assert!(

@@ -322,6 +322,7 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
         Box::new(OxtileSm90::variant("oxtile-wide-c2-unshared", Variant::WideCluster2Unshared)),
         Box::new(OxtileSm90::variant("oxtile-narrow", Variant::Narrow)),
         Box::new(OxtileSm90::variant("oxtile-narrow-c2", Variant::NarrowCluster2)),
+        Box::new(OxtileSm90::variant("oxtile-flat", Variant::Flat)),
         Box::new(OxtileSm90::through_cluster_path("oxtile-narrow-cluster-path", Variant::Narrow)),
         Box::new(OxtileSm90::without_dependent_launch("oxtile-no-pdl", Variant::Auto)),
         Box::new(OxtileSm90::variant("oxtile-pingpong", Variant::PingPong)),

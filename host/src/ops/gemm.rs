@@ -22,7 +22,7 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 use oxtile_abi::stream_k::StreamK;
-use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
+use oxtile_abi::{GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
@@ -109,6 +109,10 @@ pub enum Variant {
     /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
     /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
     NarrowCluster2,
+    /// 64×128 tiles, the two consumers splitting the columns, with the narrow tile's 8-stage ring: problems of few
+    /// rows, where the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its
+    /// rows empty). Same-type outputs only ([`Variant::available`]).
+    Flat,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
     PingPong,
@@ -127,11 +131,12 @@ pub enum Variant {
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 8] = [
+    pub const CANDIDATES: [Variant; 9] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
         Variant::NarrowCluster2,
+        Variant::Flat,
         Variant::PingPong,
         Variant::PingPongCluster2,
         Variant::StreamK,
@@ -191,7 +196,7 @@ impl Variant {
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters is
-    /// bf16 → bf16 only), the narrow tile for the ping-pong one (same-type outputs only).
+    /// bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -204,7 +209,9 @@ impl Variant {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
-            Variant::PingPong if !Variant::PingPong.available(input, output, a_order, b_order) => Variant::Narrow,
+            chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
+                Variant::Narrow
+            }
             chosen => chosen,
         }
     }
@@ -212,6 +219,7 @@ impl Variant {
     fn tile(self) -> GemmTile {
         match self {
             Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
+            Variant::Flat => GEMM_SM90_64X128,
             Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
@@ -832,7 +840,7 @@ mod tests {
             for (a, b) in LAYOUTS {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
-                        Variant::PingPong => input == output,
+                        Variant::PingPong | Variant::Flat => input == output,
                         Variant::PingPongCluster2 | Variant::StreamKCluster2 | Variant::NarrowCluster2 => {
                             (input, output) == ("bf16", "bf16")
                         }

@@ -38,7 +38,8 @@
 //! `MN_MAJOR_B`.
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
-//! tiles with a deeper ring for problems with few large tiles, 128×128 ping-pong tiles (two m64n128k16 per k16
+//! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few rows
+//! (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), 128×128 ping-pong tiles (two m64n128k16 per k16
 //! step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
 //! that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
 //! the B tile for the wide and ping-pong tiles (blocks stacked along M), the A tile for the narrow one (side by side
@@ -47,7 +48,9 @@
 use core::marker::PhantomData;
 
 use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
-use oxtile_abi::{GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile};
+use oxtile_abi::{
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile,
+};
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
@@ -522,6 +525,10 @@ config!(
     Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
 );
 config!(
+    /// 64×128 tiles, 64 columns per consumer, m64n64k16.
+    Flat, GEMM_SM90_64X128, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
+);
+config!(
     /// 128×128 tiles, each owned by one consumer (ping-pong): two m64n128k16 per k16 step.
     PingPong, GEMM_SM90_128X128_PINGPONG, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
@@ -745,6 +752,17 @@ gemm_kernel!(gemm_f16_tt_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = MN, clu
 gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
 
+// 64×128 tiles for problems of few rows, the consumers splitting the columns; same-type outputs (f32 output takes the
+// narrow tile in their place, `Variant::resolve_for`).
+gemm_kernel!(gemm_bf16_tn_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_tt_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nt_64x128_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nn_64x128_sm90, Flat<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tn_64x128_sm90, Flat<F16, F16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_tt_64x128_sm90, Flat<F16, F16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nt_64x128_sm90, Flat<F16, F16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_nn_64x128_sm90, Flat<F16, F16>, a = MN, b = K, cluster = 1);
+
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
 gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_NONE);
 
@@ -919,11 +937,14 @@ unsafe fn gemm<
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
         let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
-        // Where this consumer's rows start in each tile: its share of the tile, or the top when it owns tiles.
-        let consumer_row0 = if ping_pong { 0 } else { consumer * tile.consumer_rows() };
+        // Where this consumer's block starts in each tile: its share of the rows (or of the columns), or the corner
+        // when it owns whole tiles. 64 M/N indices are one block at byte `index × 128` of an operand tile in either
+        // majorness, so a share's descriptor is a byte offset.
+        let consumer_row0 = if tile.consumer_rows() == tile.tile_m { 0 } else { consumer * tile.consumer_rows() };
+        let consumer_col0 = if tile.consumer_columns() == tile.tile_n { 0 } else { consumer * tile.consumer_columns() };
         // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
         let (desc_a0, desc_b0) =
-            (Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes), Operand::<MN_MAJOR_B>::desc(smem.b(0)));
+            (Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes), Operand::<MN_MAJOR_B>::desc(smem.b(0) + consumer_col0 * row_bytes));
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -1004,7 +1025,7 @@ unsafe fn gemm<
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
             let (row0, col0) =
-                ((work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0, (work.tile.n * cluster_n + rank_n) * tile.tile_n);
+                ((work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0, (work.tile.n * cluster_n + rank_n) * tile.tile_n + consumer_col0);
             if staged {
                 unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {

@@ -60,8 +60,18 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let timing = TimingConfig { runs: args.runs, ..TimingConfig::default() };
     let mut cache = TuneCache::load(&path)?;
     println!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
-        "shape", "layout", "wide ms", "c2 ms", "narrow ms", "narrow-c2", "pp ms", "pp-c2 ms", "sk ms", "sk-c2 ms"
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
+        "shape",
+        "layout",
+        "wide ms",
+        "c2 ms",
+        "narrow ms",
+        "narrow-c2",
+        "flat ms",
+        "pp ms",
+        "pp-c2 ms",
+        "sk ms",
+        "sk-c2 ms"
     );
     let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
     let output = if args.output == "f32" { "f32" } else { input };
@@ -103,13 +113,14 @@ fn row(tuning: &GemmTuning) -> String {
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none".to_string(), |v| format!("{v:?}"));
     format!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
         format!("{m}x{n}x{k}"),
         tuning.options.layout(),
         ms(Variant::Wide),
         ms(Variant::WideCluster2),
         ms(Variant::Narrow),
         ms(Variant::NarrowCluster2),
+        ms(Variant::Flat),
         ms(Variant::PingPong),
         ms(Variant::PingPongCluster2),
         ms(Variant::StreamK),
