@@ -2,6 +2,8 @@
 //! input's, f32): against float64 references on odd and edge shapes with every tile configuration, alpha and
 //! beta, poisoned outputs; against cuBLAS on the same inputs; and its argument checks.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use oxtile::bench::gemm::{self as bench, GemmContender, GemmElement as BenchElement, GemmProblem, Layout};
@@ -15,6 +17,10 @@ fn gpu() -> Gpu {
     Gpu::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
 }
 
+/// Workers that check the cases of one [`assert_pass`] side by side, each on its own stream: the float64 references
+/// take most of a check's time, and the largest tests hold a few hundred cases.
+const CHECK_WORKERS: usize = 4;
+
 /// Checks `T` → `O` GEMMs on each shape with each of `options` against float64, then fails if any did not pass,
 /// printing the whole table (and the seed to replay it) either way.
 fn assert_pass<T: CheckElement, O: GemmOutput<T> + CheckValue>(
@@ -22,14 +28,29 @@ fn assert_pass<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     cases: impl IntoIterator<Item = (GemmShape, GemmOptions)>,
 ) {
     let seed = fresh_seed();
-    let reports: Vec<CheckReport> = cases
-        .into_iter()
-        .enumerate()
-        .map(|(i, (shape, options))| {
-            verify::gemm_check::<T, O>(gpu, shape, options, seed + i as u64)
-                .unwrap_or_else(|e| panic!("{shape:?} {options:?}: {e}"))
-        })
-        .collect();
+    let cases: Vec<(GemmShape, GemmOptions)> = cases.into_iter().collect();
+    let next = AtomicUsize::new(0);
+    // Takes the next unchecked case until none is left.
+    let check = |gpu: &Gpu| {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(shape, options)) = cases.get(i) else { return done };
+            let report = verify::gemm_check::<T, O>(gpu, shape, options, seed + i as u64)
+                .unwrap_or_else(|e| panic!("{shape:?} {options:?}: {e}"));
+            done.push((i, report));
+        }
+    };
+    let mut reports = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..CHECK_WORKERS).map(|_| scope.spawn(|| check(&self::gpu()))).collect();
+        let mut reports = check(gpu);
+        for helper in helpers {
+            reports.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        }
+        reports
+    });
+    reports.sort_by_key(|&(i, _)| i);
+    let reports: Vec<CheckReport> = reports.into_iter().map(|(_, report)| report).collect();
     let table = CheckReport::table(&reports);
     println!("{table}");
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");

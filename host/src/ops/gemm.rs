@@ -166,15 +166,17 @@ impl Variant {
         let sms = sm_count as usize;
         if 2 * wide_tiles <= sms {
             // Measured 2026-11-30 (session 7): where the narrow tiles take more than one wave and 128×128 tiles fit in
-            // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77); else narrow
-            // (1024³, 256×4096×4096, 128×8192×8192: 0.97–1.0 against 0.68–0.72). Not the narrow tile in clusters:
+            // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77). Else one wave
+            // of small tiles, 64×128 rather than 128×64 (session 8: 64×8192×8192 1.01 of cuBLASLt against 0.55,
+            // 128×8192×8192 0.98–0.99 against 0.95, 1024³ and 1024×1024×4096 +1%, 128×4096×4096 and 256×4096×4096
+            // −0.5 to −1.6%): the same ring holds twice the B bytes in flight. Not the narrow tile in clusters:
             // sharing A measured 7–13% slower (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128_PINGPONG) <= sms {
                 Variant::PingPong
             } else {
-                Variant::Narrow
+                Variant::Flat
             }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
@@ -770,9 +772,10 @@ mod tests {
     #[test]
     fn auto_picks_tiles_by_how_many_fill_the_gpu() {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
-        assert_eq!(pick(128, 8192, 8192), Variant::Narrow);
-        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
-        assert_eq!(pick(256, 4096, 4096), Variant::Narrow);
+        assert_eq!(pick(64, 8192, 8192), Variant::Flat);
+        assert_eq!(pick(128, 8192, 8192), Variant::Flat);
+        assert_eq!(pick(1024, 1024, 1024), Variant::Flat);
+        assert_eq!(pick(256, 4096, 4096), Variant::Flat);
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::PingPong);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
@@ -792,10 +795,13 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
-        // The ping-pong tile has no f32 epilogue: the narrow one instead.
+        // The ping-pong and 64×128 tiles have no f32 epilogue: the narrow one instead.
         let decode = GemmShape::new(256, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::PingPong);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
+        let few_rows = GemmShape::new(128, 8192, 8192);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Narrow);
     }
 
     #[test]
