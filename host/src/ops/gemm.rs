@@ -167,16 +167,19 @@ impl Variant {
         if 2 * wide_tiles <= sms {
             // Measured 2026-11-30 (session 7): where the narrow tiles take more than one wave and 128×128 tiles fit in
             // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77). Else one wave
-            // of small tiles, 64×128 rather than 128×64 (session 8: 64×8192×8192 1.01 of cuBLASLt against 0.55,
-            // 128×8192×8192 0.98–0.99 against 0.95, 1024³ and 1024×1024×4096 +1%, 128×4096×4096 and 256×4096×4096
-            // −0.5 to −1.6%): the same ring holds twice the B bytes in flight. Not the narrow tile in clusters:
-            // sharing A measured 7–13% slower (sessions 5 and 7).
+            // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192 0.98–1.01
+            // of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring holds twice the
+            // B bytes in flight), 128×64 ones from there (with B row-major the 64×128 tile lost 5–9% at 1024³,
+            // 1024×1024×4096 and 256×4096×4096). Not the narrow tile in clusters: sharing A measured 7–13% slower
+            // (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128_PINGPONG) <= sms {
                 Variant::PingPong
-            } else {
+            } else if shape.m <= GEMM_SM90_128X64.tile_m as usize {
                 Variant::Flat
+            } else {
+                Variant::Narrow
             }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
@@ -772,10 +775,12 @@ mod tests {
     #[test]
     fn auto_picks_tiles_by_how_many_fill_the_gpu() {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
+        // One row of 128×64 tiles: 64×128 ones instead.
         assert_eq!(pick(64, 8192, 8192), Variant::Flat);
         assert_eq!(pick(128, 8192, 8192), Variant::Flat);
-        assert_eq!(pick(1024, 1024, 1024), Variant::Flat);
-        assert_eq!(pick(256, 4096, 4096), Variant::Flat);
+        assert_eq!(pick(129, 4096, 4096), Variant::Narrow);
+        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
+        assert_eq!(pick(256, 4096, 4096), Variant::Narrow);
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::PingPong);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
