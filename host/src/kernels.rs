@@ -71,8 +71,8 @@ macro_rules! gemm_sm90 {
     ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
         /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
         /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
-        /// ablation; the ping-pong and 64×128 kernels, for same-type outputs only (ping-pong clusters for bf16 only); and the stream-K
-        /// kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
+        /// ablation; the ping-pong and 64×128 kernels, for same-type outputs only (ping-pong clusters for bf16
+        /// only); and the stream-K kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
         pub const GEMM_SM90: &[GemmKernel] = &[$({
             let (a_order, b_order) = gemm_sm90!(@orders $layout);
             GemmKernel {

@@ -119,7 +119,11 @@ mod tests {
 
     #[test]
     fn aligns_tensor_map_parameters_to_64_bytes() {
-        let ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry k(\n\t.param .align 16 .b8 k_param_0[128],\n\t.param .align 16 .b8 k_param_1[128],\n\t.param .align 16 .b8 k_param_2[64],\n\t.param .u64 k_param_3\n)\n{\n\tret;\n}\n";
+        let ptx = concat!(
+            ".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry k(\n",
+            "\t.param .align 16 .b8 k_param_0[128],\n\t.param .align 16 .b8 k_param_1[128],\n",
+            "\t.param .align 16 .b8 k_param_2[64],\n\t.param .u64 k_param_3\n)\n{\n\tret;\n}\n"
+        );
         let out = finish_ptx(ptx, &[]).unwrap();
         assert!(
             out.contains("\t.param .align 64 .b8 k_param_0[128],\n\t.param .align 64 .b8 k_param_1[128],\n"),

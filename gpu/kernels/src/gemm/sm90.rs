@@ -38,9 +38,9 @@
 //! `MN_MAJOR_B`.
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
-//! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few rows
-//! (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), 128×128 ping-pong tiles (two m64n128k16 per k16
-//! step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
+//! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few
+//! rows (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), 128×128 ping-pong tiles (two
+//! m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
 //! that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
 //! the B tile for the wide and ping-pong tiles (blocks stacked along M), the A tile for the narrow one (side by side
 //! along N).
@@ -616,8 +616,8 @@ macro_rules! gemm_kernel {
         /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
         /// with boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
         /// (8-byte aligned); `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
-        /// TMA-store epilogue, the address of a tensor map in global memory over that D, dims (N, M), 128-byte swizzled boxes of 128 bytes × 64 rows;
-        /// launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
+        /// TMA-store epilogue, the address of a tensor map in global memory over that D, dims (N, M), 128-byte
+        /// swizzled boxes of 128 bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
         /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
@@ -943,8 +943,8 @@ unsafe fn gemm<
         let consumer_row0 = if tile.consumer_rows() == tile.tile_m { 0 } else { consumer * tile.consumer_rows() };
         let consumer_col0 = if tile.consumer_columns() == tile.tile_n { 0 } else { consumer * tile.consumer_columns() };
         // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
-        let (desc_a0, desc_b0) =
-            (Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes), Operand::<MN_MAJOR_B>::desc(smem.b(0) + consumer_col0 * row_bytes));
+        let desc_a0 = Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes);
+        let desc_b0 = Operand::<MN_MAJOR_B>::desc(smem.b(0) + consumer_col0 * row_bytes);
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -1024,8 +1024,8 @@ unsafe fn gemm<
                 }
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
-            let (row0, col0) =
-                ((work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0, (work.tile.n * cluster_n + rank_n) * tile.tile_n + consumer_col0);
+            let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
+            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n + consumer_col0;
             if staged {
                 unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {
