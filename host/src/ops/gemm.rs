@@ -492,7 +492,7 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     options: GemmOptions,
     kernel: Kernel,
     function: CudaFunction,
-    /// A's and B's tensor maps, passed to the kernel by value (kernel parameters: no trip from DRAM at its start).
+    /// A's and B's tensor maps, passed to the kernel by value (kernel parameters, as CUDA C++'s grid constants).
     tensor_maps: [CUtensorMap; 2],
     /// D's, when the kernel stores through TMA ([`tma_store_epilogue`]).
     d_tensor_map: Option<Mutex<DeviceOutputMap>>,
