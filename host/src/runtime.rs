@@ -176,10 +176,17 @@ impl Gpu {
             return Err(Error::bad_argument(kernel, message));
         }
         self.ctx.bind_to_thread()?;
-        let cluster = (shape == ClusterShape::Clusters).then(|| launch.cluster_attribute());
-        let dependent = launch.dependent_launch.then(ClusterLaunch::dependent_attribute);
-        let mut attributes: Vec<_> = cluster.into_iter().chain(dependent).collect();
-        let config = launch.config(self.stream.cu_stream(), &mut attributes);
+        // At most both attributes, on the stack: this runs at every launch.
+        let mut attributes = [launch.cluster_attribute(), ClusterLaunch::dependent_attribute()];
+        let given = match (shape == ClusterShape::Clusters, launch.dependent_launch) {
+            (true, dependent) => 1 + dependent as usize,
+            (false, true) => {
+                attributes.swap(0, 1);
+                1
+            }
+            (false, false) => 0,
+        };
+        let config = launch.config(self.stream.cu_stream(), &mut attributes[..given]);
         // SAFETY: the config and attributes outlive the call; the caller vouches for the arguments.
         unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
             .result()
