@@ -13,7 +13,7 @@ use oxtile::bench::gemm::{
     self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
 };
 use oxtile::bench::hold::{HoldOutcome, StreamHold};
-use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CublasGemmEx, CublasLt};
+use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CUBLASLT_TUNED, CublasGemmEx, CublasLt};
 use oxtile::bench::suite::GemmShape;
 use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
 use oxtile::bench::{DeviceInfo, report};
@@ -61,8 +61,12 @@ fn run_against_reference<T: GemmElement>(
     let b: Vec<T> = reference::randn(problem.b_len(), 1.0, seed + 1).into_iter().map(T::from_f32).collect();
     let a_dev = stream.clone_htod(&a).unwrap();
     let b_dev = stream.clone_htod(&b).unwrap();
-    let mut c_dev = stream.clone_htod(&vec![T::from_f32(f32::NAN); problem.c_len()]).unwrap();
+    let poison = vec![T::from_f32(f32::NAN); problem.c_len()];
+    let mut c_dev = stream.clone_htod(&poison).unwrap();
     contender.prepare(gpu, problem).unwrap();
+    // As the harness does; cublasLt-tuned times its candidates here, writing C: poisoned again after.
+    contender.bind(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
+    stream.memcpy_htod(&poison, &mut c_dev).unwrap();
     contender.launch(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
     let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(T::to_f32).collect();
     let widen = |v: &[T]| v.iter().map(|&x| x.to_f32() as f64).collect::<Vec<f64>>();
@@ -115,6 +119,12 @@ fn check_peer_in_every_layout(make: impl Fn(&Gpu) -> Box<dyn GemmContender>) {
 #[ignore = "needs a CUDA GPU"]
 fn cublaslt_matches_float64_in_every_layout_and_type() {
     check_peer_in_every_layout(|gpu| Box::new(CublasLt::new(gpu).unwrap()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autotuned_cublaslt_matches_float64_in_every_layout_and_type() {
+    check_peer_in_every_layout(|gpu| Box::new(CublasLt::tuned(gpu).unwrap()));
 }
 
 #[test]
@@ -265,20 +275,21 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             steps.push(s.to_string())
         })
         .unwrap();
-        // Both checked, then timed taking turns: a run each per round.
-        assert_eq!(steps.len(), 2 * (1 + config.rounds), "{steps:?}");
-        let (lt, ex) = (CUBLASLT, CUBLAS_GEMM_EX);
-        let want =
-            [format!("{lt}: check"), format!("{ex}: check"), format!("{lt}: round 1/5"), format!("{ex}: round 1/5")]
-                .into_iter()
-                .chain([format!("{lt}: round 2/5"), format!("{ex}: round 2/5")]);
+        // All checked, then timed taking turns: a run each per round.
+        let peers = [CUBLASLT, CUBLASLT_TUNED, CUBLAS_GEMM_EX];
+        assert_eq!(steps.len(), peers.len() * (1 + config.rounds), "{steps:?}");
+        let want = peers.iter().map(|p| format!("{p}: check")).chain(
+            (1..=2).flat_map(|round| peers.iter().map(move |p| format!("{p}: round {round}/{}", config.rounds))),
+        );
         assert!(steps.iter().zip(want).all(|(step, want)| step.ends_with(&want)), "{steps:?}");
-        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.len(), peers.len());
         assert!(rows.iter().all(|r| r.runs == Some(5)), "{rows:?}");
         assert_eq!(rows[0].implementation, gemm::BASELINE);
         assert_eq!(rows[0].check.as_deref(), Some("ref"), "{rows:?}");
-        assert_eq!(rows[1].check.as_deref(), Some("ok"), "{rows:?}");
-        assert!(rows[1].max_rel_err.unwrap() < Dtype::Bf16.check_bound());
+        for row in &rows[1..] {
+            assert_eq!(row.check.as_deref(), Some("ok"), "{rows:?}");
+            assert!(row.max_rel_err.unwrap() < Dtype::Bf16.check_bound());
+        }
         for row in &rows {
             assert!(row.error.is_none(), "{row:?}");
             assert!(row.tflops.unwrap() > 0.0 && row.ms.unwrap() > 0.0, "{row:?}");

@@ -317,6 +317,7 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     use crate::ops::gemm::Variant;
     Ok(vec![
         Box::new(OxtileSm90::new()),
+        Box::new(OxtileSm90::tuned()),
         Box::new(OxtileSm90::variant("oxtile-wide", Variant::Wide)),
         Box::new(OxtileSm90::variant("oxtile-wide-c2", Variant::WideCluster2)),
         Box::new(OxtileSm90::variant("oxtile-wide-c2-unshared", Variant::WideCluster2Unshared)),
@@ -332,11 +333,11 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     ])
 }
 
-/// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), then
-/// cublasGemmEx.
+/// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), cuBLASLt
+/// autotuned over the heuristic's first few algorithms, then cublasGemmEx.
 pub fn peer_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     use super::peers::cublas::{CublasGemmEx, CublasLt};
-    Ok(vec![Box::new(CublasLt::new(gpu)?), Box::new(CublasGemmEx::new(gpu)?)])
+    Ok(vec![Box::new(CublasLt::new(gpu)?), Box::new(CublasLt::tuned(gpu)?), Box::new(CublasGemmEx::new(gpu)?)])
 }
 
 /// How far one output is from the reference output; see the module documentation.

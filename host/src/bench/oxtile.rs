@@ -4,11 +4,14 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 
 use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands};
+use super::peers::cublas::{TUNING, TUNING_ROUNDS};
+use super::timing::time_gpu;
 use crate::error::Result;
 use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Order, Variant};
 use crate::runtime::{ClusterShape, Gpu};
 
 pub const OXTILE: &str = "oxtile";
+pub const OXTILE_TUNED: &str = "oxtile-tuned";
 
 /// A plan per (A, B) address pair: a plan's tensor maps encode its operands' addresses.
 type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
@@ -22,6 +25,10 @@ pub struct OxtileSm90 {
     /// The options of every plan but the layout, which comes with each problem.
     options: GemmOptions,
     problem: Option<GemmProblem>,
+    /// Whether to time every tune candidate on the first input set bound and keep the fastest.
+    tunes: bool,
+    /// The fastest candidate for the current problem, once measured.
+    tuned: Option<Variant>,
     bf16_plans: Plans<bf16>,
     f16_plans: Plans<f16>,
 }
@@ -49,15 +56,64 @@ impl OxtileSm90 {
         OxtileSm90::with_options(name, GemmOptions { variant, dependent_launch: false, ..GemmOptions::default() })
     }
 
+    /// The fastest of [`Variant::CANDIDATES`] per problem, measured on the benchmark's first input set as
+    /// `oxtile tune gemm` measures it: what a user who tunes gets, beside cuBLASLt tuned the same way.
+    pub fn tuned() -> OxtileSm90 {
+        OxtileSm90 { tunes: true, ..OxtileSm90::variant(OXTILE_TUNED, Variant::Auto) }
+    }
+
     fn with_options(name: &'static str, options: GemmOptions) -> OxtileSm90 {
-        OxtileSm90 { name, options, problem: None, bf16_plans: Vec::new(), f16_plans: Vec::new() }
+        OxtileSm90 {
+            name,
+            options,
+            problem: None,
+            tunes: false,
+            tuned: None,
+            bf16_plans: Vec::new(),
+            f16_plans: Vec::new(),
+        }
     }
 
     /// This contender's options for a problem in `layout`.
     fn options(&self, layout: Layout) -> GemmOptions {
         let (a_order, b_order) = orders(layout);
-        GemmOptions { a_order, b_order, ..self.options }
+        GemmOptions { a_order, b_order, variant: self.tuned.unwrap_or(self.options.variant), ..self.options }
     }
+}
+
+/// Times every tune candidate that has a kernel for this problem on these operands, with the schedule
+/// cublasLt-tuned uses for its algorithms, and returns the fastest.
+fn fastest_variant<T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
+    gpu: &Gpu,
+    problem: &GemmProblem,
+    options: GemmOptions,
+    a: &CudaSlice<T>,
+    b: &CudaSlice<T>,
+    c: &mut CudaSlice<T>,
+) -> Result<Variant> {
+    let (a_order, b_order) = (options.a_order, options.b_order);
+    let name = <T as ops_gemm::GemmElement>::NAME;
+    let candidates: Vec<Variant> =
+        Variant::CANDIDATES.into_iter().filter(|v| v.available(name, name, a_order, b_order)).collect();
+    // A candidate that cannot plan or run here is left out, as `oxtile tune gemm` leaves it out.
+    let mut timed: Vec<(Variant, GemmPlan<T>, f64)> = Vec::new();
+    for variant in candidates {
+        let plan = GemmPlan::new(gpu, problem.shape, GemmOptions { variant, ..options }, a, b);
+        if let Ok(plan) = plan.and_then(|plan| plan.bind_output(gpu, c).map(|()| plan)) {
+            timed.push((variant, plan, f64::INFINITY));
+        }
+    }
+    for _ in 0..TUNING_ROUNDS {
+        for (_, plan, best) in timed.iter_mut() {
+            if let Ok(stats) = time_gpu(gpu, &TUNING, |_| plan.launch(gpu, a, b, c)) {
+                *best = best.min(stats.median_ms);
+            }
+        }
+    }
+    let fastest = timed.iter().filter(|t| t.2.is_finite()).min_by(|x, y| x.2.total_cmp(&y.2));
+    fastest
+        .map(|t| t.0)
+        .ok_or_else(|| crate::Error::unsupported("bench gemm", format!("no oxtile kernel ran {problem}")))
 }
 
 impl Default for OxtileSm90 {
@@ -137,6 +193,7 @@ impl GemmContender for OxtileSm90 {
             // Buffers of an earlier problem are gone, and their addresses may come back with other shapes.
             self.bf16_plans.clear();
             self.f16_plans.clear();
+            self.tuned = None;
             self.problem = Some(*problem);
         }
         Ok(())
@@ -144,12 +201,21 @@ impl GemmContender for OxtileSm90 {
 
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
+        let must_tune = self.tunes && self.tuned.is_none();
         let options = self.options(problem.layout);
         match operands {
             Operands::Bf16 { a, b, c } => {
+                if must_tune {
+                    self.tuned = Some(fastest_variant(gpu, problem, options, a, b, c)?);
+                }
+                let options = self.options(problem.layout);
                 plan_for(&mut self.bf16_plans, options, gpu, problem, a, b)?.bind_output(gpu, c)
             }
             Operands::F16 { a, b, c } => {
+                if must_tune {
+                    self.tuned = Some(fastest_variant(gpu, problem, options, a, b, c)?);
+                }
+                let options = self.options(problem.layout);
                 plan_for(&mut self.f16_plans, options, gpu, problem, a, b)?.bind_output(gpu, c)
             }
         }

@@ -109,6 +109,65 @@ pub fn fill_ratios(rows: &mut [Row], baseline: &str) {
     }
 }
 
+/// One line per oxtile implementation and (op, dtype, layout): the geometric mean and the lowest of its ratios over
+/// the problems it ran, to `baseline` and to the fastest in-process peer of each problem (the best cuBLAS measured,
+/// whichever configuration that was). Merged rows (another program's timing) take no part. Empty without oxtile
+/// rows.
+pub fn suite_summary(rows: &[Row], baseline: &str) -> String {
+    /// One oxtile row: its shape, its ratio to the baseline and to the fastest peer.
+    struct Standing {
+        shape: String,
+        to_baseline: Option<f64>,
+        to_fastest_peer: Option<f64>,
+    }
+    let ok = |r: &&Row| r.error.is_none() && r.origin.as_deref() == Some("in-process") && r.rate().is_some();
+    let is_ours = |r: &Row| r.kind.as_deref() == Some("oxtile");
+    let mut fastest_peer: HashMap<_, f64> = HashMap::new();
+    let mut base: HashMap<_, f64> = HashMap::new();
+    for row in rows.iter().filter(ok).filter(|r| !is_ours(r)) {
+        let rate = row.rate().expect("filtered");
+        let fastest = fastest_peer.entry(row.problem_key()).or_insert(rate);
+        *fastest = fastest.max(rate);
+        if row.implementation == baseline {
+            base.insert(row.problem_key(), rate);
+        }
+    }
+    // "op dtype layout: implementation", in order of first appearance, with its rows' standings.
+    let mut groups: Vec<(String, Vec<Standing>)> = Vec::new();
+    for row in rows.iter().filter(ok).filter(|r| is_ours(r)) {
+        let key = row.problem_key();
+        let rate = row.rate().expect("filtered");
+        let group = format!("{} {} {}: {}", key.0, key.2, key.3, row.implementation);
+        let standing = Standing {
+            shape: row.shape.clone(),
+            to_baseline: base.get(&key).map(|b| rate / b),
+            to_fastest_peer: fastest_peer.get(&key).map(|b| rate / b),
+        };
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, standings)) => standings.push(standing),
+            None => groups.push((group, vec![standing])),
+        }
+    }
+    let describe = |standings: &[Standing], ratio: fn(&Standing) -> Option<f64>| -> Option<String> {
+        let ratios: Vec<(&str, f64)> = standings.iter().filter_map(|s| Some((s.shape.as_str(), ratio(s)?))).collect();
+        let geomean = (ratios.iter().map(|(_, r)| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let (shape, lowest) = ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        Some(format!("geomean {geomean:.3}, lowest {lowest:.3} ({shape})"))
+    };
+    let mut out = String::new();
+    for (group, standings) in &groups {
+        out.push_str(&format!("# {group} over {} problems", standings.len()));
+        if let Some(text) = describe(standings, |s| s.to_baseline) {
+            out.push_str(&format!("; vs {baseline}: {text}"));
+        }
+        if let Some(text) = describe(standings, |s| s.to_fastest_peer) {
+            out.push_str(&format!("; vs the fastest peer: {text}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Stable-sorts rows so those of one problem are together, problems in order of first appearance.
 pub fn group_by_problem(rows: &mut [Row]) {
     let mut order: HashMap<(String, String, String, String), usize> = HashMap::new();
@@ -338,6 +397,36 @@ mod tests {
         row.work = Some(GemmShape::new(4096, 4096, 4096).flops());
         row.sets = Some(4);
         row
+    }
+
+    #[test]
+    fn the_summary_takes_geometric_means_against_the_baseline_and_the_fastest_peer() {
+        let at = |shape: &str, implementation: &str, kind: &str, tflops: f64| {
+            let mut row = ours(implementation, tflops);
+            row.shape = shape.into();
+            row.kind = Some(kind.into());
+            row
+        };
+        let mut merged = at("1x1x1", "cublas(torch)", "peer", 1000.0);
+        merged.origin = Some("peers:torch.json".into());
+        let mut failed = at("2x2x2", "cublasLt-tuned", "peer", 1.0);
+        failed.error = Some("no algorithm".into());
+        let rows = vec![
+            at("1x1x1", "cublasLt", "peer", 100.0),
+            at("1x1x1", "cublasLt-tuned", "peer", 125.0),
+            at("1x1x1", "oxtile", "oxtile", 100.0),
+            merged,
+            at("2x2x2", "cublasLt", "peer", 100.0),
+            failed,
+            at("2x2x2", "oxtile", "oxtile", 400.0),
+        ];
+        let summary = suite_summary(&rows, "cublasLt");
+        // vs cublasLt: 1 and 4 (geomean 2); vs the fastest in-process peer: 0.8 and 4 (the merged and the failed
+        // rows do not count).
+        let want = "# gemm bf16 tt: oxtile over 2 problems; vs cublasLt: geomean 2.000, lowest 1.000 (1x1x1); \
+                    vs the fastest peer: geomean 1.789, lowest 0.800 (1x1x1)\n";
+        assert_eq!(summary, want);
+        assert_eq!(suite_summary(&rows[..2], "cublasLt"), "");
     }
 
     #[test]

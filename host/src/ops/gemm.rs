@@ -129,6 +129,10 @@ pub enum Variant {
     StreamKCluster2,
 }
 
+/// Idle time, in k-tiles per cluster, that the last wave of cluster tiles must leave for [`Variant::Auto`] to take
+/// stream-K over clusters: about what its fixup (partials stored, waited for, read back) costs on the H200.
+const STREAM_K_MIN_IDLE_K_TILES: usize = 20;
+
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
     pub const CANDIDATES: [Variant; 9] = [
@@ -182,14 +186,18 @@ impl Variant {
                 Variant::Narrow
             }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
-            // Measured 2026-11-30 (session 5): stream-K over the same clusters wins where the last wave of cluster
-            // tiles would leave at least a quarter of the clusters idle (8192³: 34 of 66 busy, 16384³: 4), and loses
-            // its fixup's cost where the last wave is nearly full (4096³: 58 of 66).
+            // Stream-K over the same clusters pays where the last wave of cluster tiles would leave the clusters idle
+            // for more than its fixup costs: measured (sessions 5 and 9) as about 20 k-tiles of idle time per
+            // cluster. Wins: 8192×4096×14336 (a quarter of the clusters idle for 224 k-tiles, +2–4%),
+            // 6144×4096×8192 (18% for 128, +0.5–1.3%), 4096×4096×16384 (12% for 256, +0.5–1.7%), 8192³, 16384³,
+            // 4096×14336×4096; loss: 4096³ (12% for 64, −2%).
             let clusters = (sms / 2).max(1);
             let cluster_tiles = shape.m.div_ceil(2 * GEMM_SM90_128X256.tile_m as usize)
                 * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
             let last_wave = cluster_tiles % clusters;
-            if last_wave != 0 && 4 * last_wave <= 3 * clusters {
+            let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
+            let idle_k_tiles_per_cluster = (clusters - last_wave) * k_tiles / clusters;
+            if last_wave != 0 && idle_k_tiles_per_cluster >= STREAM_K_MIN_IDLE_K_TILES {
                 Variant::StreamKCluster2
             } else {
                 Variant::WideCluster2
@@ -785,12 +793,19 @@ mod tests {
         assert_eq!(pick(256, 8192, 8192), Variant::PingPong);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
+        // A last wave of cluster tiles that leaves 20 k-tiles or more of idle time per cluster: stream-K over the
+        // clusters. 4096³: 58 of 66 cluster tiles in the last wave, 8 idle for 64 k-tiles (7.8 per cluster).
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
-        assert_eq!(pick(8192, 4096, 14336), Variant::WideCluster2);
-        // A last wave of cluster tiles at most three quarters full: stream-K over the clusters.
+        assert_eq!(pick(4096, 4096, 16384), Variant::StreamKCluster2);
+        assert_eq!(pick(8192, 4096, 14336), Variant::StreamKCluster2);
+        assert_eq!(pick(6144, 4096, 8192), Variant::StreamKCluster2);
         assert_eq!(pick(8192, 8192, 8192), Variant::StreamKCluster2);
         assert_eq!(pick(16384, 16384, 16384), Variant::StreamKCluster2);
         assert_eq!(pick(4096, 14336, 4096), Variant::StreamKCluster2);
+        // Half the clusters idle, but for 16 k-tiles only.
+        assert_eq!(pick(8192, 8192, 1024), Variant::WideCluster2);
+        // No last wave: 4 × 66 cluster tiles.
+        assert_eq!(pick(256 * 12, 256 * 22, 8192), Variant::WideCluster2);
         // 8192² output tiles on 60 clusters: 1024 = 17 × 60 + 4.
         assert_eq!(pick(8192, 8192, 8192), Variant::Auto.resolve(GemmShape::new(8192, 8192, 8192), 120));
         assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);

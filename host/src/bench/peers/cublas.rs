@@ -1,9 +1,11 @@
 //! cuBLAS peers through cudarc: cuBLASLt with the algorithm its heuristic ranks first and a 32 MiB workspace
-//! (the strongest cuBLAS configuration on Hopper), and the classic cublasGemmEx. Both take bf16 or fp16 A and B,
-//! accumulate in fp32 (`CUBLAS_COMPUTE_32F`, fp32 alpha = 1 and beta = 0) and write C in the input type.
+//! (the strongest cuBLAS configuration on Hopper), cuBLASLt autotuned (the fastest of the heuristic's first
+//! [`TUNED_CANDIDATES`] algorithms, timed on the benchmark's own inputs), and the classic cublasGemmEx. All take
+//! bf16 or fp16 A and B, accumulate in fp32 (`CUBLAS_COMPUTE_32F`, fp32 alpha = 1 and beta = 0) and write C in
+//! the input type.
 //!
-//! Everything that is not the GEMM itself (descriptors, the heuristic query) happens in `prepare`, so a timed
-//! launch is one `cublasLtMatmul` or `cublasGemmEx` call. Every status is checked.
+//! Everything that is not the GEMM itself (descriptors, the heuristic query, the autotuning) happens in `prepare`
+//! and `bind`, so a timed launch is one `cublasLtMatmul` or `cublasGemmEx` call. Every status is checked.
 
 use std::ffi::{c_int, c_void};
 
@@ -14,11 +16,27 @@ use cudarc::cublaslt::sys as lt_sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmElement, GemmProblem, Operands};
+use crate::bench::timing::{TimingConfig, TimingMode, time_gpu};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
 
 pub const CUBLASLT: &str = "cublasLt";
+pub const CUBLASLT_TUNED: &str = "cublasLt-tuned";
 pub const CUBLAS_GEMM_EX: &str = "cublasGemmEx";
+
+/// Algorithms `cublasLt-tuned` asks the heuristic for and times: what a cuBLASLt user who autotunes would try.
+pub const TUNED_CANDIDATES: usize = 8;
+
+/// How `cublasLt-tuned` (and `oxtile-tuned`, alike) times each candidate: a few launches queued back to back, in
+/// [`TUNING_ROUNDS`] rounds over the candidates so none is timed only on a cooler or hotter chip than the others;
+/// its time is the lower of its medians.
+pub const TUNING: TimingConfig = TimingConfig {
+    warmup: 2,
+    runs: 8,
+    mode: TimingMode::Unblocked,
+    hold_timeout: crate::bench::timing::DEFAULT_HOLD_TIMEOUT,
+};
+pub const TUNING_ROUNDS: usize = 2;
 
 /// NVIDIA's recommended cuBLAS workspace on Hopper.
 pub const WORKSPACE_BYTES: usize = 32 << 20;
@@ -101,7 +119,12 @@ struct LtPlan {
     first: MatrixLayout,
     second: MatrixLayout,
     out: MatrixLayout,
-    algo: lt_sys::cublasLtMatmulAlgo_t,
+    /// The heuristic's algorithms that fit the workspace, best-ranked first (only the first when not tuning).
+    algos: Vec<lt_sys::cublasLtMatmulAlgo_t>,
+    /// The one launches use: the first, or after tuning the fastest measured.
+    chosen: usize,
+    /// Whether `chosen` was measured (tuning runs once per problem, on the first input set bound).
+    tuned: bool,
 }
 
 fn lt_data_type(dtype: Dtype) -> lt_sys::cudaDataType_t {
@@ -111,15 +134,29 @@ fn lt_data_type(dtype: Dtype) -> lt_sys::cudaDataType_t {
     }
 }
 
-/// cuBLASLt matmul with the heuristic's best algorithm for the problem and a 32 MiB workspace.
+/// cuBLASLt matmul with a 32 MiB workspace and either the heuristic's best-ranked algorithm for the problem
+/// ([`CublasLt::new`]) or the fastest of its first few, measured ([`CublasLt::tuned`]).
 pub struct CublasLt {
     handle: lt_sys::cublasLtHandle_t,
     plan: Option<LtPlan>,
     workspace: CudaSlice<u8>,
+    /// Heuristic algorithms to consider: 1, or [`TUNED_CANDIDATES`] when tuning.
+    candidates: usize,
 }
 
 impl CublasLt {
+    /// The heuristic's best-ranked algorithm, as `cublasLt`.
     pub fn new(gpu: &Gpu) -> Result<CublasLt> {
+        Self::with_candidates(gpu, 1)
+    }
+
+    /// The fastest of the heuristic's first [`TUNED_CANDIDATES`] algorithms on the benchmark's inputs, as
+    /// `cublasLt-tuned`.
+    pub fn tuned(gpu: &Gpu) -> Result<CublasLt> {
+        Self::with_candidates(gpu, TUNED_CANDIDATES)
+    }
+
+    fn with_candidates(gpu: &Gpu, candidates: usize) -> Result<CublasLt> {
         // SAFETY: only tries to open the library.
         if !unsafe { lt_sys::is_culib_present() } {
             return Err(library_missing("cublasLt"));
@@ -127,7 +164,11 @@ impl CublasLt {
         gpu.context().bind_to_thread()?;
         let workspace = gpu.stream().alloc_zeros::<u8>(WORKSPACE_BYTES)?;
         let handle = lt::create_handle().map_err(cublaslt_error("cublasLtCreate"))?;
-        Ok(CublasLt { handle, plan: None, workspace })
+        Ok(CublasLt { handle, plan: None, workspace, candidates })
+    }
+
+    fn name(&self) -> &'static str {
+        if self.candidates > 1 { CUBLASLT_TUNED } else { CUBLASLT }
     }
 
     fn plan(&self, problem: &GemmProblem) -> Result<LtPlan> {
@@ -169,24 +210,79 @@ impl CublasLt {
             )
         }
         .map_err(cublaslt_error("cublasLtMatmulPreferenceSetAttribute"))?;
-        // The first (best-ranked) algorithm; fails with NOT_SUPPORTED when the heuristic has none.
-        // SAFETY: every descriptor is live and describes this problem.
-        let heuristic = unsafe {
-            lt::get_matmul_algo_heuristic(self.handle, desc.0, first.0, second.0, out.0, out.0, preference.0)
+        let requested = c_int::try_from(self.candidates).unwrap_or(c_int::MAX);
+        let mut results: Vec<lt_sys::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(self.candidates);
+        let mut returned: c_int = 0;
+        // SAFETY: every descriptor is live and describes this problem; `results` has room for `requested` entries,
+        // of which the call writes the first `returned`.
+        unsafe {
+            lt_sys::cublasLtMatmulAlgoGetHeuristic(
+                self.handle,
+                desc.0,
+                first.0,
+                second.0,
+                out.0,
+                out.0,
+                preference.0,
+                requested,
+                results.as_mut_ptr(),
+                &mut returned,
+            )
         }
+        .result()
         .map_err(cublaslt_error("cublasLtMatmulAlgoGetHeuristic"))?;
-        if heuristic.workspaceSize > WORKSPACE_BYTES {
+        // SAFETY: the call succeeded and wrote the first `returned` (≤ `requested`) entries.
+        unsafe { results.set_len(usize::try_from(returned).unwrap_or(0).min(self.candidates)) };
+        let algos: Vec<_> = results
+            .iter()
+            .filter(|r| r.state == lt_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && r.workspaceSize <= WORKSPACE_BYTES)
+            .map(|r| r.algo)
+            .collect();
+        if algos.is_empty() {
             return Err(Error::Cublas(format!(
-                "cublasLtMatmulAlgoGetHeuristic chose an algorithm needing {} bytes of workspace, more than the {} allowed",
-                heuristic.workspaceSize, WORKSPACE_BYTES
+                "cublasLtMatmulAlgoGetHeuristic: no algorithm for {problem} within the {WORKSPACE_BYTES}-byte workspace \
+                 ({returned} returned)"
             )));
         }
-        Ok(LtPlan { problem: *problem, desc, first, second, out, algo: heuristic.algo })
+        let tuned = algos.len() == 1;
+        Ok(LtPlan { problem: *problem, desc, first, second, out, algos, chosen: 0, tuned })
     }
 
-    fn matmul<T>(&self, gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>) -> Result<()> {
+    /// Times every candidate algorithm on these operands and keeps the fastest; once per plan.
+    fn tune<T>(&mut self, gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>, c: &mut CudaSlice<T>) -> Result<()> {
+        let plan = self.plan.as_ref().expect("prepared before bind");
+        if plan.tuned {
+            return Ok(());
+        }
+        let mut best = vec![f64::INFINITY; plan.algos.len()];
+        for _ in 0..TUNING_ROUNDS {
+            for (index, best) in best.iter_mut().enumerate() {
+                // An algorithm the heuristic offered may still refuse these buffers: it is skipped, not fatal.
+                if let Ok(stats) = time_gpu(gpu, &TUNING, |_| self.matmul(gpu, index, a, b, c)) {
+                    *best = best.min(stats.median_ms);
+                }
+            }
+        }
+        let chosen = (0..best.len()).filter(|&i| best[i].is_finite()).min_by(|&i, &j| best[i].total_cmp(&best[j]));
+        let plan = self.plan.as_mut().expect("prepared before bind");
+        plan.chosen = chosen.ok_or_else(|| {
+            Error::Cublas(format!("none of the {} cuBLASLt algorithms ran for {}", best.len(), plan.problem))
+        })?;
+        plan.tuned = true;
+        Ok(())
+    }
+
+    /// One cublasLtMatmul with the plan's algorithm `algo` (an index into its candidates).
+    fn matmul<T>(
+        &self,
+        gpu: &Gpu,
+        algo: usize,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        c: &mut CudaSlice<T>,
+    ) -> Result<()> {
         let plan = self.plan.as_ref().expect("prepared before launch");
-        check_lengths(CUBLASLT, &plan.problem, a.len(), b.len(), c.len())?;
+        check_lengths(self.name(), &plan.problem, a.len(), b.len(), c.len())?;
         let stream = gpu.stream();
         let (a_ptr, _a_use) = a.device_ptr(stream);
         let (b_ptr, _b_use) = b.device_ptr(stream);
@@ -211,7 +307,7 @@ impl CublasLt {
                 plan.out.0,
                 c_ptr as *mut c_void,
                 plan.out.0,
-                &plan.algo,
+                &plan.algos[algo],
                 workspace as *mut c_void,
                 WORKSPACE_BYTES,
                 stream.cu_stream() as lt_sys::cudaStream_t,
@@ -231,7 +327,7 @@ impl Drop for CublasLt {
 
 impl GemmContender for CublasLt {
     fn name(&self) -> &str {
-        CUBLASLT
+        CublasLt::name(self)
     }
 
     fn is_peer(&self) -> bool {
@@ -248,12 +344,22 @@ impl GemmContender for CublasLt {
         Ok(())
     }
 
-    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
-        check_dtype(CUBLASLT, problem, &operands)?;
+    fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        check_dtype(self.name(), problem, &operands)?;
         self.prepare(gpu, problem)?;
         match operands {
-            Operands::Bf16 { a, b, c } => self.matmul(gpu, a, b, c),
-            Operands::F16 { a, b, c } => self.matmul(gpu, a, b, c),
+            Operands::Bf16 { a, b, c } => self.tune(gpu, a, b, c),
+            Operands::F16 { a, b, c } => self.tune(gpu, a, b, c),
+        }
+    }
+
+    fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
+        check_dtype(self.name(), problem, &operands)?;
+        self.prepare(gpu, problem)?;
+        let algo = self.plan.as_ref().expect("prepared above").chosen;
+        match operands {
+            Operands::Bf16 { a, b, c } => self.matmul(gpu, algo, a, b, c),
+            Operands::F16 { a, b, c } => self.matmul(gpu, algo, a, b, c),
         }
     }
 }

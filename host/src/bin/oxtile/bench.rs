@@ -357,6 +357,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
          # max rel err: max |out - ref| / max |ref| against the output marked ref (bound 2^-6 bf16, 2^-9 fp16)",
         gemm::BASELINE
     );
+    print!("{}", report::suite_summary(&rows, gemm::BASELINE));
     let dtypes: Vec<&str> = args.dtype.iter().map(|d| d.name()).collect();
     write_outputs(&args.output, &rows, &format!("GEMM {} on {}", dtypes.join("/"), info.name))?;
 
