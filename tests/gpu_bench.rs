@@ -290,6 +290,10 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             assert_eq!(row.check.as_deref(), Some("ok"), "{rows:?}");
             assert!(row.max_rel_err.unwrap() < Dtype::Bf16.check_bound());
         }
+        // Each cuBLASLt row says which of the heuristic's algorithms ran.
+        assert!(rows[0].config.as_deref().is_some_and(|c| c.starts_with("algorithm 1 of 1:")), "{rows:?}");
+        assert!(rows[1].config.as_deref().is_some_and(|c| c.starts_with("algorithm ")), "{rows:?}");
+        assert_eq!(rows[2].config, None);
         for row in &rows {
             assert!(row.error.is_none(), "{row:?}");
             assert!(row.tflops.unwrap() > 0.0 && row.ms.unwrap() > 0.0, "{row:?}");
@@ -356,6 +360,11 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 assert!(row.error.is_none(), "{problem}: {row:?}");
                 assert_eq!(row.check.as_deref(), Some("ok"), "{problem}: {row:?}");
                 assert!(row.tflops.unwrap() > 0.0);
+                // The kernel that ran, by name.
+                assert!(
+                    row.config.as_deref().is_some_and(|k| k.starts_with("gemm_") && k.ends_with("_sm90")),
+                    "{row:?}"
+                );
             }
         }
     }

@@ -303,6 +303,12 @@ pub trait GemmContender {
         Ok(())
     }
 
+    /// What this contender runs for the problem it was last prepared and bound for (our kernel's name, cuBLASLt's
+    /// algorithm), for the table's note column; `None` when there is nothing to tell.
+    fn describe(&self) -> Option<String> {
+        None
+    }
+
     /// Enqueues C = A·B on `gpu.stream()`. Must not synchronize: the timer brackets each call with CUDA events
     /// and enqueues many calls ahead. Errors of the enqueue (bad argument, failed launch) are returned.
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()>;
@@ -539,6 +545,7 @@ fn bench_typed<T: GemmElement>(
                     if let Some(check) = check {
                         row.apply_check(&check, problem.dtype.check_bound());
                     }
+                    row.config = contender.describe();
                     ready.push(index);
                 }
                 Err(error) => row.error = Some(error.to_string()),

@@ -221,6 +221,14 @@ impl GemmContender for OxtileSm90 {
         }
     }
 
+    fn describe(&self) -> Option<String> {
+        let kernel = match self.problem?.dtype {
+            Dtype::Bf16 => self.bf16_plans.first()?.1.kernel(),
+            Dtype::F16 => self.f16_plans.first()?.1.kernel(),
+        };
+        Some(kernel.name.to_string())
+    }
+
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
         self.prepare(gpu, problem)?;
         let options = self.options(problem.layout);

@@ -53,6 +53,8 @@ pub struct Row {
     pub rescale: Option<f64>,
     /// `ref`, `ok`, `FAIL...`, or nothing when not checked.
     pub check: Option<String>,
+    /// What ran: our kernel, cuBLASLt's algorithm (see `GemmContender::describe`).
+    pub config: Option<String>,
     pub error: Option<String>,
 }
 
@@ -329,6 +331,9 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
         }
         if let Some(origin) = row.origin.as_deref().filter(|o| *o != "in-process") {
             note.push(origin.to_string());
+        }
+        if let Some(config) = &row.config {
+            note.push(config.clone());
         }
         line.push(note.join("; "));
         lines.push(line);

@@ -129,9 +129,22 @@ pub enum Variant {
     StreamKCluster2,
 }
 
-/// Idle time, in k-tiles per cluster, that the last wave of cluster tiles must leave for [`Variant::Auto`] to take
-/// stream-K over clusters: about what its fixup (partials stored, waited for, read back) costs on the H200.
-const STREAM_K_MIN_IDLE_K_TILES: usize = 20;
+/// Idle time, in k-tiles per worker (an SM, or a cluster), that the last wave of tiles must leave for
+/// [`Variant::Auto`] to take stream-K: about what its fixup (partials stored, waited for, read back) costs on the H200.
+/// Measured (sessions 5 and 9), idle k-tiles and stream-K against the data-parallel kernel: single blocks 8.7
+/// (2048×1536×2048) −9%, 10.9 (1536³) −15%, 19.4 (2560³) +3%, 21.8 (3072×1536×1536) +22%, 29 (1536×1536×4096)
+/// +13%; clusters 7.8 (4096³) −2%, 23 (6144×4096×8192) +0.5–1.3%, 31 (4096×4096×16384) +0.5–1.7%, 54
+/// (8192×4096×14336) +2–4%.
+const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
+
+/// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
+/// waves: what the workers without a tile in the last wave wait. Zero when the last wave is full.
+fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
+    match tiles % workers {
+        0 => 0,
+        last_wave => (workers - last_wave) * k_tiles / workers,
+    }
+}
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
@@ -164,10 +177,12 @@ impl Variant {
         }
         // Measured 2026-11-30 on tn (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four
         // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
-        // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks.
+        // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks. In both wide regions
+        // stream-K takes over where the last wave would leave the GPU idle for long.
         let wide_tiles =
             shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
         let sms = sm_count as usize;
+        let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if 2 * wide_tiles <= sms {
             // Measured 2026-11-30 (session 7): where the narrow tiles take more than one wave and 128×128 tiles fit in
             // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77). Else one wave
@@ -186,22 +201,20 @@ impl Variant {
                 Variant::Narrow
             }
         } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
-            // Stream-K over the same clusters pays where the last wave of cluster tiles would leave the clusters idle
-            // for more than its fixup costs: measured (sessions 5 and 9) as about 20 k-tiles of idle time per
-            // cluster. Wins: 8192×4096×14336 (a quarter of the clusters idle for 224 k-tiles, +2–4%),
-            // 6144×4096×8192 (18% for 128, +0.5–1.3%), 4096×4096×16384 (12% for 256, +0.5–1.7%), 8192³, 16384³,
-            // 4096×14336×4096; loss: 4096³ (12% for 64, −2%).
+            // Stream-K over the same clusters where the last wave of cluster tiles leaves the clusters idle for longer
+            // than its fixup costs (see STREAM_K_MIN_IDLE_K_TILES): 8192³, 16384³, 4096×14336×4096, 8192×4096×14336
+            // of the suite, not 4096³.
             let clusters = (sms / 2).max(1);
             let cluster_tiles = shape.m.div_ceil(2 * GEMM_SM90_128X256.tile_m as usize)
                 * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
-            let last_wave = cluster_tiles % clusters;
-            let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
-            let idle_k_tiles_per_cluster = (clusters - last_wave) * k_tiles / clusters;
-            if last_wave != 0 && idle_k_tiles_per_cluster >= STREAM_K_MIN_IDLE_K_TILES {
+            if idle_k_tiles(cluster_tiles, k_tiles, clusters) >= STREAM_K_MIN_IDLE_K_TILES {
                 Variant::StreamKCluster2
             } else {
                 Variant::WideCluster2
             }
+        } else if idle_k_tiles(wide_tiles, k_tiles, sms) >= STREAM_K_MIN_IDLE_K_TILES {
+            // The same rule for single wide blocks (session 9: 1536×1536×4096 +13%, 3072×1536×1536 +22%).
+            Variant::StreamK
         } else {
             Variant::Wide
         }
@@ -209,7 +222,7 @@ impl Variant {
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters is
-    /// bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only).
+    /// bf16 → bf16 only, single-block stream-K not f16 → f32), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -222,6 +235,7 @@ impl Variant {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
+            Variant::StreamK if !Variant::StreamK.available(input, output, a_order, b_order) => Variant::Wide,
             chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
                 Variant::Narrow
             }
@@ -804,6 +818,13 @@ mod tests {
         assert_eq!(pick(4096, 14336, 4096), Variant::StreamKCluster2);
         // Half the clusters idle, but for 16 k-tiles only.
         assert_eq!(pick(8192, 8192, 1024), Variant::WideCluster2);
+        // Single wide blocks by the same rule: 72 tiles of 64 k-tiles leave 60 SMs idle for 29 k-tiles per SM; of 24
+        // k-tiles, for 11; 144 tiles of 24 (a second wave of 12) for 22; 96 of 32 for 8.7; 200 of 40 for 19.
+        assert_eq!(pick(1536, 1536, 4096), Variant::StreamK);
+        assert_eq!(pick(1536, 1536, 1536), Variant::Wide);
+        assert_eq!(pick(3072, 1536, 1536), Variant::StreamK);
+        assert_eq!(pick(2048, 1536, 2048), Variant::Wide);
+        assert_eq!(pick(2560, 2560, 2560), Variant::StreamK);
         // No last wave: 4 × 66 cluster tiles.
         assert_eq!(pick(256 * 12, 256 * 22, 8192), Variant::WideCluster2);
         // 8192² output tiles on 60 clusters: 1024 = 17 × 60 + 4.
@@ -815,6 +836,9 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
+        let mid = GemmShape::new(1536, 1536, 4096);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), t, n), Variant::StreamK);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), t, n), Variant::Wide);
         // The ping-pong and 64×128 tiles have no f32 epilogue: the narrow one instead.
         let decode = GemmShape::new(256, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::PingPong);

@@ -317,6 +317,27 @@ impl CublasLt {
     }
 }
 
+/// One configuration attribute of a cuBLASLt algorithm (all the ones read here are 32-bit), or `None` where this
+/// cuBLASLt does not report it.
+fn algo_attribute(
+    algo: &lt_sys::cublasLtMatmulAlgo_t,
+    attribute: lt_sys::cublasLtMatmulAlgoConfigAttributes_t,
+) -> Option<u32> {
+    let mut value = 0u32;
+    let mut written = 0usize;
+    // SAFETY: `algo` is an initialized algorithm from the heuristic; the buffer is 4 bytes, as these attributes are.
+    let status = unsafe {
+        lt_sys::cublasLtMatmulAlgoConfigGetAttribute(
+            algo,
+            attribute,
+            (&mut value as *mut u32).cast(),
+            size_of::<u32>(),
+            &mut written,
+        )
+    };
+    (status == lt_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && written == size_of::<u32>()).then_some(value)
+}
+
 impl Drop for CublasLt {
     fn drop(&mut self) {
         self.plan = None;
@@ -342,6 +363,25 @@ impl GemmContender for CublasLt {
         gpu.context().bind_to_thread()?;
         self.plan = Some(self.plan(problem)?);
         Ok(())
+    }
+
+    /// The chosen algorithm's rank in the heuristic's list and its configuration ids (cublasLt.h's
+    /// `cublasLtMatmulTile_t`, `cublasLtMatmulStages_t`, `cublasLtClusterShape_t`).
+    fn describe(&self) -> Option<String> {
+        use lt_sys::cublasLtMatmulAlgoConfigAttributes_t as Attribute;
+        let plan = self.plan.as_ref()?;
+        let algo = &plan.algos[plan.chosen];
+        let field = |attribute| algo_attribute(algo, attribute).map_or("?".to_string(), |v| v.to_string());
+        Some(format!(
+            "algorithm {} of {}: id {}, tile {}, stages {}, cluster {}, split-K {}",
+            plan.chosen + 1,
+            plan.algos.len(),
+            field(Attribute::CUBLASLT_ALGO_CONFIG_ID),
+            field(Attribute::CUBLASLT_ALGO_CONFIG_TILE_ID),
+            field(Attribute::CUBLASLT_ALGO_CONFIG_STAGES_ID),
+            field(Attribute::CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+            field(Attribute::CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+        ))
     }
 
     fn bind(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> Result<()> {
