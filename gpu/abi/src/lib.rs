@@ -3,6 +3,7 @@
 
 #![no_std]
 
+pub mod raster;
 pub mod stream_k;
 
 /// How the math warpgroups of a Hopper GEMM share the work.

@@ -1,5 +1,4 @@
-//! GEMM kernels. `sm90` holds the Hopper data path (TMA → shared-memory ring → wgmma → registers → global);
-//! `schedule` maps a persistent block's work items to output tiles.
+//! GEMM kernels. `sm90` holds the Hopper data path (TMA → shared-memory ring → wgmma → registers → global); the order
+//! in which a persistent block visits output tiles is oxtile-abi's `raster`, shared with the host.
 
-pub mod schedule;
 pub mod sm90;

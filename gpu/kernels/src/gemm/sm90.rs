@@ -47,6 +47,7 @@
 
 use core::marker::PhantomData;
 
+use oxtile_abi::raster::{Tile, TileScheduler};
 use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile,
@@ -54,7 +55,6 @@ use oxtile_abi::{
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
-use super::schedule::{Tile, TileScheduler};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::tma::TensorMap;
