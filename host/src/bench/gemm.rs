@@ -26,13 +26,34 @@ use serde::{Deserialize, Serialize};
 use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
 use super::report::Row;
 use super::suite::GemmShape;
-use super::timing::{DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_in_rounds};
+use super::timing::{DEFAULT_HOLD_TIMEOUT, DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_gpu, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::reference;
 use crate::runtime::Gpu;
 
 /// The peer every ratio is taken against.
 pub const BASELINE: &str = super::peers::cublas::CUBLASLT;
+
+/// How the tuned contenders (`cublasLt-tuned`, `oxtile-tuned`) time each candidate: a few launches queued back to
+/// back, in [`TUNING_ROUNDS`] rounds over the candidates so none is timed only on a cooler or hotter chip than the
+/// others; a candidate's time is the lower of its medians.
+const TUNING: TimingConfig =
+    TimingConfig { warmup: 2, runs: 8, mode: super::timing::TimingMode::Unblocked, hold_timeout: DEFAULT_HOLD_TIMEOUT };
+const TUNING_ROUNDS: usize = 2;
+
+/// The fastest of `candidates` candidates, timing `launch(candidate)` as described at [`TUNING`]; a candidate whose
+/// launches fail is left out. `None` when none ran.
+pub fn fastest_candidate(gpu: &Gpu, candidates: usize, mut launch: impl FnMut(usize) -> Result<()>) -> Option<usize> {
+    let mut best = vec![f64::INFINITY; candidates];
+    for _ in 0..TUNING_ROUNDS {
+        for (candidate, best) in best.iter_mut().enumerate() {
+            if let Ok(stats) = time_gpu(gpu, &TUNING, |_| launch(candidate)) {
+                *best = best.min(stats.median_ms);
+            }
+        }
+    }
+    (0..candidates).filter(|&i| best[i].is_finite()).min_by(|&i, &j| best[i].total_cmp(&best[j]))
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 pub enum Dtype {

@@ -3,9 +3,7 @@
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 
-use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands};
-use super::peers::cublas::{TUNING, TUNING_ROUNDS};
-use super::timing::time_gpu;
+use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands, fastest_candidate};
 use crate::error::Result;
 use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Order, Variant};
 use crate::runtime::{ClusterShape, Gpu};
@@ -81,8 +79,8 @@ impl OxtileSm90 {
     }
 }
 
-/// Times every tune candidate that has a kernel for this problem on these operands, with the schedule
-/// cublasLt-tuned uses for its algorithms, and returns the fastest.
+/// Times every tune candidate that has a kernel for this problem on these operands, as cublasLt-tuned times its
+/// algorithms ([`fastest_candidate`]), and returns the fastest.
 fn fastest_variant<T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     gpu: &Gpu,
     problem: &GemmProblem,
@@ -96,23 +94,16 @@ fn fastest_variant<T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     let candidates: Vec<Variant> =
         Variant::CANDIDATES.into_iter().filter(|v| v.available(name, name, a_order, b_order)).collect();
     // A candidate that cannot plan or run here is left out, as `oxtile tune gemm` leaves it out.
-    let mut timed: Vec<(Variant, GemmPlan<T>, f64)> = Vec::new();
+    let mut planned: Vec<(Variant, GemmPlan<T>)> = Vec::new();
     for variant in candidates {
         let plan = GemmPlan::new(gpu, problem.shape, GemmOptions { variant, ..options }, a, b);
         if let Ok(plan) = plan.and_then(|plan| plan.bind_output(gpu, c).map(|()| plan)) {
-            timed.push((variant, plan, f64::INFINITY));
+            planned.push((variant, plan));
         }
     }
-    for _ in 0..TUNING_ROUNDS {
-        for (_, plan, best) in timed.iter_mut() {
-            if let Ok(stats) = time_gpu(gpu, &TUNING, |_| plan.launch(gpu, a, b, c)) {
-                *best = best.min(stats.median_ms);
-            }
-        }
-    }
-    let fastest = timed.iter().filter(|t| t.2.is_finite()).min_by(|x, y| x.2.total_cmp(&y.2));
+    let fastest = fastest_candidate(gpu, planned.len(), |i| planned[i].1.launch(gpu, a, b, c));
     fastest
-        .map(|t| t.0)
+        .map(|i| planned[i].0)
         .ok_or_else(|| crate::Error::unsupported("bench gemm", format!("no oxtile kernel ran {problem}")))
 }
 

@@ -15,8 +15,7 @@ use cudarc::cublaslt::result as lt;
 use cudarc::cublaslt::sys as lt_sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmElement, GemmProblem, Operands};
-use crate::bench::timing::{TimingConfig, TimingMode, time_gpu};
+use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmElement, GemmProblem, Operands, fastest_candidate};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
 
@@ -24,19 +23,9 @@ pub const CUBLASLT: &str = "cublasLt";
 pub const CUBLASLT_TUNED: &str = "cublasLt-tuned";
 pub const CUBLAS_GEMM_EX: &str = "cublasGemmEx";
 
-/// Algorithms `cublasLt-tuned` asks the heuristic for and times: what a cuBLASLt user who autotunes would try.
+/// Algorithms `cublasLt-tuned` asks the heuristic for and times (as `bench::gemm::fastest_candidate` times them):
+/// what a cuBLASLt user who autotunes would try.
 pub const TUNED_CANDIDATES: usize = 8;
-
-/// How `cublasLt-tuned` (and `oxtile-tuned`, alike) times each candidate: a few launches queued back to back, in
-/// [`TUNING_ROUNDS`] rounds over the candidates so none is timed only on a cooler or hotter chip than the others;
-/// its time is the lower of its medians.
-pub const TUNING: TimingConfig = TimingConfig {
-    warmup: 2,
-    runs: 8,
-    mode: TimingMode::Unblocked,
-    hold_timeout: crate::bench::timing::DEFAULT_HOLD_TIMEOUT,
-};
-pub const TUNING_ROUNDS: usize = 2;
 
 /// NVIDIA's recommended cuBLAS workspace on Hopper.
 pub const WORKSPACE_BYTES: usize = 32 << 20;
@@ -254,19 +243,10 @@ impl CublasLt {
         if plan.tuned {
             return Ok(());
         }
-        let mut best = vec![f64::INFINITY; plan.algos.len()];
-        for _ in 0..TUNING_ROUNDS {
-            for (index, best) in best.iter_mut().enumerate() {
-                // An algorithm the heuristic offered may still refuse these buffers: it is skipped, not fatal.
-                if let Ok(stats) = time_gpu(gpu, &TUNING, |_| self.matmul(gpu, index, a, b, c)) {
-                    *best = best.min(stats.median_ms);
-                }
-            }
-        }
-        let chosen = (0..best.len()).filter(|&i| best[i].is_finite()).min_by(|&i, &j| best[i].total_cmp(&best[j]));
+        let chosen = fastest_candidate(gpu, plan.algos.len(), |index| self.matmul(gpu, index, a, b, c));
         let plan = self.plan.as_mut().expect("prepared before bind");
         plan.chosen = chosen.ok_or_else(|| {
-            Error::Cublas(format!("none of the {} cuBLASLt algorithms ran for {}", best.len(), plan.problem))
+            Error::Cublas(format!("none of the {} cuBLASLt algorithms ran for {}", plan.algos.len(), plan.problem))
         })?;
         plan.tuned = true;
         Ok(())
