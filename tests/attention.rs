@@ -404,7 +404,8 @@ fn bench_times_checks_and_counts_rescales() {
         [("1,4,1024,128,causal", Dtype::Bf16), ("2,2,512,64,full", Dtype::Bf16), ("1,2,640,128,full", Dtype::F16)]
     {
         let problem = AttnBenchProblem { shape: shape.parse().unwrap(), dtype };
-        let rows = bench::bench_attn(&gpu, &info, &pool, &problem, &bench::CONTENDERS, &config, &mut |_| {}).unwrap();
+        let rows =
+            bench::bench_attn(&gpu, &info, &pool, &problem, &bench::CONTENDERS, &config, &mut |_: &str| {}).unwrap();
         println!("{}", oxtile::bench::report::render_table(&rows, bench::BASELINE));
         assert_eq!(rows.len(), bench::CONTENDERS.len());
         for row in &rows {

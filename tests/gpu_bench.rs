@@ -183,6 +183,50 @@ fn timer_gives_positive_finite_times_in_every_mode() {
     assert!(matches!(error, oxtile::Error::BadArgument { .. }));
 }
 
+/// `settle` keeps launching untimed until the GPU has run that long, in every mode; the power meter (NVML, present
+/// wherever the driver is) reads a clock, a board power and the energy of the timed launches.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn settling_runs_the_kernel_that_long_and_the_meter_reads_the_turn() {
+    use oxtile::bench::power::PowerMeter;
+    use oxtile::bench::timing::GpuTimer;
+    let gpu = gpu();
+    let stream = gpu.stream();
+    // 3 × 64 MiB moved per launch: about 0.1 ms.
+    let n = 1 << 24;
+    let x = stream.clone_htod(&reference::randn(n, 1.0, 1)).unwrap();
+    let mut y = stream.clone_htod(&reference::randn(n, 1.0, 2)).unwrap();
+    let meter = PowerMeter::open(&gpu).unwrap_or_else(|reason| panic!("no power meter on a CUDA machine: {reason}"));
+    for mode in [TimingMode::Queued, TimingMode::Unblocked] {
+        let settle = Duration::from_millis(60);
+        let config = TimingConfig { warmup: 2, runs: 20, mode, settle, ..TimingConfig::default() };
+        let mut launches = 0;
+        let mut timer = GpuTimer::new(&gpu, &config).unwrap();
+        let started = std::time::Instant::now();
+        let (samples, reading) = timer
+            .time(&gpu, config.warmup, config.runs, Some(&meter), |_| {
+                launches += 1;
+                elementwise::axpy_f32(&gpu, 0.5, &x, &mut y)
+            })
+            .unwrap();
+        let wall = started.elapsed();
+        assert_eq!(samples.len(), 20);
+        let median = oxtile::bench::Stats::from_samples(&samples).unwrap().median_ms;
+        // The settling launches alone fill 60 ms of GPU time.
+        let settling = launches - 22;
+        assert!(wall >= settle, "{mode:?}: {wall:?}");
+        assert!(settling as f64 * median >= 60.0 * 0.8, "{mode:?}: {settling} settling launches of {median} ms");
+        let reading = reading.expect("a reading with a meter");
+        assert_eq!(reading.launches, 20);
+        let mhz = reading.median_sm_mhz().expect("clock samples");
+        assert!((100.0..5000.0).contains(&mhz), "{mhz} MHz");
+        if let Some(watts) = reading.watts() {
+            assert!((10.0..2000.0).contains(&watts), "{watts} W");
+        }
+        println!("{mode:?}: {settling} settling launches, {mhz} MHz, {:?} W", reading.watts());
+    }
+}
+
 /// A host that queues a kernel of a few microseconds 200 µs apart (as a slow host path would): without the hold,
 /// each sample is the host's 200 µs; behind the hold, the kernels run back to back and each sample is the kernel's.
 #[test]
@@ -271,7 +315,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
     for layout in Layout::ALL {
         let problem = GemmProblem { shape: GemmShape::new(256, 384, 320), dtype: Dtype::Bf16, layout };
         let mut steps = Vec::new();
-        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |s| {
+        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |s: &str| {
             steps.push(s.to_string())
         })
         .unwrap();
@@ -313,7 +357,7 @@ fn memory_bench_measures_every_kernel_and_the_copy() {
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::with_len(1 << 20, fresh_seed());
     let timing = TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() };
-    let mut rows = copy::bench_memory(&gpu, &info, &pool, 16 << 20, &timing, &mut |_| {}).unwrap();
+    let mut rows = copy::bench_memory(&gpu, &info, &pool, 16 << 20, &timing, &mut |_: &str| {}).unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r.implementation.as_str()).collect();
     assert_eq!(names, [copy::BASELINE, "axpy_f32", "axpy_bf16", "exp2_f32"]);
     for row in &rows {
@@ -322,7 +366,7 @@ fn memory_bench_measures_every_kernel_and_the_copy() {
     }
     report::fill_ratios(&mut rows, copy::BASELINE);
     assert!(rows.iter().all(|r| r.ratio.is_some()));
-    assert!(copy::bench_memory(&gpu, &info, &pool, 1000, &timing, &mut |_| {}).is_err());
+    assert!(copy::bench_memory(&gpu, &info, &pool, 1000, &timing, &mut |_: &str| {}).is_err());
 }
 
 #[test]
@@ -341,7 +385,8 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
         for layout in Layout::ALL {
             // Partial tiles in M and N; every dimension a multiple of 8, so TMA takes every layout.
             let problem = GemmProblem { shape: GemmShape::new(296, 520, 256), dtype, layout };
-            let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
+            let rows =
+                gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();
             assert_eq!(rows[0].check.as_deref(), Some("ref"), "{problem}: {:?}", rows[0]);
             let ours: Vec<_> = rows.iter().filter(|r| r.kind.as_deref() == Some("oxtile")).collect();
             assert!(ours.iter().any(|r| r.implementation == "oxtile"), "{problem}: {rows:?}");
@@ -370,7 +415,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
     }
     // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
     let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: Layout::Nt };
-    let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_| {}).unwrap();
+    let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
     let error = ours.error.as_deref().unwrap_or_default();
     assert!(error.starts_with("unsupported") && error.contains("M = 255"), "{ours:?}");
@@ -408,7 +453,7 @@ fn a_wrong_result_fails_the_cross_check() {
         ..Default::default()
     };
     let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: Layout::Tt };
-    let mut rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_| {}).unwrap();
+    let mut rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     assert_eq!(rows[0].check.as_deref(), Some("ref"));
     assert_eq!(rows[1].check.as_deref(), Some("FAIL"), "{:?}", rows[1]);
     assert!(rows[1].max_rel_err.unwrap() > 0.1 && rows[1].failed_check());

@@ -17,9 +17,9 @@ use half::{bf16, f16};
 
 use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
 use super::gemm::{Dtype, GemmElement, InputPool, compare_outputs};
-use super::report::Row;
+use super::report::{BenchObserver, Row, TurnRecord};
 use super::suite::AttnShape as SuiteShape;
-use super::timing::{DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_in_rounds};
+use super::timing::{DEFAULT_ROUNDS, TimingConfig, TurnEvent, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
 use crate::runtime::Gpu;
@@ -122,8 +122,9 @@ impl Default for AttnBenchConfig {
 
 /// Runs every contender on `problem`; one row each, in order (with its error when it does not support the problem
 /// or fails). As for GEMM, each contender is prepared and checked, one after another, then those prepared are timed
-/// in `config.rounds` rounds, then each counts its rescales. `on_step` is called before each contender's
-/// preparation and before each of its turns with a short description.
+/// in `config.rounds` rounds (with the observer's power meter if it has one), then each counts its rescales.
+/// `observer` hears of each contender's preparation and each of its turns before they run, and of each turn's
+/// figures after.
 pub fn bench_attn(
     gpu: &Gpu,
     info: &DeviceInfo,
@@ -131,11 +132,11 @@ pub fn bench_attn(
     problem: &AttnBenchProblem,
     contenders: &[AttnContender],
     config: &AttnBenchConfig,
-    on_step: &mut dyn FnMut(&str),
+    observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
     match problem.dtype {
-        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, on_step),
-        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, on_step),
+        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, observer),
+        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, observer),
     }
 }
 
@@ -161,7 +162,7 @@ fn bench_typed<T: AttnElement + GemmElement>(
     problem: &AttnBenchProblem,
     contenders: &[AttnContender],
     config: &AttnBenchConfig,
-    on_step: &mut dyn FnMut(&str),
+    observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
     let stream = gpu.stream();
     let (free, _) = gpu.context().mem_get_info()?;
@@ -202,7 +203,7 @@ fn bench_typed<T: AttnElement + GemmElement>(
     let mut plans: Vec<Option<Vec<AttnPlan<T>>>> = Vec::with_capacity(contenders.len());
     let mut ready = Vec::with_capacity(contenders.len());
     for (index, contender) in contenders.iter().enumerate() {
-        on_step(&format!("{problem} {}: check", contender.name));
+        observer.step(&format!("{problem} {}: check", contender.name));
         let mut row = Row::new("attn", problem.shape.to_string(), contender.name);
         row.kind = Some("oxtile".into());
         row.origin = Some("in-process".into());
@@ -238,13 +239,22 @@ fn bench_typed<T: AttnElement + GemmElement>(
     }
 
     let rounds = effective_rounds(config.rounds, config.timing.runs);
+    let meter = observer.meter();
     let timed = time_in_rounds(
         gpu,
         &config.timing,
         &ready,
         config.rounds,
-        &mut |turn| {
-            on_step(&format!("{problem} {}: round {}/{rounds}", contenders[turn.contender].name, turn.round + 1))
+        meter.as_ref(),
+        &mut |event| match event {
+            TurnEvent::Start(turn) => observer.step(&format!(
+                "{problem} {}: round {}/{rounds}",
+                contenders[turn.contender].name,
+                turn.round + 1
+            )),
+            TurnEvent::Done(turn, times, reading) => {
+                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, reading))
+            }
         },
         &mut |contender, i| {
             let s = i % count;
@@ -255,16 +265,19 @@ fn bench_typed<T: AttnElement + GemmElement>(
     );
     for (contender, stats) in timed {
         let row = &mut rows[contender];
-        let stats = stats.and_then(|stats| {
+        let stats = stats.and_then(|(stats, power)| {
             let rescale = match (&plans[contender], config.stats) {
                 (Some(contender_plans), true) => Some(count_rescales(gpu, &contender_plans[0], &mut sets[0])?),
                 _ => None,
             };
-            Ok((stats, rescale))
+            Ok((stats, power, rescale))
         });
         match stats {
-            Ok((stats, rescale)) => {
+            Ok((stats, power, rescale)) => {
                 row.set_stats(&stats);
+                if let Some(power) = &power {
+                    row.set_power(power);
+                }
                 let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
                 row.tflops = Some(tflops);
                 row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);

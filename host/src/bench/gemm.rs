@@ -24,9 +24,11 @@ use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
 use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
-use super::report::Row;
+use super::report::{BenchObserver, Row, TurnRecord};
 use super::suite::GemmShape;
-use super::timing::{DEFAULT_HOLD_TIMEOUT, DEFAULT_ROUNDS, TimingConfig, effective_rounds, time_gpu, time_in_rounds};
+use super::timing::{
+    DEFAULT_HOLD_TIMEOUT, DEFAULT_ROUNDS, TimingConfig, TurnEvent, effective_rounds, time_gpu, time_in_rounds,
+};
 use crate::error::{Error, Result};
 use crate::reference;
 use crate::runtime::Gpu;
@@ -37,8 +39,13 @@ pub const BASELINE: &str = super::peers::cublas::CUBLASLT;
 /// How the tuned contenders (`cublasLt-tuned`, `oxtile-tuned`) time each candidate: a few launches queued back to
 /// back, in [`TUNING_ROUNDS`] rounds over the candidates so none is timed only on a cooler or hotter chip than the
 /// others; a candidate's time is the lower of its medians.
-const TUNING: TimingConfig =
-    TimingConfig { warmup: 2, runs: 8, mode: super::timing::TimingMode::Unblocked, hold_timeout: DEFAULT_HOLD_TIMEOUT };
+const TUNING: TimingConfig = TimingConfig {
+    warmup: 2,
+    runs: 8,
+    mode: super::timing::TimingMode::Unblocked,
+    hold_timeout: DEFAULT_HOLD_TIMEOUT,
+    settle: std::time::Duration::ZERO,
+};
 const TUNING_ROUNDS: usize = 2;
 
 /// The fastest of `candidates` candidates, timing `launch(candidate)` as described at [`TUNING`]; a candidate whose
@@ -487,10 +494,10 @@ impl Default for GemmBenchConfig {
 
 /// Runs every contender on `problem` and returns one row per contender, in order. Each contender is prepared and
 /// its output checked, one after another; then those prepared (whatever their check found) are timed in
-/// `config.rounds` rounds
-/// ([`super::timing::round_robin`]). A contender that does not support the problem, or fails, gets a row with its
-/// error; the others still run. `on_step` is called before each contender's preparation and before each of its
-/// turns with a short description (for a progress bar).
+/// `config.rounds` rounds ([`super::timing::round_robin`]), with the observer's power meter if it has one. A
+/// contender that does not support the problem, or fails, gets a row with its error; the others still run.
+/// `observer` hears of each contender's preparation and each of its turns before they run, and of each turn's
+/// figures after.
 pub fn bench_gemm(
     gpu: &Gpu,
     info: &DeviceInfo,
@@ -498,11 +505,11 @@ pub fn bench_gemm(
     problem: &GemmProblem,
     contenders: &mut [Box<dyn GemmContender>],
     config: &GemmBenchConfig,
-    on_step: &mut dyn FnMut(&str),
+    observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
     match problem.dtype {
-        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, on_step),
-        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, on_step),
+        Dtype::Bf16 => bench_typed::<bf16>(gpu, info, pool, problem, contenders, config, observer),
+        Dtype::F16 => bench_typed::<f16>(gpu, info, pool, problem, contenders, config, observer),
     }
 }
 
@@ -520,7 +527,7 @@ fn bench_typed<T: GemmElement>(
     problem: &GemmProblem,
     contenders: &mut [Box<dyn GemmContender>],
     config: &GemmBenchConfig,
-    on_step: &mut dyn FnMut(&str),
+    observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
     let stream = gpu.stream();
     let (free, _) = gpu.context().mem_get_info()?;
@@ -551,7 +558,7 @@ fn bench_typed<T: GemmElement>(
     let mut rows = Vec::with_capacity(contenders.len());
     let mut ready = Vec::with_capacity(contenders.len());
     for (index, contender) in contenders.iter_mut().enumerate() {
-        on_step(&format!("{} {}: check", problem, contender.name()));
+        observer.step(&format!("{} {}: check", problem, contender.name()));
         let mut row = Row::new("gemm", problem.shape.to_string(), contender.name());
         row.kind = Some(if contender.is_peer() { "peer" } else { "oxtile" }.to_string());
         row.origin = Some("in-process".into());
@@ -577,22 +584,34 @@ fn bench_typed<T: GemmElement>(
 
     let names: Vec<String> = contenders.iter().map(|c| c.name().to_string()).collect();
     let rounds = effective_rounds(config.rounds, config.timing.runs);
+    let meter = observer.meter();
     let timed = time_in_rounds(
         gpu,
         &config.timing,
         &ready,
         config.rounds,
-        &mut |turn| on_step(&format!("{problem} {}: round {}/{rounds}", names[turn.contender], turn.round + 1)),
+        meter.as_ref(),
+        &mut |event| match event {
+            TurnEvent::Start(turn) => {
+                observer.step(&format!("{problem} {}: round {}/{rounds}", names[turn.contender], turn.round + 1))
+            }
+            TurnEvent::Done(turn, times, reading) => {
+                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, reading))
+            }
+        },
         &mut |contender, i| {
             let s = i % count;
             contenders[contender].launch(gpu, problem, T::operands(&sets.a[s], &sets.b[s], &mut sets.c[s]))
         },
     );
-    for (contender, stats) in timed {
+    for (contender, outcome) in timed {
         let row = &mut rows[contender];
-        match stats {
-            Ok(stats) => {
+        match outcome {
+            Ok((stats, power)) => {
                 row.set_stats(&stats);
+                if let Some(power) = &power {
+                    row.set_power(power);
+                }
                 let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
                 row.tflops = Some(tflops);
                 row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::device::DATASHEET_DENSE_BF16_TFLOPS;
+use super::power::{PowerMeter, PowerReading};
 use super::suite::{AttnShape, GemmShape};
 use super::timing::Stats;
 use crate::error::{Error, Result};
@@ -55,6 +56,12 @@ pub struct Row {
     pub check: Option<String>,
     /// What ran: our kernel, cuBLASLt's algorithm (see `GemmContender::describe`).
     pub config: Option<String>,
+    /// Median SM clock while the timed launches ran, MHz (`bench::power`).
+    pub sm_mhz: Option<f64>,
+    /// Mean board power over the timed launches, watts.
+    pub watts: Option<f64>,
+    /// FLOPs per joule of board energy, 1e9: at the power cap, the rate a kernel sustains is this times the cap.
+    pub gflop_per_joule: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -69,6 +76,16 @@ impl Row {
         self.p90_ms = Some(stats.p90_ms);
         self.min_ms = Some(stats.min_ms);
         self.runs = Some(stats.runs);
+    }
+
+    /// The clock, power and (given this row's `work`) energy efficiency of `reading`.
+    pub fn set_power(&mut self, reading: &PowerReading) {
+        self.sm_mhz = reading.median_sm_mhz();
+        self.watts = reading.watts();
+        self.gflop_per_joule = match (self.work, reading.joules_per_launch()) {
+            (Some(work), Some(joules)) if self.op != "mem" => Some(work / joules / 1e9),
+            _ => None,
+        };
     }
 
     /// TFLOP/s, or GB/s for memory-bound rows.
@@ -92,6 +109,75 @@ impl Row {
         let field = |f: &Option<String>| f.clone().unwrap_or_default();
         let dtype = if self.op == "mem" { String::new() } else { field(&self.dtype) };
         (self.op.clone(), self.shape.clone(), dtype, field(&self.layout))
+    }
+}
+
+/// One contender's turn in a round, for the turn log (`oxtile bench --turn-log`): what each turn read, so the
+/// drift within a contender's runs (and what ran before each turn) can be seen, not just the median over them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TurnRecord {
+    pub shape: String,
+    #[serde(rename = "impl")]
+    pub implementation: String,
+    pub layout: Option<String>,
+    pub round: usize,
+    pub runs: usize,
+    pub median_ms: Option<f64>,
+    pub tflops: Option<f64>,
+    pub sm_mhz: Option<f64>,
+    pub watts: Option<f64>,
+    pub gflop_per_joule: Option<f64>,
+}
+
+impl TurnRecord {
+    /// The record of a turn of `runs` launches of `work` FLOPs each that took `times` (ms per launch).
+    pub fn new(row: &Row, round: usize, times: &[f64], reading: Option<&PowerReading>) -> TurnRecord {
+        let median_ms = Stats::from_samples(times).map(|s| s.median_ms);
+        let mut power = Row { work: row.work, op: row.op.clone(), ..Row::default() };
+        if let Some(reading) = reading {
+            power.set_power(reading);
+        }
+        TurnRecord {
+            shape: row.shape.clone(),
+            implementation: row.implementation.clone(),
+            layout: row.layout.clone(),
+            round,
+            runs: times.len(),
+            median_ms,
+            tflops: row.work.zip(median_ms).map(|(work, ms)| work / (ms * 1e-3) / 1e12),
+            sm_mhz: power.sm_mhz,
+            watts: power.watts,
+            gflop_per_joule: power.gflop_per_joule,
+        }
+    }
+}
+
+/// Writes turn records as CSV, with a header.
+pub fn write_turns_csv(out: impl std::io::Write, turns: &[TurnRecord]) -> std::result::Result<(), csv::Error> {
+    let mut writer = csv::Writer::from_writer(out);
+    for turn in turns {
+        writer.serialize(turn)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+/// What a benchmark tells its caller as it goes, and the power meter it reads (if any). A closure taking the step
+/// text is an observer without a meter that ignores finished turns.
+pub trait BenchObserver {
+    /// A short description of the step about to run (for a progress bar).
+    fn step(&mut self, text: &str);
+    /// A timed turn, with the row it belongs to.
+    fn turn_done(&mut self, _turn: &TurnRecord) {}
+    /// The meter each turn's energy and clock are read from.
+    fn meter(&self) -> Option<PowerMeter> {
+        None
+    }
+}
+
+impl<F: FnMut(&str)> BenchObserver for F {
+    fn step(&mut self, text: &str) {
+        self(text)
     }
 }
 
@@ -280,6 +366,7 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     let has_gbps = rows.iter().any(|r| r.gbps.is_some());
     let has_check = rows.iter().any(|r| r.check.is_some() || r.max_rel_err.is_some());
     let has_rescale = rows.iter().any(|r| r.rescale.is_some());
+    let has_power = rows.iter().any(|r| r.sm_mhz.is_some() || r.watts.is_some());
     let mut header = vec!["op", "shape", "impl", "dtype", "layout", "ms", "±%"];
     if has_tflops {
         header.extend(["TFLOP/s", "% peak"]);
@@ -291,6 +378,9 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     header.push(&ratio_header);
     if has_rescale {
         header.push("rescale");
+    }
+    if has_power {
+        header.extend(["MHz", "W", "GFLOP/J"]);
     }
     if has_check {
         header.extend(["max rel err", "check"]);
@@ -320,6 +410,11 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
         line.push(cell(row.ratio, |v| format!("{v:.3}")));
         if has_rescale {
             line.push(cell(row.rescale, |v| format!("{v:.3}")));
+        }
+        if has_power {
+            line.push(cell(row.sm_mhz, |v| format!("{v:.0}")));
+            line.push(cell(row.watts, |v| format!("{v:.0}")));
+            line.push(cell(row.gflop_per_joule, |v| format!("{v:.0}")));
         }
         if has_check {
             line.push(cell(row.max_rel_err, |v| format!("{v:.2e}")));
@@ -402,6 +497,34 @@ mod tests {
         row.work = Some(GemmShape::new(4096, 4096, 4096).flops());
         row.sets = Some(4);
         row
+    }
+
+    #[test]
+    fn a_turn_record_has_the_rate_clock_and_efficiency_of_its_turn() {
+        let row = ours("oxtile", 700.0);
+        let reading = PowerReading {
+            energy_mj: 2_000,
+            elapsed: std::time::Duration::from_millis(4),
+            launches: 4,
+            sm_mhz: vec![1500, 1600, 1700],
+        };
+        let turn = TurnRecord::new(&row, 2, &[0.2, 0.1, 0.3, 0.2], Some(&reading));
+        assert_eq!((turn.round, turn.runs, turn.median_ms), (2, 4, Some(0.2)));
+        let flops = GemmShape::new(4096, 4096, 4096).flops();
+        assert!((turn.tflops.unwrap() - flops / 0.2e-3 / 1e12).abs() < 1e-9);
+        assert_eq!((turn.sm_mhz, turn.watts), (Some(1600.0), Some(500.0)));
+        // Half a joule per launch.
+        assert!((turn.gflop_per_joule.unwrap() - flops / 0.5 / 1e9).abs() < 1e-6);
+        let mut csv = Vec::new();
+        write_turns_csv(&mut csv, &[turn]).unwrap();
+        let text = String::from_utf8(csv).unwrap();
+        assert!(
+            text.starts_with("shape,impl,layout,round,runs,median_ms,tflops,sm_mhz,watts,gflop_per_joule\n"),
+            "{text}"
+        );
+        // Without a meter: the times only.
+        let bare = TurnRecord::new(&row, 0, &[0.2], None);
+        assert_eq!((bare.sm_mhz, bare.watts, bare.gflop_per_joule), (None, None, None));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::hold::StreamHold;
+use super::power::{PowerMeter, PowerReading};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
 
@@ -122,11 +123,20 @@ pub struct TimingConfig {
     pub mode: TimingMode,
     /// [`TimingMode::Queued`]: how long the stream hold waits for the host's release before giving up.
     pub hold_timeout: Duration,
+    /// Before the timed launches of every turn, after the warm-up, more untimed launches until the GPU has run them
+    /// this long: the power controller then sets the clock for this kernel, not for whatever ran (or idled) before.
+    pub settle: Duration,
 }
 
 impl Default for TimingConfig {
     fn default() -> TimingConfig {
-        TimingConfig { warmup: 10, runs: 50, mode: TimingMode::Queued, hold_timeout: DEFAULT_HOLD_TIMEOUT }
+        TimingConfig {
+            warmup: 10,
+            runs: 50,
+            mode: TimingMode::Queued,
+            hold_timeout: DEFAULT_HOLD_TIMEOUT,
+            settle: Duration::ZERO,
+        }
     }
 }
 
@@ -138,7 +148,7 @@ pub fn time_gpu(gpu: &Gpu, config: &TimingConfig, launch: impl FnMut(usize) -> R
     if config.runs == 0 {
         return Err(Error::bad_argument("bench", "the number of timed runs must be at least 1"));
     }
-    let samples = GpuTimer::new(gpu, config)?.time(gpu, config.warmup, config.runs, launch)?;
+    let (samples, _) = GpuTimer::new(gpu, config)?.time(gpu, config.warmup, config.runs, None, launch)?;
     Stats::from_samples(&samples)
         .ok_or_else(|| Error::bad_argument("bench", format!("CUDA events gave unusable times: {samples:?}")))
 }
@@ -148,6 +158,7 @@ pub fn time_gpu(gpu: &Gpu, config: &TimingConfig, launch: impl FnMut(usize) -> R
 pub struct GpuTimer {
     mode: TimingMode,
     hold_timeout: Duration,
+    settle: Duration,
     /// The stream hold, in [`TimingMode::Queued`].
     hold: Option<StreamHold>,
     /// Launches made so far, warm-up included: the next launch's index.
@@ -160,20 +171,22 @@ impl GpuTimer {
             TimingMode::Queued | TimingMode::Batched => Some(StreamHold::new(gpu)?),
             TimingMode::Unblocked | TimingMode::Synced => None,
         };
-        Ok(GpuTimer { mode: config.mode, hold_timeout: config.hold_timeout, hold, launches: 0 })
+        Ok(GpuTimer { mode: config.mode, hold_timeout: config.hold_timeout, settle: config.settle, hold, launches: 0 })
     }
 
-    /// `warmup` untimed launches, then `runs` timed ones; returns the timed ones' GPU times in milliseconds, in
-    /// launch order (in [`TimingMode::Batched`], one time per launch for each batch: its mean). With a hold, the first
-    /// call makes at least one warm-up launch: the first launch of a lazily loaded kernel may load its code, which
-    /// waits for the stream, which would be waiting for the host.
+    /// `warmup` untimed launches, then more until the GPU has run them for the configuration's `settle`, then
+    /// `runs` timed ones; returns the timed ones' GPU times in milliseconds, in launch order (in
+    /// [`TimingMode::Batched`], one time per launch for each batch: its mean), and with a `meter` the energy and
+    /// clock over them. With a hold, the first call makes at least one warm-up launch: the first launch of a lazily
+    /// loaded kernel may load its code, which waits for the stream, which would be waiting for the host.
     pub fn time(
         &mut self,
         gpu: &Gpu,
         warmup: usize,
         runs: usize,
+        meter: Option<&PowerMeter>,
         mut launch: impl FnMut(usize) -> Result<()>,
-    ) -> Result<Vec<f64>> {
+    ) -> Result<(Vec<f64>, Option<PowerReading>)> {
         let stream = gpu.stream();
         let ctx = gpu.context();
         let warmup = if self.hold.is_some() && self.launches == 0 { warmup.max(1) } else { warmup };
@@ -184,6 +197,8 @@ impl GpuTimer {
         stream.synchronize()?;
         ctx.check_err()?;
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        self.settle(gpu, &mut launch)?;
+        let mut reading = meter.map(PowerMeter::start);
         let max_batch = if self.hold.is_some() { MAX_HELD_BATCH } else { runs.max(1) };
         let plan: Vec<Range<usize>> = batches(runs, max_batch).collect();
         let batched = self.mode == TimingMode::Batched;
@@ -199,6 +214,10 @@ impl GpuTimer {
                     let held = hold.hold(gpu, self.hold_timeout)?;
                     let queued = enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch);
                     held.release();
+                    // The batch is running now: the clock it runs at.
+                    if let (Some(meter), Some(reading)) = (meter, reading.as_mut()) {
+                        meter.sample_clock(reading);
+                    }
                     stream.synchronize()?;
                     ctx.check_err()?;
                     queued?;
@@ -206,22 +225,53 @@ impl GpuTimer {
                 }
                 None => {
                     enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch)?;
+                    if let (Some(meter), Some(reading)) = (meter, reading.as_mut()) {
+                        meter.sample_clock(reading);
+                    }
                     stream.synchronize()?;
                     ctx.check_err()?;
                 }
             }
         }
+        let reading = meter.zip(reading).map(|(meter, reading)| meter.finish(reading, runs));
         if !batched {
-            return events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64)).collect();
+            let samples = events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64)).collect::<Result<_>>()?;
+            return Ok((samples, reading));
         }
         let mut samples = Vec::with_capacity(runs);
         for ((start, end), batch) in events.iter().zip(&plan) {
             let per_launch = start.elapsed_ms(end)? as f64 / batch.len() as f64;
             samples.extend(std::iter::repeat_n(per_launch, batch.len()));
         }
-        Ok(samples)
+        Ok((samples, reading))
+    }
+
+    /// Untimed launches until the GPU has run them for `self.settle`, in batches that double up to
+    /// [`MAX_SETTLE_BATCH`] (no hold: the GPU runs each batch as the host queues it).
+    fn settle(&mut self, gpu: &Gpu, launch: &mut impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let (stream, ctx) = (gpu.stream(), gpu.context());
+        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let mut busy = Duration::ZERO;
+        let mut batch = 1;
+        while busy < self.settle {
+            let start = stream.record_event(flags)?;
+            for _ in 0..batch {
+                launch(self.launches)?;
+                self.launches += 1;
+            }
+            let end = stream.record_event(flags)?;
+            end.synchronize()?;
+            ctx.check_err()?;
+            busy += Duration::from_secs_f64(f64::from(start.elapsed_ms(&end)?.max(0.0)) / 1e3);
+            batch = (batch * 2).min(MAX_SETTLE_BATCH);
+        }
+        Ok(())
     }
 }
+
+/// Most settling launches queued before the host waits for them: enough that the host's waits are a small part of
+/// the GPU's time for kernels of tens of microseconds, few enough to stay well inside the driver's launch queue.
+pub const MAX_SETTLE_BATCH: usize = 256;
 
 /// Queues one (start event, `per_pair` launches, end event) sequence per pair of `events`, numbering the launches
 /// from `*launches`; in [`TimingMode::Synced`] waits for each before the next.
@@ -263,50 +313,76 @@ pub fn even_split(total: usize, parts: usize) -> impl Iterator<Item = Range<usiz
 /// Rounds of [`round_robin`] the benchmarks time their contenders in, unless told otherwise.
 pub const DEFAULT_ROUNDS: usize = 5;
 
+/// What [`time_in_rounds`] tells its observer: a turn about to start, or one just timed.
+pub enum TurnEvent<'a> {
+    Start(&'a Turn),
+    /// The turn's per-launch times (ms) and, with a meter, its energy and clock.
+    Done(&'a Turn, &'a [f64], Option<&'a PowerReading>),
+}
+
+/// One contender's outcome over all its turns: its statistics, and with a meter its energy and clock summed over
+/// the turns; or the error that stopped its timing.
+pub type Timed = Result<(Stats, Option<PowerReading>)>;
+
 /// Times the contenders of one problem in the turns of [`round_robin`]: `ready` holds the indices of those to time,
 /// `launch(contender, i)` enqueues contender's launch number i (numbered across its turns, warm-up included; it
-/// must only enqueue, as for [`time_gpu`]), and `on_turn` hears of each turn before it starts. Returns, in the order
-/// of `ready`, each contender's statistics over all its runs, or the error that stopped its timing (it gets no
-/// further turns; the others go on).
+/// must only enqueue, as for [`time_gpu`]), and `observe` hears of each turn before it starts and after it is
+/// timed. Returns, in the order of `ready`, each contender's outcome; a contender whose timing failed gets no
+/// further turns, the others go on.
 pub fn time_in_rounds(
     gpu: &Gpu,
     config: &TimingConfig,
     ready: &[usize],
     rounds: usize,
-    on_turn: &mut dyn FnMut(&Turn),
+    meter: Option<&PowerMeter>,
+    observe: &mut dyn FnMut(TurnEvent),
     launch: &mut dyn FnMut(usize, usize) -> Result<()>,
-) -> Vec<(usize, Result<Stats>)> {
+) -> Vec<(usize, Timed)> {
     if config.runs == 0 {
         let error = || Error::bad_argument("bench", "the number of timed runs must be at least 1");
         return ready.iter().map(|&contender| (contender, Err(error()))).collect();
     }
-    // Per contender: its timer (made at its first turn), its samples so far, or the error that stopped it.
-    let mut timers: Vec<Result<(Option<GpuTimer>, Vec<f64>)>> =
-        ready.iter().map(|_| Ok((None, Vec::with_capacity(config.runs)))).collect();
+    /// A contender's timer (made at its first turn), its samples and power reading so far.
+    struct Progress {
+        timer: Option<GpuTimer>,
+        samples: Vec<f64>,
+        power: Option<PowerReading>,
+    }
+    let mut progress: Vec<Result<Progress>> = ready
+        .iter()
+        .map(|_| Ok(Progress { timer: None, samples: Vec::with_capacity(config.runs), power: None }))
+        .collect();
     for turn in round_robin(ready, config.runs, rounds, config.warmup) {
         let slot = ready.iter().position(|&c| c == turn.contender).expect("turns are of ready contenders");
-        let Ok((timer, samples)) = &mut timers[slot] else { continue };
-        on_turn(&turn);
-        let timed = match timer {
+        let Ok(state) = &mut progress[slot] else { continue };
+        observe(TurnEvent::Start(&turn));
+        let timed = match &mut state.timer {
             Some(timer) => Ok(timer),
-            None => GpuTimer::new(gpu, config).map(|made| timer.insert(made)),
+            None => GpuTimer::new(gpu, config).map(|made| state.timer.insert(made)),
         }
-        .and_then(|timer| timer.time(gpu, turn.warmup, turn.runs.len(), |i| launch(turn.contender, i)));
+        .and_then(|timer| timer.time(gpu, turn.warmup, turn.runs.len(), meter, |i| launch(turn.contender, i)));
         match timed {
-            Ok(times) => samples.extend(times),
-            Err(error) => timers[slot] = Err(error),
+            Ok((times, reading)) => {
+                observe(TurnEvent::Done(&turn, &times, reading.as_ref()));
+                state.samples.extend(times);
+                if let Some(reading) = reading {
+                    state.power.get_or_insert_with(PowerReading::default).merge(&reading);
+                }
+            }
+            Err(error) => progress[slot] = Err(error),
         }
     }
     ready
         .iter()
-        .zip(timers)
-        .map(|(&contender, timed)| {
-            let stats = timed.and_then(|(_, samples)| {
-                Stats::from_samples(&samples).ok_or_else(|| {
-                    Error::bad_argument("bench", format!("CUDA events gave unusable times: {samples:?}"))
-                })
+        .zip(progress)
+        .map(|(&contender, state)| {
+            let outcome = state.and_then(|state| {
+                let stats = Stats::from_samples(&state.samples).ok_or_else(|| {
+                    Error::bad_argument("bench", format!("CUDA events gave unusable times: {:?}", state.samples))
+                })?;
+                Ok((stats, state.power))
             });
-            (contender, stats)
+            (contender, outcome)
         })
         .collect()
 }

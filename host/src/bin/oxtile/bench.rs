@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxtile::Gpu;
 use oxtile::bench::attention::{self, AttnBenchConfig, AttnBenchProblem};
 use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
-use oxtile::bench::report::{self, Row};
+use oxtile::bench::power::PowerMeter;
+use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
 use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
 
@@ -48,11 +49,22 @@ struct Timing {
     /// batch (no event between launches; a sample is a batch's mean).
     #[arg(long, value_enum, default_value_t = TimingMode::Queued)]
     timing: TimingMode,
+    /// Before every turn's timed launches, keep launching (untimed) until the GPU has run this contender for this
+    /// many milliseconds, so that under the power cap each turn is timed at the clock its own kernel earns rather
+    /// than the one left by whatever ran or idled before.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    settle_ms: u64,
 }
 
 impl Timing {
     fn config(&self) -> TimingConfig {
-        TimingConfig { warmup: self.warmup, runs: self.runs as usize, mode: self.timing, ..TimingConfig::default() }
+        TimingConfig {
+            warmup: self.warmup,
+            runs: self.runs as usize,
+            mode: self.timing,
+            settle: Duration::from_millis(self.settle_ms),
+            ..TimingConfig::default()
+        }
     }
 
     fn describe(&self) -> String {
@@ -72,7 +84,11 @@ impl Timing {
         } else {
             "median of per-launch CUDA-event times"
         };
-        format!("{} warm-up + {} timed launches ({mode}), {statistic}", self.warmup, self.runs)
+        let settle = match self.settle_ms {
+            0 => String::new(),
+            ms => format!(", each turn's timed launches after {ms} ms of untimed ones"),
+        };
+        format!("{} warm-up + {} timed launches ({mode}){settle}, {statistic}", self.warmup, self.runs)
     }
 }
 
@@ -114,6 +130,9 @@ struct Output {
     /// Draw TFLOP/s (GB/s) against problem size for each implementation, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Write one CSV line per timed turn (round and contender): its median, TFLOP/s, SM clock, power, GFLOP/J.
+    #[arg(long, value_name = "FILE.csv")]
+    turn_log: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -256,6 +275,59 @@ impl Progress {
     }
 }
 
+/// What `oxtile bench` watches a benchmark with: the progress bar, the power meter, the log of turns.
+struct Watch {
+    progress: Progress,
+    meter: Option<PowerMeter>,
+    turns: Vec<TurnRecord>,
+}
+
+impl Watch {
+    /// With the power meter of `gpu` where NVML has one, saying in a comment line which.
+    fn new(gpu: &Gpu, steps: usize) -> Watch {
+        let meter = match PowerMeter::open(gpu) {
+            Ok(meter) => {
+                println!(
+                    "# power (NVML): MHz is the median SM clock sampled as each timed batch starts; W the board's \
+                     energy over the timed launches per second; GFLOP/J the work per joule of it"
+                );
+                Some(meter)
+            }
+            Err(reason) => {
+                println!("# no clock and power columns: {reason}");
+                None
+            }
+        };
+        Watch { progress: Progress::new(steps), meter, turns: Vec::new() }
+    }
+
+    /// Clears the progress bar and writes the turn log if one was asked for.
+    fn finish(self, output: &Output) -> oxtile::Result<()> {
+        self.progress.finish();
+        if let Some(path) = &output.turn_log {
+            let file = std::fs::File::create(path).map_err(oxtile::Error::Io)?;
+            report::write_turns_csv(file, &self.turns)
+                .map_err(|e| oxtile::Error::Io(std::io::Error::other(format!("{}: {e}", path.display()))))?;
+            println!("# wrote {}", path.display());
+        }
+        Ok(())
+    }
+}
+
+impl BenchObserver for Watch {
+    fn step(&mut self, text: &str) {
+        self.progress.step(text);
+    }
+
+    fn turn_done(&mut self, turn: &TurnRecord) {
+        self.turns.push(turn.clone());
+    }
+
+    fn meter(&self) -> Option<PowerMeter> {
+        self.meter.clone()
+    }
+}
+
 fn merge_peers(output: &Output, rows: &mut Vec<Row>, keep: impl Fn(&Row) -> bool) -> oxtile::Result<()> {
     for path in &output.peers {
         let peers = report::read_peer_rows(path)?;
@@ -327,10 +399,10 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         }
     }
     // A step for each contender's check, then one per turn.
-    let mut progress = Progress::new(problems.len() * contenders.len() * (1 + config.rounds));
+    let mut watch = Watch::new(&gpu, problems.len() * contenders.len() * (1 + config.rounds));
     let mut rows = Vec::new();
     for problem in &problems {
-        match gemm::bench_gemm(&gpu, &info, &pool, problem, &mut contenders, &config, &mut |step| progress.step(step)) {
+        match gemm::bench_gemm(&gpu, &info, &pool, problem, &mut contenders, &config, &mut watch) {
             Ok(problem_rows) => rows.extend(problem_rows),
             Err(error) => {
                 let mut row = Row::new("gemm", problem.shape.to_string(), "-");
@@ -341,7 +413,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
             }
         }
     }
-    progress.finish();
+    watch.finish(&args.output)?;
     // A contender that does not take a problem (oxtile's kernels need each operand's contiguous dimension to be a
     // multiple of 8) gets one line, not a row per problem.
     let mut rows = summarize_skipped(rows);
@@ -408,11 +480,10 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
         .collect();
     let contenders = attention::CONTENDERS;
     let pool = InputPool::new(seed);
-    let mut progress = Progress::new(problems.len() * contenders.len() * (1 + config.rounds));
+    let mut watch = Watch::new(&gpu, problems.len() * contenders.len() * (1 + config.rounds));
     let mut rows = Vec::new();
     for problem in &problems {
-        match attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut |step| progress.step(step))
-        {
+        match attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut watch) {
             Ok(problem_rows) => rows.extend(problem_rows),
             Err(error) => {
                 let mut row = Row::new("attn", problem.shape.to_string(), "-");
@@ -422,7 +493,7 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
             }
         }
     }
-    progress.finish();
+    watch.finish(&args.output)?;
     let mut rows = summarize_skipped(rows);
     merge_peers(&args.output, &mut rows, keep)?;
     if args.output.peers.is_empty() {
@@ -519,7 +590,8 @@ fn run_exp2(args: &Exp2Args) -> oxtile::Result<ExitCode> {
     progress.finish();
     println!();
     print!("{}", exp2::render_table(&rows, &info));
-    let output = Output { peers: Vec::new(), json: args.json.clone(), csv: args.csv.clone(), plot: None };
+    let output =
+        Output { peers: Vec::new(), json: args.json.clone(), csv: args.csv.clone(), plot: None, turn_log: None };
     write_outputs(&output, &rows, "")?;
     let failed = rows.iter().filter(|r| r.failed_check() || r.error.is_some()).count();
     if failed > 0 {
