@@ -252,8 +252,8 @@ fn bench_typed<T: AttnElement + GemmElement>(
                 contenders[turn.contender].name,
                 turn.round + 1
             )),
-            TurnEvent::Done(turn, times, reading) => {
-                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, reading))
+            TurnEvent::Done(turn, times, clock) => {
+                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, clock))
             }
         },
         &mut |contender, i| {
@@ -265,18 +265,18 @@ fn bench_typed<T: AttnElement + GemmElement>(
     );
     for (contender, stats) in timed {
         let row = &mut rows[contender];
-        let stats = stats.and_then(|(stats, power)| {
+        let stats = stats.and_then(|(stats, clock)| {
             let rescale = match (&plans[contender], config.stats) {
                 (Some(contender_plans), true) => Some(count_rescales(gpu, &contender_plans[0], &mut sets[0])?),
                 _ => None,
             };
-            Ok((stats, power, rescale))
+            Ok((stats, clock, rescale))
         });
         match stats {
-            Ok((stats, power, rescale)) => {
+            Ok((stats, clock, rescale)) => {
                 row.set_stats(&stats);
-                if let Some(power) = &power {
-                    row.set_power(power);
+                if let Some(clock) = &clock {
+                    row.set_clock(clock);
                 }
                 let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
                 row.tflops = Some(tflops);

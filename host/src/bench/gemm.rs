@@ -595,8 +595,8 @@ fn bench_typed<T: GemmElement>(
             TurnEvent::Start(turn) => {
                 observer.step(&format!("{problem} {}: round {}/{rounds}", names[turn.contender], turn.round + 1))
             }
-            TurnEvent::Done(turn, times, reading) => {
-                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, reading))
+            TurnEvent::Done(turn, times, clock) => {
+                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, clock))
             }
         },
         &mut |contender, i| {
@@ -607,10 +607,10 @@ fn bench_typed<T: GemmElement>(
     for (contender, outcome) in timed {
         let row = &mut rows[contender];
         match outcome {
-            Ok((stats, power)) => {
+            Ok((stats, clock)) => {
                 row.set_stats(&stats);
-                if let Some(power) = &power {
-                    row.set_power(power);
+                if let Some(clock) = &clock {
+                    row.set_clock(clock);
                 }
                 let tflops = problem.flops() / (stats.median_ms * 1e-3) / 1e12;
                 row.tflops = Some(tflops);

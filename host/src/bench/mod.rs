@@ -14,11 +14,12 @@
 //!   reference, with their rescale counts, beside torch_reference.py's cuDNN and FlashAttention-2 rows.
 //! - [`copy`]: elementwise kernels against the device-to-device copy ceiling.
 //! - [`exp2`]: exponential throughput of MUFU.EX2, the software exp2 polynomial, and mixes of the two.
-//! - [`power`]: the GPU's energy counter and SM clock over each timed turn, through NVML.
+//! - [`clocks`]: the SM clock during each timed turn, through NVML.
 //! - [`report`]: rows, the table, JSON and CSV, and the merge of torch_reference.py's rows.
 //! - [`plot`]: an SVG of TFLOP/s against problem size.
 
 pub mod attention;
+pub mod clocks;
 pub mod copy;
 pub mod device;
 pub mod exp2;
@@ -27,7 +28,6 @@ pub mod hold;
 pub mod oxtile;
 pub mod peers;
 pub mod plot;
-pub mod power;
 pub mod report;
 pub mod suite;
 pub mod timing;

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::clocks::{ClockMeter, ClockSamples};
 use super::device::DATASHEET_DENSE_BF16_TFLOPS;
-use super::power::{PowerMeter, PowerReading};
 use super::suite::{AttnShape, GemmShape};
 use super::timing::Stats;
 use crate::error::{Error, Result};
@@ -56,12 +56,8 @@ pub struct Row {
     pub check: Option<String>,
     /// What ran: our kernel, cuBLASLt's algorithm (see `GemmContender::describe`).
     pub config: Option<String>,
-    /// Median SM clock while the timed launches ran, MHz (`bench::power`).
+    /// Median SM clock while the timed launches ran, MHz (`bench::clocks`).
     pub sm_mhz: Option<f64>,
-    /// Mean board power over the timed launches, watts.
-    pub watts: Option<f64>,
-    /// FLOPs per joule of board energy, 1e9: at the power cap, the rate a kernel sustains is this times the cap.
-    pub gflop_per_joule: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -78,14 +74,9 @@ impl Row {
         self.runs = Some(stats.runs);
     }
 
-    /// The clock, power and (given this row's `work`) energy efficiency of `reading`.
-    pub fn set_power(&mut self, reading: &PowerReading) {
-        self.sm_mhz = reading.median_sm_mhz();
-        self.watts = reading.watts();
-        self.gflop_per_joule = match (self.work, reading.joules_per_launch()) {
-            (Some(work), Some(joules)) if self.op != "mem" => Some(work / joules / 1e9),
-            _ => None,
-        };
+    /// The median of the clock samples taken while this row's launches ran.
+    pub fn set_clock(&mut self, clock: &ClockSamples) {
+        self.sm_mhz = clock.median_sm_mhz();
     }
 
     /// TFLOP/s, or GB/s for memory-bound rows.
@@ -125,18 +116,12 @@ pub struct TurnRecord {
     pub median_ms: Option<f64>,
     pub tflops: Option<f64>,
     pub sm_mhz: Option<f64>,
-    pub watts: Option<f64>,
-    pub gflop_per_joule: Option<f64>,
 }
 
 impl TurnRecord {
-    /// The record of a turn of `runs` launches of `work` FLOPs each that took `times` (ms per launch).
-    pub fn new(row: &Row, round: usize, times: &[f64], reading: Option<&PowerReading>) -> TurnRecord {
+    /// The record of a turn of `row`'s contender that took `times` (ms per launch), with the clock samples taken.
+    pub fn new(row: &Row, round: usize, times: &[f64], clock: Option<&ClockSamples>) -> TurnRecord {
         let median_ms = Stats::from_samples(times).map(|s| s.median_ms);
-        let mut power = Row { work: row.work, op: row.op.clone(), ..Row::default() };
-        if let Some(reading) = reading {
-            power.set_power(reading);
-        }
         TurnRecord {
             shape: row.shape.clone(),
             implementation: row.implementation.clone(),
@@ -145,9 +130,7 @@ impl TurnRecord {
             runs: times.len(),
             median_ms,
             tflops: row.work.zip(median_ms).map(|(work, ms)| work / (ms * 1e-3) / 1e12),
-            sm_mhz: power.sm_mhz,
-            watts: power.watts,
-            gflop_per_joule: power.gflop_per_joule,
+            sm_mhz: clock.and_then(ClockSamples::median_sm_mhz),
         }
     }
 }
@@ -170,7 +153,7 @@ pub trait BenchObserver {
     /// A timed turn, with the row it belongs to.
     fn turn_done(&mut self, _turn: &TurnRecord) {}
     /// The meter each turn's energy and clock are read from.
-    fn meter(&self) -> Option<PowerMeter> {
+    fn meter(&self) -> Option<ClockMeter> {
         None
     }
 }
@@ -366,7 +349,7 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     let has_gbps = rows.iter().any(|r| r.gbps.is_some());
     let has_check = rows.iter().any(|r| r.check.is_some() || r.max_rel_err.is_some());
     let has_rescale = rows.iter().any(|r| r.rescale.is_some());
-    let has_power = rows.iter().any(|r| r.sm_mhz.is_some() || r.watts.is_some());
+    let has_clock = rows.iter().any(|r| r.sm_mhz.is_some());
     let mut header = vec!["op", "shape", "impl", "dtype", "layout", "ms", "±%"];
     if has_tflops {
         header.extend(["TFLOP/s", "% peak"]);
@@ -379,8 +362,8 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
     if has_rescale {
         header.push("rescale");
     }
-    if has_power {
-        header.extend(["MHz", "W", "GFLOP/J"]);
+    if has_clock {
+        header.push("MHz");
     }
     if has_check {
         header.extend(["max rel err", "check"]);
@@ -411,10 +394,8 @@ pub fn render_table(rows: &[Row], baseline: &str) -> String {
         if has_rescale {
             line.push(cell(row.rescale, |v| format!("{v:.3}")));
         }
-        if has_power {
+        if has_clock {
             line.push(cell(row.sm_mhz, |v| format!("{v:.0}")));
-            line.push(cell(row.watts, |v| format!("{v:.0}")));
-            line.push(cell(row.gflop_per_joule, |v| format!("{v:.0}")));
         }
         if has_check {
             line.push(cell(row.max_rel_err, |v| format!("{v:.2e}")));
@@ -500,31 +481,19 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_record_has_the_rate_clock_and_efficiency_of_its_turn() {
+    fn a_turn_record_has_the_rate_and_clock_of_its_turn() {
         let row = ours("oxtile", 700.0);
-        let reading = PowerReading {
-            energy_mj: 2_000,
-            elapsed: std::time::Duration::from_millis(4),
-            launches: 4,
-            sm_mhz: vec![1500, 1600, 1700],
-        };
-        let turn = TurnRecord::new(&row, 2, &[0.2, 0.1, 0.3, 0.2], Some(&reading));
-        assert_eq!((turn.round, turn.runs, turn.median_ms), (2, 4, Some(0.2)));
+        let clock = ClockSamples { sm_mhz: vec![1500, 1600, 1700] };
+        let turn = TurnRecord::new(&row, 2, &[0.2, 0.1, 0.3, 0.2], Some(&clock));
+        assert_eq!((turn.round, turn.runs, turn.median_ms, turn.sm_mhz), (2, 4, Some(0.2), Some(1600.0)));
         let flops = GemmShape::new(4096, 4096, 4096).flops();
         assert!((turn.tflops.unwrap() - flops / 0.2e-3 / 1e12).abs() < 1e-9);
-        assert_eq!((turn.sm_mhz, turn.watts), (Some(1600.0), Some(500.0)));
-        // Half a joule per launch.
-        assert!((turn.gflop_per_joule.unwrap() - flops / 0.5 / 1e9).abs() < 1e-6);
         let mut csv = Vec::new();
         write_turns_csv(&mut csv, &[turn]).unwrap();
         let text = String::from_utf8(csv).unwrap();
-        assert!(
-            text.starts_with("shape,impl,layout,round,runs,median_ms,tflops,sm_mhz,watts,gflop_per_joule\n"),
-            "{text}"
-        );
+        assert!(text.starts_with("shape,impl,layout,round,runs,median_ms,tflops,sm_mhz\n"), "{text}");
         // Without a meter: the times only.
-        let bare = TurnRecord::new(&row, 0, &[0.2], None);
-        assert_eq!((bare.sm_mhz, bare.watts, bare.gflop_per_joule), (None, None, None));
+        assert_eq!(TurnRecord::new(&row, 0, &[0.2], None).sm_mhz, None);
     }
 
     #[test]

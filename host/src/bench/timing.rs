@@ -27,8 +27,8 @@ use std::time::Duration;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream};
 
+use super::clocks::{ClockMeter, ClockSamples};
 use super::hold::StreamHold;
-use super::power::{PowerMeter, PowerReading};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
 
@@ -176,17 +176,17 @@ impl GpuTimer {
 
     /// `warmup` untimed launches, then more until the GPU has run them for the configuration's `settle`, then
     /// `runs` timed ones; returns the timed ones' GPU times in milliseconds, in launch order (in
-    /// [`TimingMode::Batched`], one time per launch for each batch: its mean), and with a `meter` the energy and
-    /// clock over them. With a hold, the first call makes at least one warm-up launch: the first launch of a lazily
+    /// [`TimingMode::Batched`], one time per launch for each batch: its mean), and with a `meter` the SM clock
+    /// samples taken as they ran. With a hold, the first call makes at least one warm-up launch: the first launch of a lazily
     /// loaded kernel may load its code, which waits for the stream, which would be waiting for the host.
     pub fn time(
         &mut self,
         gpu: &Gpu,
         warmup: usize,
         runs: usize,
-        meter: Option<&PowerMeter>,
+        meter: Option<&ClockMeter>,
         mut launch: impl FnMut(usize) -> Result<()>,
-    ) -> Result<(Vec<f64>, Option<PowerReading>)> {
+    ) -> Result<(Vec<f64>, Option<ClockSamples>)> {
         let stream = gpu.stream();
         let ctx = gpu.context();
         let warmup = if self.hold.is_some() && self.launches == 0 { warmup.max(1) } else { warmup };
@@ -198,7 +198,7 @@ impl GpuTimer {
         ctx.check_err()?;
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
         self.settle(gpu, &mut launch)?;
-        let mut reading = meter.map(PowerMeter::start);
+        let mut clock = meter.map(|_| ClockSamples::default());
         let max_batch = if self.hold.is_some() { MAX_HELD_BATCH } else { runs.max(1) };
         let plan: Vec<Range<usize>> = batches(runs, max_batch).collect();
         let batched = self.mode == TimingMode::Batched;
@@ -215,8 +215,8 @@ impl GpuTimer {
                     let queued = enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch);
                     held.release();
                     // The batch is running now: the clock it runs at.
-                    if let (Some(meter), Some(reading)) = (meter, reading.as_mut()) {
-                        meter.sample_clock(reading);
+                    if let (Some(meter), Some(clock)) = (meter, clock.as_mut()) {
+                        meter.sample_clock(clock);
                     }
                     stream.synchronize()?;
                     ctx.check_err()?;
@@ -225,25 +225,24 @@ impl GpuTimer {
                 }
                 None => {
                     enqueue_timed(stream, events, launches, self.mode, &mut self.launches, &mut launch)?;
-                    if let (Some(meter), Some(reading)) = (meter, reading.as_mut()) {
-                        meter.sample_clock(reading);
+                    if let (Some(meter), Some(clock)) = (meter, clock.as_mut()) {
+                        meter.sample_clock(clock);
                     }
                     stream.synchronize()?;
                     ctx.check_err()?;
                 }
             }
         }
-        let reading = meter.zip(reading).map(|(meter, reading)| meter.finish(reading, runs));
         if !batched {
             let samples = events.iter().map(|(start, end)| Ok(start.elapsed_ms(end)? as f64)).collect::<Result<_>>()?;
-            return Ok((samples, reading));
+            return Ok((samples, clock));
         }
         let mut samples = Vec::with_capacity(runs);
         for ((start, end), batch) in events.iter().zip(&plan) {
             let per_launch = start.elapsed_ms(end)? as f64 / batch.len() as f64;
             samples.extend(std::iter::repeat_n(per_launch, batch.len()));
         }
-        Ok((samples, reading))
+        Ok((samples, clock))
     }
 
     /// Untimed launches until the GPU has run them for `self.settle`, in batches that double up to
@@ -316,13 +315,13 @@ pub const DEFAULT_ROUNDS: usize = 5;
 /// What [`time_in_rounds`] tells its observer: a turn about to start, or one just timed.
 pub enum TurnEvent<'a> {
     Start(&'a Turn),
-    /// The turn's per-launch times (ms) and, with a meter, its energy and clock.
-    Done(&'a Turn, &'a [f64], Option<&'a PowerReading>),
+    /// The turn's per-launch times (ms) and, with a meter, its clock samples.
+    Done(&'a Turn, &'a [f64], Option<&'a ClockSamples>),
 }
 
-/// One contender's outcome over all its turns: its statistics, and with a meter its energy and clock summed over
-/// the turns; or the error that stopped its timing.
-pub type Timed = Result<(Stats, Option<PowerReading>)>;
+/// One contender's outcome over all its turns: its statistics, and with a meter its clock samples over all
+/// its turns; or the error that stopped its timing.
+pub type Timed = Result<(Stats, Option<ClockSamples>)>;
 
 /// Times the contenders of one problem in the turns of [`round_robin`]: `ready` holds the indices of those to time,
 /// `launch(contender, i)` enqueues contender's launch number i (numbered across its turns, warm-up included; it
@@ -334,7 +333,7 @@ pub fn time_in_rounds(
     config: &TimingConfig,
     ready: &[usize],
     rounds: usize,
-    meter: Option<&PowerMeter>,
+    meter: Option<&ClockMeter>,
     observe: &mut dyn FnMut(TurnEvent),
     launch: &mut dyn FnMut(usize, usize) -> Result<()>,
 ) -> Vec<(usize, Timed)> {
@@ -342,15 +341,15 @@ pub fn time_in_rounds(
         let error = || Error::bad_argument("bench", "the number of timed runs must be at least 1");
         return ready.iter().map(|&contender| (contender, Err(error()))).collect();
     }
-    /// A contender's timer (made at its first turn), its samples and power reading so far.
+    /// A contender's timer (made at its first turn), its times and clock samples so far.
     struct Progress {
         timer: Option<GpuTimer>,
         samples: Vec<f64>,
-        power: Option<PowerReading>,
+        clock: Option<ClockSamples>,
     }
     let mut progress: Vec<Result<Progress>> = ready
         .iter()
-        .map(|_| Ok(Progress { timer: None, samples: Vec::with_capacity(config.runs), power: None }))
+        .map(|_| Ok(Progress { timer: None, samples: Vec::with_capacity(config.runs), clock: None }))
         .collect();
     for turn in round_robin(ready, config.runs, rounds, config.warmup) {
         let slot = ready.iter().position(|&c| c == turn.contender).expect("turns are of ready contenders");
@@ -362,11 +361,11 @@ pub fn time_in_rounds(
         }
         .and_then(|timer| timer.time(gpu, turn.warmup, turn.runs.len(), meter, |i| launch(turn.contender, i)));
         match timed {
-            Ok((times, reading)) => {
-                observe(TurnEvent::Done(&turn, &times, reading.as_ref()));
+            Ok((times, clock)) => {
+                observe(TurnEvent::Done(&turn, &times, clock.as_ref()));
                 state.samples.extend(times);
-                if let Some(reading) = reading {
-                    state.power.get_or_insert_with(PowerReading::default).merge(&reading);
+                if let Some(clock) = clock {
+                    state.clock.get_or_insert_with(ClockSamples::default).merge(&clock);
                 }
             }
             Err(error) => progress[slot] = Err(error),
@@ -380,7 +379,7 @@ pub fn time_in_rounds(
                 let stats = Stats::from_samples(&state.samples).ok_or_else(|| {
                     Error::bad_argument("bench", format!("CUDA events gave unusable times: {:?}", state.samples))
                 })?;
-                Ok((stats, state.power))
+                Ok((stats, state.clock))
             });
             (contender, outcome)
         })

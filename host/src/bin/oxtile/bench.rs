@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxtile::Gpu;
 use oxtile::bench::attention::{self, AttnBenchConfig, AttnBenchProblem};
+use oxtile::bench::clocks::ClockMeter;
 use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
-use oxtile::bench::power::PowerMeter;
 use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
 use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
@@ -130,7 +130,7 @@ struct Output {
     /// Draw TFLOP/s (GB/s) against problem size for each implementation, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// Write one CSV line per timed turn (round and contender): its median, TFLOP/s, SM clock, power, GFLOP/J.
+    /// Write one CSV line per timed turn (round and contender): its median, TFLOP/s and SM clock.
     #[arg(long, value_name = "FILE.csv")]
     turn_log: Option<PathBuf>,
 }
@@ -275,26 +275,23 @@ impl Progress {
     }
 }
 
-/// What `oxtile bench` watches a benchmark with: the progress bar, the power meter, the log of turns.
+/// What `oxtile bench` watches a benchmark with: the progress bar, the clock meter, the log of turns.
 struct Watch {
     progress: Progress,
-    meter: Option<PowerMeter>,
+    meter: Option<ClockMeter>,
     turns: Vec<TurnRecord>,
 }
 
 impl Watch {
-    /// With the power meter of `gpu` where NVML has one, saying in a comment line which.
+    /// With the clock meter of `gpu` where NVML has one, saying in a comment line whether.
     fn new(gpu: &Gpu, steps: usize) -> Watch {
-        let meter = match PowerMeter::open(gpu) {
+        let meter = match ClockMeter::open(gpu) {
             Ok(meter) => {
-                println!(
-                    "# power (NVML): MHz is the median SM clock sampled as each timed batch starts; W the board's \
-                     energy over the timed launches per second; GFLOP/J the work per joule of it"
-                );
+                println!("# MHz: median of the SM clock (NVML) sampled as each timed batch starts");
                 Some(meter)
             }
             Err(reason) => {
-                println!("# no clock and power columns: {reason}");
+                println!("# no clock column: {reason}");
                 None
             }
         };
@@ -323,7 +320,7 @@ impl BenchObserver for Watch {
         self.turns.push(turn.clone());
     }
 
-    fn meter(&self) -> Option<PowerMeter> {
+    fn meter(&self) -> Option<ClockMeter> {
         self.meter.clone()
     }
 }
