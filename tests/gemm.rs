@@ -156,13 +156,44 @@ fn stream_k_matches_reference_where_tiles_are_split_between_blocks() {
     let gpu = gpu();
     // The shapes split tiles as documented only with enough SMs; on fewer the schedule differs but must still hold.
     for (m, n, k) in [(2048, 2048, 2048), (128, 8192, 8192)] {
-        let schedule = gemm::stream_k_schedule(GemmShape::new(m, n, k), 1, gpu.sm_count());
+        let schedule = stream_k_plan_schedule(&gpu, GemmShape::new(m, n, k), Variant::StreamK);
         println!("{m}x{n}x{k}: {schedule:?}");
         assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
     }
     assert_pass::<bf16, bf16>(&gpu, stream_k_cases::<bf16, bf16>(Variant::StreamK));
     assert_pass::<bf16, f32>(&gpu, stream_k_cases::<bf16, f32>(Variant::StreamK));
     assert_pass::<f16, f16>(&gpu, stream_k_cases::<f16, f16>(Variant::StreamK));
+}
+
+/// The stream-K schedule of a plan of `variant` for `shape` (bf16, layout tn).
+fn stream_k_plan_schedule(gpu: &Gpu, shape: GemmShape, variant: Variant) -> oxtile_abi::stream_k::StreamK {
+    let options = GemmOptions { variant, ..GemmOptions::default() };
+    let draw = |len| gpu.stream().alloc_zeros::<bf16>(len).unwrap();
+    let (a, b) = (draw(shape.m * shape.k), draw(shape.k * shape.n));
+    let plan = GemmPlan::<bf16, bf16>::new(gpu, shape, options, &a, &b).unwrap();
+    plan.stream_k().expect("a stream-K plan has a schedule")
+}
+
+/// Stream-K on 64×128 tiles: the suite's stream-K shapes and edge cases (2048³: 512 tiles, a tail of 116;
+/// 128×8192×8192: 128 tiles on 132 blocks, so every tile in about one piece), and problems of few rows that leave
+/// most SMs idle without it (128×4096×14336: 64 tiles of 224 k-tiles in ~2 pieces each; 72×1024×8192: 16 tiles in ~8).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn stream_k_on_64x128_tiles_matches_reference_where_tiles_are_split() {
+    let gpu = gpu();
+    for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
+        let schedule = stream_k_plan_schedule(&gpu, GemmShape::new(m, n, k), Variant::FlatStreamK);
+        println!("{m}x{n}x{k}: {schedule:?}");
+        assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
+    }
+    let mut cases = stream_k_cases::<bf16, bf16>(Variant::FlatStreamK);
+    for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+            let options = GemmOptions { variant: Variant::FlatStreamK, alpha, beta, ..GemmOptions::default() };
+            cases.push((GemmShape::new(m, n, k), options));
+        }
+    }
+    assert_pass::<bf16, bf16>(&gpu, cases);
 }
 
 /// A test of its own so that the test harness runs it beside the single-block one (each checks its cases in turn).
@@ -201,6 +232,8 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
             reports.extend(verify::gemm_check_launches::<bf16, f32>(&gpu, shape, options, seed + 5, 2).unwrap());
             let options = GemmOptions { variant: Variant::StreamKCluster2, ..options };
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 7, 3).unwrap());
+            let options = GemmOptions { variant: Variant::FlatStreamK, ..options };
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 9, 3).unwrap());
         }
     }
     let table = CheckReport::table(&reports);
@@ -214,7 +247,7 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
     let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
     let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
-    for variant in [Variant::StreamK, Variant::StreamKCluster2] {
+    for variant in [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK] {
         let options = GemmOptions { variant, ..GemmOptions::default() };
         let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
         assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");

@@ -157,7 +157,7 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
         let width = match gemm.variant {
-            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat => "64x64x16",
+            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => "64x64x16",
             Variant::PingPong | Variant::PingPongCluster2 => "64x128x16",
             _ => "64x256x16",
         };
@@ -298,7 +298,7 @@ fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
                 assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
                 continue;
             }
-            (Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat, output) => {
+            (Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK, output) => {
                 (64, if output == "f32" { 4 } else { 2 })
             }
             (_, output) => (256, if output == "f32" { 4 } else { 2 }),
@@ -356,7 +356,7 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         // The columns each consumer stores.
         let tile_n = match gemm.variant {
             Variant::PingPong | Variant::PingPongCluster2 => continue,
-            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat => 64,
+            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => 64,
             _ => 256,
         };
         let chunks = STAGED_EPILOGUES as usize * tile_n * output_bytes / 128;
@@ -399,8 +399,8 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
     }
     // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
     // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 8 of
-    // 64×128 tiles.
-    assert_eq!(checked, 77);
+    // 64×128 tiles and the 4 of them stream-K.
+    assert_eq!(checked, 81);
 }
 
 #[test]
@@ -424,35 +424,42 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
 }
 
 #[test]
-fn stream_k_gemms_keep_the_wide_main_loop_and_hand_partials_over_with_release_and_acquire() {
-    // Each stream-K kernel against the data-parallel wide kernel of the same types and layout: the same registers at
+fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release_and_acquire() {
+    // Each stream-K kernel against the data-parallel kernel of the same tile, types and layout: the same registers at
     // entry (the `.maxntid` cap) and the same k-tile loop (HGMMA count), no local memory (the hot-kernel check). Its
-    // fixup: a partial goes out as 32 16-byte stores per consumer thread (128 accumulators, fragment order) and comes
-    // back as 32 16-byte L2 loads per peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`:
+    // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide tile's
+    // 128, 8 for the 64×128 tile's 32; fragment order) and comes back as as many 16-byte L2 loads per peer (one loop
+    // over the peers); the flag is a release reduction (`red.release.gpu`:
     // a GPU-scope fence, then the RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
     // strong store.
     let stream_k: Vec<_> = kernels::GEMM_SM90
         .iter()
-        .filter(|g| matches!(g.variant, Variant::StreamK | Variant::StreamKCluster2))
+        .filter(|g| matches!(g.variant, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK))
         .collect();
-    assert_eq!(stream_k.len(), 16, "bf16 and f16 to their own type and bf16 to f32, in every layout; bf16 in clusters");
+    assert_eq!(
+        stream_k.len(),
+        20,
+        "bf16 and f16 to their own type and bf16 to f32, in every layout; bf16 in clusters and on 64×128 tiles"
+    );
     for gemm in stream_k {
         let s = stats(gemm.kernel);
         let name = gemm.kernel.name;
-        let wide = kernels::GEMM_SM90
+        let (plain, vectors) =
+            if gemm.variant == Variant::FlatStreamK { (Variant::Flat, 8) } else { (Variant::Wide, 32) };
+        let data_parallel = kernels::GEMM_SM90
             .iter()
             .find(|w| {
-                w.variant == Variant::Wide
+                w.variant == plain
                     && (w.input, w.output, w.a_order, w.b_order)
                         == (gemm.input, gemm.output, gemm.a_order, gemm.b_order)
             })
-            .unwrap_or_else(|| panic!("no wide kernel beside `{name}`"));
-        let w = stats(wide.kernel);
-        assert!(s.registers <= w.registers, "`{name}`: {} registers, the wide kernel {}", s.registers, w.registers);
+            .unwrap_or_else(|| panic!("no {plain:?} kernel beside `{name}`"));
+        let w = stats(data_parallel.kernel);
+        assert!(s.registers <= w.registers, "`{name}`: {} registers, `{}` {}", s.registers, w.name, w.registers);
         assert_eq!(s.count("HGMMA"), w.count("HGMMA"), "`{name}`: another main loop than `{}`", w.name);
-        assert_eq!(s.count_with("STG", "128"), 32, "`{name}`: partial stores {:?}", opcodes_of(s, "STG"));
+        assert_eq!(s.count_with("STG", "128"), vectors, "`{name}`: partial stores {:?}", opcodes_of(s, "STG"));
         let vector_loads = s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "LDG" && op.contains(".128")).count();
-        assert_eq!(vector_loads, 32, "`{name}`: partial loads {:?}", opcodes_of(s, "LDG"));
+        assert_eq!(vector_loads, vectors, "`{name}`: partial loads {:?}", opcodes_of(s, "LDG"));
         let reductions = opcodes_of(s, "REDG");
         assert!(
             reductions.len() == 1 && reductions[0].contains("STRONG.GPU"),

@@ -173,6 +173,10 @@ gemm_sm90! {
     "gemm_f16_tt_64x128_sm90": "f16" -> "f16", tt, Flat;
     "gemm_f16_nt_64x128_sm90": "f16" -> "f16", nt, Flat;
     "gemm_f16_nn_64x128_sm90": "f16" -> "f16", nn, Flat;
+    "gemm_bf16_tn_64x128_sk_sm90": "bf16" -> "bf16", tn, FlatStreamK;
+    "gemm_bf16_tt_64x128_sk_sm90": "bf16" -> "bf16", tt, FlatStreamK;
+    "gemm_bf16_nt_64x128_sk_sm90": "bf16" -> "bf16", nt, FlatStreamK;
+    "gemm_bf16_nn_64x128_sk_sm90": "bf16" -> "bf16", nn, FlatStreamK;
     "gemm_bf16_tn_128x64_c2_sm90": "bf16" -> "bf16", tn, NarrowCluster2;
     "gemm_bf16_tt_128x64_c2_sm90": "bf16" -> "bf16", tt, NarrowCluster2;
     "gemm_bf16_nt_128x64_c2_sm90": "bf16" -> "bf16", nt, NarrowCluster2;
@@ -287,6 +291,7 @@ mod tests {
                 Variant::Narrow => "128x64",
                 Variant::NarrowCluster2 => "128x64_c2",
                 Variant::Flat => "64x128",
+                Variant::FlatStreamK => "64x128_sk",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
                 Variant::StreamK => "128x256_sk",

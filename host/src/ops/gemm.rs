@@ -113,6 +113,10 @@ pub enum Variant {
     /// rows, where the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its
     /// rows empty). Same-type outputs only ([`Variant::available`]).
     Flat,
+    /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
+    /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
+    /// deep). bf16 → bf16 only.
+    FlatStreamK,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
     PingPong,
@@ -137,6 +141,13 @@ pub enum Variant {
 /// (8192×4096×14336) +2–4%.
 const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
 
+/// [`STREAM_K_MIN_IDLE_K_TILES`] for the 64×128 tiles of few-row problems ([`Variant::FlatStreamK`]). Measured (session
+/// 10, bf16 tt / tn, burst): 170 idle k-tiles (64×4096×14336, 32 tiles of 224) +33% / +10%, 115 (128×4096×14336, 64
+/// of 224) +19% / +3%; but 66 (64×8192×8192, 64 of 128) −17% / −15%, 33 (96×4096×4096) −13% / −21%, 3.9
+/// (128×8192×8192) −21%. Where the data-parallel tiles already stream B at the rate the memory system gives
+/// (64×8192×8192 reads 0.98–1.0 of cuBLASLt on half the SMs), more SMs only add the fixup.
+const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
+
 /// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
 /// waves: what the workers without a tile in the last wave wait. Zero when the last wave is full.
 fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
@@ -148,12 +159,13 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 9] = [
+    pub const CANDIDATES: [Variant; 10] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
         Variant::NarrowCluster2,
         Variant::Flat,
+        Variant::FlatStreamK,
         Variant::PingPong,
         Variant::PingPongCluster2,
         Variant::StreamK,
@@ -196,7 +208,13 @@ impl Variant {
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128_PINGPONG) <= sms {
                 Variant::PingPong
             } else if shape.m <= GEMM_SM90_128X64.tile_m as usize {
-                Variant::Flat
+                // The idle-time rule of the wide tiles on the 64×128 ones, with their own threshold.
+                let flat_k_tiles = shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize);
+                if idle_k_tiles(tiles(GEMM_SM90_64X128), flat_k_tiles, sms) >= FLAT_STREAM_K_MIN_IDLE_K_TILES {
+                    Variant::FlatStreamK
+                } else {
+                    Variant::Flat
+                }
             } else {
                 Variant::Narrow
             }
@@ -221,8 +239,9 @@ impl Variant {
     }
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
-    /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters is
-    /// bf16 → bf16 only, single-block stream-K not f16 → f32), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only).
+    /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
+    /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the narrow tile for the ping-pong
+    /// and 64×128 ones (same-type outputs only).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -236,6 +255,9 @@ impl Variant {
                 Variant::WideCluster2
             }
             Variant::StreamK if !Variant::StreamK.available(input, output, a_order, b_order) => Variant::Wide,
+            Variant::FlatStreamK if !Variant::FlatStreamK.available(input, output, a_order, b_order) => {
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            }
             chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
                 Variant::Narrow
             }
@@ -246,7 +268,7 @@ impl Variant {
     fn tile(self) -> GemmTile {
         match self {
             Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
-            Variant::Flat => GEMM_SM90_64X128,
+            Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
             Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
@@ -280,18 +302,17 @@ impl Variant {
 
     /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
     fn is_stream_k(self) -> bool {
-        matches!(self, Variant::StreamK | Variant::StreamKCluster2)
+        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK)
     }
 }
 
-/// The stream-K schedule of the wide tile in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`]: 1,
-/// [`Variant::StreamKCluster2`]: 2) for `shape`, when `resident` clusters fit on the GPU at once (the SM count without
-/// clusters): its units are cluster tiles, its blocks are clusters, a persistent grid of every resident cluster (never
+/// The stream-K schedule of `tile` in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`] and
+/// [`Variant::FlatStreamK`]: 1, [`Variant::StreamKCluster2`]: 2) for `shape`, when `resident` clusters fit on the GPU
+/// at once (the SM count without clusters): its units are cluster tiles, its blocks are clusters, a persistent grid of every resident cluster (never
 /// more than k-tiles of work, so each has some), and the tail the host's boundary ([`StreamK::split`]) makes
 /// stream-K. The kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
 /// `sk_tiles` it is given.
-pub fn stream_k_schedule(shape: GemmShape, cluster: u32, resident: u32) -> StreamK {
-    let tile = GEMM_SM90_128X256;
+pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32) -> StreamK {
     let tiles = shape.m.div_ceil((tile.tile_m * cluster.max(1)) as usize) * shape.n.div_ceil(tile.tile_n as usize);
     let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
     // Counts past u32 cannot occur for checked shapes (dimensions < 2^31); saturate rather than wrap regardless.
@@ -617,7 +638,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         // Stream-K blocks wait for each other: all must be resident at once, one per SM (the shared memory allows no
         // second), which a grid of at most the SM count — in clusters, of at most the clusters the GPU holds at
         // once — and no other work on the GPU give.
-        let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, cluster, resident));
+        let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, tile, cluster, resident));
         if let Some(schedule) = &stream_k {
             debug_assert!(schedule.is_valid() && schedule.grid() * cluster <= gpu.sm_count());
             launch.grid_dim.0 = schedule.grid() * cluster;
@@ -797,8 +818,12 @@ mod tests {
     #[test]
     fn auto_picks_tiles_by_how_many_fill_the_gpu() {
         let pick = |m, n, k| Variant::Auto.resolve(GemmShape::new(m, n, k), 132);
-        // One row of 128×64 tiles: 64×128 ones instead.
+        // One row of 128×64 tiles: 64×128 ones instead, stream-K where they leave SMs idle for long: 64 tiles on 132
+        // SMs 224 k-tiles deep (115 idle k-tiles per SM), 32 tiles (170); not 64 tiles 128 deep (66), nor 128 (3.9).
+        assert_eq!(pick(128, 4096, 14336), Variant::FlatStreamK);
+        assert_eq!(pick(64, 4096, 14336), Variant::FlatStreamK);
         assert_eq!(pick(64, 8192, 8192), Variant::Flat);
+        assert_eq!(pick(96, 4096, 4096), Variant::Flat);
         assert_eq!(pick(128, 8192, 8192), Variant::Flat);
         assert_eq!(pick(129, 4096, 4096), Variant::Narrow);
         assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
@@ -846,6 +871,11 @@ mod tests {
         let few_rows = GemmShape::new(128, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Narrow);
+        // Stream-K on 64×128 tiles is bf16 → bf16 only: the 64×128 tile where it exists, else the narrow one.
+        let idle_rows = GemmShape::new(128, 4096, 14336);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), n, n), Variant::FlatStreamK);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), n, n), Variant::Narrow);
     }
 
     #[test]
@@ -891,9 +921,10 @@ mod tests {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
                         Variant::PingPong | Variant::Flat => input == output,
-                        Variant::PingPongCluster2 | Variant::StreamKCluster2 | Variant::NarrowCluster2 => {
-                            (input, output) == ("bf16", "bf16")
-                        }
+                        Variant::PingPongCluster2
+                        | Variant::StreamKCluster2
+                        | Variant::NarrowCluster2
+                        | Variant::FlatStreamK => (input, output) == ("bf16", "bf16"),
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };
@@ -952,20 +983,20 @@ mod tests {
     #[test]
     fn stream_k_plans_fill_the_sms_and_split_the_tail() {
         // Enough work: one block per SM, the partial wave stream-K (oxtile_abi::stream_k's tests simulate these).
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (132, 2048, 128, 68));
-        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.sk_tiles()), (132, 128));
         // Fewer k-tiles of work than SMs: one block per k-tile, no block idle.
-        let s = stream_k_schedule(GemmShape::new(333, 777, 264), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(333, 777, 264), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (60, 12, 5, 12));
-        let s = stream_k_schedule(GemmShape::new(1, 1, 8), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(1, 1, 8), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.sk_tiles(), s.partial_slots(), s.flags(2)), (1, 0, 0, 0));
         // Whole waves only: no tail, no workspace (the kernel runs the plain schedule).
-        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.tiles(), s.sk_tiles(), s.partial_slots()), (528, 0, 0));
         // The workspace of 8192³: a 128 KiB slot per block, 8 flags per tail tile.
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 1, 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.consumers)), (132, 68 * 8));
         assert!(tma_store_epilogue(Variant::StreamK, 8192, 2) && !tma_store_epilogue(Variant::StreamK, 777, 2));
     }
@@ -974,17 +1005,17 @@ mod tests {
     fn cluster_stream_k_plans_schedule_cluster_tiles_on_the_resident_clusters() {
         // 8192³ in clusters of two on 66 clusters: 1024 cluster tiles of 256×256, 15 whole waves and 34 tail tiles
         // (over half a wave, so no extra wave), each cluster's range 65–66 k-tiles: a tail tile in two or three pieces.
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), 2, 66);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 66);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (66, 1024, 128, 34));
         assert_eq!(s.range(0), (0, 66));
         // 4096³: 256 cluster tiles, 3 waves + 58; 8192×4096×14336: 512, 7 waves + 50.
-        assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), 2, 66).sk_tiles(), 58);
-        assert_eq!(stream_k_schedule(GemmShape::new(8192, 4096, 14336), 2, 66).sk_tiles(), 50);
+        assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), GEMM_SM90_128X256, 2, 66).sk_tiles(), 58);
+        assert_eq!(stream_k_schedule(GemmShape::new(8192, 4096, 14336), GEMM_SM90_128X256, 2, 66).sk_tiles(), 50);
         // M = 128 still makes cluster tiles of 256 rows (the second block's rows lie outside D).
-        let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), 2, 66);
+        let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), GEMM_SM90_128X256, 2, 66);
         assert_eq!((s.tiles(), s.sk_tiles(), s.grid()), (32, 32, 66));
         // Fewer resident clusters (another context holds SMs): the grid follows, never past the resident count.
-        assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), 2, 60).grid(), 60);
+        assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 60).grid(), 60);
         assert!(tma_store_epilogue(Variant::StreamKCluster2, 8192, 2));
         assert_eq!((Variant::StreamKCluster2.cluster_size(), Variant::StreamKCluster2.b_sharers()), (2, 2));
     }

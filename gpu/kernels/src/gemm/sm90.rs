@@ -836,10 +836,12 @@ unsafe fn gemm<
     out: Epilogue<C::Output>,
     stream_k: StreamKArgs,
 ) {
-    // Stream-K: each tile's rows are shared by all consumers of one block, so a partial is a whole block's; in a
-    // cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded per block.
+    // Stream-K: each tile is shared by all consumers of one block (by rows or by columns), so a partial is a whole
+    // block's; in a cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded
+    // per block.
     const {
-        assert!(!STREAM_K || (matches!(C::TILE.schedule, GemmSchedule::Cooperative) && (CLUSTER == 1 || SHARE == SHARE_B)));
+        let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative | GemmSchedule::CooperativeColumns);
+        assert!(!STREAM_K || (cooperative && (CLUSTER == 1 || SHARE == SHARE_B)));
         assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
     }
     // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
@@ -1084,7 +1086,8 @@ impl Fixup {
     #[inline(always)]
     fn part(&self, owner: u32) -> *mut f32 {
         let slot = (owner * self.cluster + self.rank) as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
-        let part = (self.consumer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
+        // Each consumer's accumulators fill its share of the slot, whichever way the consumers split the tile.
+        let part = (self.consumer * self.tile.consumer_rows() * self.tile.consumer_columns()) as usize;
         self.args.partials.wrapping_add(slot + part)
     }
 
@@ -1320,6 +1323,13 @@ gemm_stream_k_kernel!(gemm_f16_tn_128x256_sk_sm90, Wide<F16, F16>, a = K, b = K,
 gemm_stream_k_kernel!(gemm_f16_tt_128x256_sk_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 1);
 gemm_stream_k_kernel!(gemm_f16_nt_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_stream_k_kernel!(gemm_f16_nn_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 1);
+
+// Stream-K on the 64×128 tile: problems of few rows whose tiles leave SMs idle for long (e.g. 128×4096×14336, 64
+// tiles on 132 SMs), bf16 → bf16 in every layout.
+gemm_stream_k_kernel!(gemm_bf16_tn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_tt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = K, cluster = 1);
 
 // Stream-K over clusters of two sharing B (the wide-c2 pairing; the schedule's units are cluster tiles): bf16 to bf16
 // in every layout, the benchmark suite's types.

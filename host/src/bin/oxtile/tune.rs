@@ -60,7 +60,7 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let timing = TimingConfig { runs: args.runs, ..TimingConfig::default() };
     let mut cache = TuneCache::load(&path)?;
     println!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
         "shape",
         "layout",
         "wide ms",
@@ -68,6 +68,7 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         "narrow ms",
         "narrow-c2",
         "flat ms",
+        "flat-sk ms",
         "pp ms",
         "pp-c2 ms",
         "sk ms",
@@ -113,7 +114,7 @@ fn row(tuning: &GemmTuning) -> String {
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none".to_string(), |v| format!("{v:?}"));
     format!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
+        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
         format!("{m}x{n}x{k}"),
         tuning.options.layout(),
         ms(Variant::Wide),
@@ -121,6 +122,7 @@ fn row(tuning: &GemmTuning) -> String {
         ms(Variant::Narrow),
         ms(Variant::NarrowCluster2),
         ms(Variant::Flat),
+        ms(Variant::FlatStreamK),
         ms(Variant::PingPong),
         ms(Variant::PingPongCluster2),
         ms(Variant::StreamK),
