@@ -609,7 +609,7 @@ fn tuning_times_every_candidate_and_picks_the_fastest() {
     let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, mode, ..Default::default() };
     let tt = GemmOptions { b_order: Order::RowMajor, ..GemmOptions::default() };
     let tuning =
-        oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
+        oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, 2, fresh_seed())
             .unwrap();
     // bf16 → f32: the three cooperative configurations (the ping-pong kernels write same-type outputs only).
     let available = Variant::CANDIDATES.iter().filter(|v| v.available("bf16", "f32", tt.a_order, tt.b_order));
@@ -623,7 +623,7 @@ fn tuning_times_every_candidate_and_picks_the_fastest() {
 
     // bf16 → bf16 has every candidate, the ping-pong kernels included.
     let tuning =
-        oxtile::tune::tune_gemm::<bf16, bf16>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, fresh_seed())
+        oxtile::tune::tune_gemm::<bf16, bf16>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, 2, fresh_seed())
             .unwrap();
     let tuned: Vec<Variant> = tuning.results.iter().map(|(v, _)| *v).collect();
     assert_eq!(tuned, Variant::CANDIDATES);

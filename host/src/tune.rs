@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::device::rotation_sets;
-use crate::bench::timing::time_gpu;
+use crate::bench::timing::{TurnEvent, time_in_rounds};
 use crate::bench::{DeviceInfo, Stats, TimingConfig};
 use crate::error::{Error, Result};
 use crate::ops::gemm::{GemmOptions, GemmOutput, GemmPlan, GemmShape, Variant};
@@ -104,12 +104,15 @@ impl GemmTuning {
 }
 
 /// Times every [`Variant::CANDIDATES`] kernel that exists for `T` → `O` in the layout of `options`
-/// ([`Variant::available`]) on `shape` (randn inputs, several input sets rotated past the L2).
+/// ([`Variant::available`]) on `shape` (randn inputs, several input sets rotated past the L2), the candidates taking
+/// turns in `rounds` rounds as the benchmarks' contenders do ([`time_in_rounds`]), so that none is timed only on a
+/// cooler or hotter chip than the others; `timing.settle` settles the clock before every turn.
 pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     gpu: &Gpu,
     shape: GemmShape,
     options: GemmOptions,
     timing: &TimingConfig,
+    rounds: usize,
     seed: u64,
 ) -> Result<GemmTuning> {
     let bytes_per_set = 2 * (shape.m * shape.k + shape.k * shape.n);
@@ -126,24 +129,40 @@ pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
         })
         .collect::<Result<Vec<_>>>()?;
     let mut d = stream.clone_htod(&vec![O::from_f32(0.0); shape.m * shape.n])?;
-    let mut results = Vec::new();
     let available = |v: &Variant| v.available(T::NAME, <O as GemmOutput<T>>::NAME, options.a_order, options.b_order);
-    for variant in Variant::CANDIDATES.into_iter().filter(available) {
+    let variants: Vec<Variant> = Variant::CANDIDATES.into_iter().filter(available).collect();
+    // Each candidate's plans, one per input set, or why it has none.
+    let mut plans: Vec<Result<Vec<GemmPlan<T, O>>>> = Vec::with_capacity(variants.len());
+    for &variant in &variants {
         let options = GemmOptions { variant, ..options };
-        let measured = operands
-            .iter()
-            .map(|(a, b)| GemmPlan::<T, O>::new(gpu, shape, options, a, b))
-            .collect::<Result<Vec<_>>>()
-            .and_then(|plans| {
-                // D's tensor map is encoded here, not in the first timed launches.
-                for plan in &plans {
-                    plan.bind_output(gpu, &mut d)?;
-                }
-                time_gpu(gpu, timing, |i| {
-                    let (a, b) = &operands[i % sets];
-                    plans[i % sets].launch(gpu, a, b, &mut d)
-                })
-            });
+        let made: Result<Vec<_>> =
+            operands.iter().map(|(a, b)| GemmPlan::<T, O>::new(gpu, shape, options, a, b)).collect();
+        // D's tensor map is encoded here, not in the first timed launches.
+        let bound = made.and_then(|made| {
+            made.iter().try_for_each(|plan| plan.bind_output(gpu, &mut d))?;
+            Ok(made)
+        });
+        plans.push(bound);
+    }
+    let ready: Vec<usize> = (0..variants.len()).filter(|&c| plans[c].is_ok()).collect();
+    let timed = time_in_rounds(gpu, timing, &ready, rounds, None, &mut |_: TurnEvent| {}, &mut |c, i| {
+        let (a, b) = &operands[i % sets];
+        match &plans[c] {
+            Ok(candidate) => candidate[i % sets].launch(gpu, a, b, &mut d),
+            Err(_) => unreachable!("only candidates with plans are timed"),
+        }
+    });
+    let mut results: Vec<(Variant, Result<Stats>)> = Vec::with_capacity(variants.len());
+    let mut timed = timed.into_iter();
+    for (c, (variant, made)) in variants.into_iter().zip(plans).enumerate() {
+        let measured = match made {
+            Err(error) => Err(error),
+            Ok(_) => {
+                let (index, outcome) = timed.next().expect("every ready candidate has an outcome");
+                debug_assert_eq!(index, c);
+                outcome.map(|(stats, _)| stats)
+            }
+        };
         results.push((variant, measured));
     }
     Ok(GemmTuning { shape, options, results })

@@ -43,6 +43,13 @@ struct GemmArgs {
     /// Timed launches per variant and shape.
     #[arg(long, default_value_t = 30)]
     runs: usize,
+    /// The variants of a shape take turns in this many rounds, each timing its share of --runs in every round.
+    #[arg(long, default_value_t = oxtile::bench::timing::DEFAULT_ROUNDS)]
+    rounds: usize,
+    /// Before every turn, run the variant untimed for this many ms of GPU time, so each is timed at the clock it
+    /// settles to under the power cap rather than the one it finds (see `oxtile bench --settle-ms`).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    settle_ms: u64,
 }
 
 pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
@@ -57,7 +64,11 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         message: "no cache path: pass --cache or set OXTILE_TUNE_CACHE".into(),
     })?;
     let gpu = Gpu::new(0)?;
-    let timing = TimingConfig { runs: args.runs, ..TimingConfig::default() };
+    let timing = TimingConfig {
+        runs: args.runs,
+        settle: std::time::Duration::from_millis(args.settle_ms),
+        ..TimingConfig::default()
+    };
     let mut cache = TuneCache::load(&path)?;
     println!(
         "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
@@ -86,10 +97,10 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
             }
             let seed = oxtile::reference::fresh_seed() + i as u64;
             let tuning = match (input, output) {
-                ("f16", "f32") => tune::tune_gemm::<f16, f32>(&gpu, shape, options, &timing, seed)?,
-                ("f16", _) => tune::tune_gemm::<f16, f16>(&gpu, shape, options, &timing, seed)?,
-                (_, "f32") => tune::tune_gemm::<bf16, f32>(&gpu, shape, options, &timing, seed)?,
-                _ => tune::tune_gemm::<bf16, bf16>(&gpu, shape, options, &timing, seed)?,
+                ("f16", "f32") => tune::tune_gemm::<f16, f32>(&gpu, shape, options, &timing, args.rounds, seed)?,
+                ("f16", _) => tune::tune_gemm::<f16, f16>(&gpu, shape, options, &timing, args.rounds, seed)?,
+                (_, "f32") => tune::tune_gemm::<bf16, f32>(&gpu, shape, options, &timing, args.rounds, seed)?,
+                _ => tune::tune_gemm::<bf16, bf16>(&gpu, shape, options, &timing, args.rounds, seed)?,
             };
             println!("{}", row(&tuning));
             if let Some(best) = tuning.best() {
