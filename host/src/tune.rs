@@ -147,10 +147,8 @@ pub fn tune_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     let ready: Vec<usize> = (0..variants.len()).filter(|&c| plans[c].is_ok()).collect();
     let timed = time_in_rounds(gpu, timing, &ready, rounds, None, &mut |_: TurnEvent| {}, &mut |c, i| {
         let (a, b) = &operands[i % sets];
-        match &plans[c] {
-            Ok(candidate) => candidate[i % sets].launch(gpu, a, b, &mut d),
-            Err(_) => unreachable!("only candidates with plans are timed"),
-        }
+        let candidate = plans[c].as_ref().map_err(|_| Error::bad_argument("tune gemm", "a candidate without plans"))?;
+        candidate[i % sets].launch(gpu, a, b, &mut d)
     });
     let mut results: Vec<(Variant, Result<Stats>)> = Vec::with_capacity(variants.len());
     let mut timed = timed.into_iter();

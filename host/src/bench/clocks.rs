@@ -51,9 +51,9 @@ impl ClockMeter {
         self.device.clock_info(Clock::SM).ok()
     }
 
-    /// Samples the SM clock into `reading`: call while the GPU runs the launches being measured.
-    pub fn sample_clock(&self, reading: &mut ClockSamples) {
-        reading.sm_mhz.extend(self.sm_mhz());
+    /// Adds a sample of the SM clock to `samples`: call while the GPU runs the launches being measured.
+    pub fn sample_clock(&self, samples: &mut ClockSamples) {
+        samples.sm_mhz.extend(self.sm_mhz());
     }
 }
 

@@ -177,8 +177,8 @@ impl GpuTimer {
     /// `warmup` untimed launches, then more until the GPU has run them for the configuration's `settle`, then
     /// `runs` timed ones; returns the timed ones' GPU times in milliseconds, in launch order (in
     /// [`TimingMode::Batched`], one time per launch for each batch: its mean), and with a `meter` the SM clock
-    /// samples taken as they ran. With a hold, the first call makes at least one warm-up launch: the first launch of a lazily
-    /// loaded kernel may load its code, which waits for the stream, which would be waiting for the host.
+    /// samples taken as they ran. With a hold, the first call makes at least one warm-up launch: the first launch
+    /// of a lazily loaded kernel may load its code, which waits for the stream, which would be waiting for the host.
     pub fn time(
         &mut self,
         gpu: &Gpu,
@@ -246,13 +246,15 @@ impl GpuTimer {
     }
 
     /// Untimed launches until the GPU has run them for `self.settle`, in batches that double up to
-    /// [`MAX_SETTLE_BATCH`] (no hold: the GPU runs each batch as the host queues it).
+    /// [`MAX_SETTLE_BATCH`] (no hold: the GPU runs each batch as the host queues it). A launch that keeps the GPU
+    /// (nearly) idle would never get there: the host gives up after ten times as long.
     fn settle(&mut self, gpu: &Gpu, launch: &mut impl FnMut(usize) -> Result<()>) -> Result<()> {
         let (stream, ctx) = (gpu.stream(), gpu.context());
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let give_up = std::time::Instant::now() + 10 * self.settle;
         let mut busy = Duration::ZERO;
         let mut batch = 1;
-        while busy < self.settle {
+        while busy < self.settle && std::time::Instant::now() < give_up {
             let start = stream.record_event(flags)?;
             for _ in 0..batch {
                 launch(self.launches)?;
