@@ -135,8 +135,14 @@ impl TurnRecord {
     }
 }
 
-/// Writes turn records as CSV, with a header.
-pub fn write_turns_csv(out: impl std::io::Write, turns: &[TurnRecord]) -> std::result::Result<(), csv::Error> {
+/// Writes turn records to `path` as CSV, with a header.
+pub fn write_turns_csv(path: &Path, turns: &[TurnRecord]) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| file_error(path, e))?;
+    write_turns_csv_to(file, turns).map_err(|e| file_error(path, e))
+}
+
+/// [`write_turns_csv`] to a writer.
+pub fn write_turns_csv_to(out: impl std::io::Write, turns: &[TurnRecord]) -> std::result::Result<(), csv::Error> {
     let mut writer = csv::Writer::from_writer(out);
     for turn in turns {
         writer.serialize(turn)?;
@@ -489,7 +495,7 @@ mod tests {
         let flops = GemmShape::new(4096, 4096, 4096).flops();
         assert!((turn.tflops.unwrap() - flops / 0.2e-3 / 1e12).abs() < 1e-9);
         let mut csv = Vec::new();
-        write_turns_csv(&mut csv, &[turn]).unwrap();
+        write_turns_csv_to(&mut csv, &[turn]).unwrap();
         let text = String::from_utf8(csv).unwrap();
         assert!(text.starts_with("shape,impl,layout,round,runs,median_ms,tflops,sm_mhz\n"), "{text}");
         // Without a meter: the times only.

@@ -302,9 +302,7 @@ impl Watch {
     fn finish(self, output: &Output) -> oxtile::Result<()> {
         self.progress.finish();
         if let Some(path) = &output.turn_log {
-            let file = std::fs::File::create(path).map_err(oxtile::Error::Io)?;
-            report::write_turns_csv(file, &self.turns)
-                .map_err(|e| oxtile::Error::Io(std::io::Error::other(format!("{}: {e}", path.display()))))?;
+            report::write_turns_csv(path, &self.turns)?;
             println!("# wrote {}", path.display());
         }
         Ok(())
