@@ -122,7 +122,7 @@ impl Default for AttnBenchConfig {
 
 /// Runs every contender on `problem`; one row each, in order (with its error when it does not support the problem
 /// or fails). As for GEMM, each contender is prepared and checked, one after another, then those prepared are timed
-/// in `config.rounds` rounds (with the observer's power meter if it has one), then each counts its rescales.
+/// in `config.rounds` rounds (with the observer's clock meter if it has one), then each counts its rescales.
 /// `observer` hears of each contender's preparation and each of its turns before they run, and of each turn's
 /// figures after.
 pub fn bench_attn(

@@ -495,7 +495,7 @@ impl Default for GemmBenchConfig {
 
 /// Runs every contender on `problem` and returns one row per contender, in order. Each contender is prepared and
 /// its output checked, one after another; then those prepared (whatever their check found) are timed in
-/// `config.rounds` rounds ([`super::timing::round_robin`]), with the observer's power meter if it has one. A
+/// `config.rounds` rounds ([`super::timing::round_robin`]), with the observer's clock meter if it has one. A
 /// contender that does not support the problem, or fails, gets a row with its error; the others still run.
 /// `observer` hears of each contender's preparation and each of its turns before they run, and of each turn's
 /// figures after.

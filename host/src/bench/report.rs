@@ -151,14 +151,14 @@ pub fn write_turns_csv_to(out: impl std::io::Write, turns: &[TurnRecord]) -> std
     Ok(())
 }
 
-/// What a benchmark tells its caller as it goes, and the power meter it reads (if any). A closure taking the step
+/// What a benchmark tells its caller as it goes, and the clock meter it reads (if any). A closure taking the step
 /// text is an observer without a meter that ignores finished turns.
 pub trait BenchObserver {
     /// A short description of the step about to run (for a progress bar).
     fn step(&mut self, text: &str);
     /// A timed turn, with the row it belongs to.
     fn turn_done(&mut self, _turn: &TurnRecord) {}
-    /// The meter each turn's energy and clock are read from.
+    /// The meter each turn's SM clock is read from.
     fn meter(&self) -> Option<ClockMeter> {
         None
     }
