@@ -112,8 +112,9 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
 /// Shapes for the stream-K schedule (wide tiles, one block per SM; the piece counts are an H200's, 132 SMs):
 /// - 2048³: 128 tiles of 32 k-tiles on 132 blocks: all stream-K, tiles whole (blocks 0..4) or in two pieces;
 /// - 4096³: 3 waves data-parallel, then 116 tiles of 64 k-tiles in two or three pieces (2 partials to add);
-/// - 1000³: 32 tiles of 16 k-tiles, 3–4 per block: four to six pieces, partial tiles at both edges;
-/// - 128×8192×8192: one row of 32 tiles of 128 k-tiles, ~31 per block: every tile in four or five pieces;
+/// - 1000³: 32 tiles of 16 k-tiles, at most half as many as blocks: split-K, each tile in 4 pieces of 4, partial
+///   tiles at both edges;
+/// - 128×8192×8192: one row of 32 tiles of 128 k-tiles: split-K, every tile in 4 pieces of 32;
 /// - 2000×3000×64: a single k-tile per tile (192 tiles, a wave and a half): every piece a whole tile, no partials;
 /// - 1000×1000×64 (one k-tile, 32 tiles: fewer blocks than SMs, one tile each).
 ///
@@ -139,8 +140,8 @@ fn stream_k_edge_cases(variant: Variant) -> Vec<(GemmShape, GemmOptions)> {
 
 /// Every layout × the stream-K shapes, unscaled and with alpha and beta (C read back, scaled once by the reducer), for
 /// one stream-K variant. In clusters of two the same shapes cut cluster tiles of 256×256 between 66 clusters (2048³:
-/// 64 tiles of 32 k-tiles, ~31 per cluster; 128×8192×8192: 32 tiles, 2–3 pieces each, every second block's rows
-/// outside D; 1000³: 16 tiles in 4–5 pieces).
+/// 64 tiles of 32 k-tiles, ~31 per cluster; split-K on 128×8192×8192: 32 tiles in 2 pieces each, every second
+/// block's rows outside D; 1000³: 16 tiles in 4 pieces).
 fn stream_k_cases<T: gemm::GemmElement, O: GemmOutput<T>>(variant: Variant) -> Vec<(GemmShape, GemmOptions)> {
     let mut cases = cases::<T, O>(&[variant], |_, _| STREAM_K_SHAPES.to_vec());
     let scaled: Vec<_> =
@@ -174,26 +175,30 @@ fn stream_k_plan_schedule(gpu: &Gpu, shape: GemmShape, variant: Variant) -> oxti
     plan.stream_k().expect("a stream-K plan has a schedule")
 }
 
-/// Stream-K on 64×128 tiles: the suite's stream-K shapes and edge cases (2048³: 512 tiles, a tail of 116;
-/// 128×8192×8192: 128 tiles on 132 blocks, so every tile in about one piece), and problems of few rows that leave
-/// most SMs idle without it (128×4096×14336: 64 tiles of 224 k-tiles in ~2 pieces each; 72×1024×8192: 16 tiles in ~8).
+/// Stream-K on the few-row tiles, 64×128 and cooperative 128×128: the suite's stream-K shapes and edge cases, and
+/// problems of few rows that leave most SMs idle without it. On an H200's 132 SMs, split-K: 64×128 tiles split
+/// 128×4096×14336 (64 tiles of 224 k-tiles) in 2 pieces each and 72×1024×8192 (16 tiles) in 8, while 128×8192×8192
+/// (128 tiles, over half as many as SMs) is stream-K over every SM, each tile about whole; 128×128 tiles split 128×8192×8192 (64 tiles of 128
+/// k-tiles) in 2 pieces, 128×4096×14336 (32 of 224) in 4, and 72×1024×8192 (8 tiles, rows 72..128 outside D) in 16.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn stream_k_on_64x128_tiles_matches_reference_where_tiles_are_split() {
+fn stream_k_on_few_row_tiles_matches_reference_where_tiles_are_split() {
     let gpu = gpu();
-    for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
-        let schedule = stream_k_plan_schedule(&gpu, GemmShape::new(m, n, k), Variant::FlatStreamK);
-        println!("{m}x{n}x{k}: {schedule:?}");
-        assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
-    }
-    let mut cases = stream_k_cases::<bf16, bf16>(Variant::FlatStreamK);
-    for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
-        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
-            let options = GemmOptions { variant: Variant::FlatStreamK, alpha, beta, ..GemmOptions::default() };
-            cases.push((GemmShape::new(m, n, k), options));
+    for variant in [Variant::FlatStreamK, Variant::SquareStreamK] {
+        for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
+            let schedule = stream_k_plan_schedule(&gpu, GemmShape::new(m, n, k), variant);
+            println!("{variant:?} {m}x{n}x{k}: {schedule:?}");
+            assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
         }
+        let mut cases = stream_k_cases::<bf16, bf16>(variant);
+        for (m, n, k) in [(128, 4096, 14336), (72, 1024, 8192)] {
+            for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+                let options = GemmOptions { variant, alpha, beta, ..GemmOptions::default() };
+                cases.push((GemmShape::new(m, n, k), options));
+            }
+        }
+        assert_pass::<bf16, bf16>(&gpu, cases);
     }
-    assert_pass::<bf16, bf16>(&gpu, cases);
 }
 
 /// A test of its own so that the test harness runs it beside the single-block one (each checks its cases in turn).
@@ -234,6 +239,8 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 7, 3).unwrap());
             let options = GemmOptions { variant: Variant::FlatStreamK, ..options };
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 9, 3).unwrap());
+            let options = GemmOptions { variant: Variant::SquareStreamK, ..options };
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 11, 3).unwrap());
         }
     }
     let table = CheckReport::table(&reports);
@@ -247,7 +254,7 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
     let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
     let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
-    for variant in [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK] {
+    for variant in [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK, Variant::SquareStreamK] {
         let options = GemmOptions { variant, ..GemmOptions::default() };
         let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
         assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");

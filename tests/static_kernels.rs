@@ -158,7 +158,7 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
         let s = stats(gemm.kernel);
         let width = match gemm.variant {
             Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => "64x64x16",
-            Variant::PingPong | Variant::PingPongCluster2 => "64x128x16",
+            Variant::PingPong | Variant::PingPongCluster2 | Variant::Square | Variant::SquareStreamK => "64x128x16",
             _ => "64x256x16",
         };
         // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
@@ -301,6 +301,7 @@ fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
             (Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK, output) => {
                 (64, if output == "f32" { 4 } else { 2 })
             }
+            (Variant::Square | Variant::SquareStreamK, output) => (128, if output == "f32" { 4 } else { 2 }),
             (_, output) => (256, if output == "f32" { 4 } else { 2 }),
         };
         let chunks = STAGED_EPILOGUES * tile_n * output_bytes / 128;
@@ -357,6 +358,7 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         let tile_n = match gemm.variant {
             Variant::PingPong | Variant::PingPongCluster2 => continue,
             Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => 64,
+            Variant::Square | Variant::SquareStreamK => 128,
             _ => 256,
         };
         let chunks = STAGED_EPILOGUES as usize * tile_n * output_bytes / 128;
@@ -399,8 +401,8 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
     }
     // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
     // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 8 of
-    // 64×128 tiles and the 4 of them stream-K.
-    assert_eq!(checked, 81);
+    // 64×128 tiles and the 4 of them stream-K, the 4 of cooperative 128×128 tiles and the 4 of them stream-K.
+    assert_eq!(checked, 89);
 }
 
 #[test]
@@ -428,24 +430,32 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
     // Each stream-K kernel against the data-parallel kernel of the same tile, types and layout: the same registers at
     // entry (the `.maxntid` cap) and the same k-tile loop (HGMMA count), no local memory (the hot-kernel check). Its
     // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide tile's
-    // 128, 8 for the 64×128 tile's 32; fragment order) and comes back as as many 16-byte L2 loads per peer (one loop
+    // 128, 16 for the 128×128 tile's 64, 8 for the 64×128 tile's 32; fragment order) and comes back as as many 16-byte L2 loads per peer (one loop
     // over the peers); the flag is a release reduction (`red.release.gpu`:
     // a GPU-scope fence, then the RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
     // strong store.
     let stream_k: Vec<_> = kernels::GEMM_SM90
         .iter()
-        .filter(|g| matches!(g.variant, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK))
+        .filter(|g| {
+            matches!(
+                g.variant,
+                Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK
+            )
+        })
         .collect();
     assert_eq!(
         stream_k.len(),
-        20,
-        "bf16 and f16 to their own type and bf16 to f32, in every layout; bf16 in clusters and on 64×128 tiles"
+        24,
+        "bf16 and f16 to their own type and bf16 to f32, in every layout; bf16 in clusters, on 64×128 and 128×128 tiles"
     );
     for gemm in stream_k {
         let s = stats(gemm.kernel);
         let name = gemm.kernel.name;
-        let (plain, vectors) =
-            if gemm.variant == Variant::FlatStreamK { (Variant::Flat, 8) } else { (Variant::Wide, 32) };
+        let (plain, vectors) = match gemm.variant {
+            Variant::FlatStreamK => (Variant::Flat, 8),
+            Variant::SquareStreamK => (Variant::Square, 16),
+            _ => (Variant::Wide, 32),
+        };
         let data_parallel = kernels::GEMM_SM90
             .iter()
             .find(|w| {

@@ -177,6 +177,14 @@ gemm_sm90! {
     "gemm_bf16_tt_64x128_sk_sm90": "bf16" -> "bf16", tt, FlatStreamK;
     "gemm_bf16_nt_64x128_sk_sm90": "bf16" -> "bf16", nt, FlatStreamK;
     "gemm_bf16_nn_64x128_sk_sm90": "bf16" -> "bf16", nn, FlatStreamK;
+    "gemm_bf16_tn_128x128_sm90": "bf16" -> "bf16", tn, Square;
+    "gemm_bf16_tt_128x128_sm90": "bf16" -> "bf16", tt, Square;
+    "gemm_bf16_nt_128x128_sm90": "bf16" -> "bf16", nt, Square;
+    "gemm_bf16_nn_128x128_sm90": "bf16" -> "bf16", nn, Square;
+    "gemm_bf16_tn_128x128_sk_sm90": "bf16" -> "bf16", tn, SquareStreamK;
+    "gemm_bf16_tt_128x128_sk_sm90": "bf16" -> "bf16", tt, SquareStreamK;
+    "gemm_bf16_nt_128x128_sk_sm90": "bf16" -> "bf16", nt, SquareStreamK;
+    "gemm_bf16_nn_128x128_sk_sm90": "bf16" -> "bf16", nn, SquareStreamK;
     "gemm_bf16_tn_128x64_c2_sm90": "bf16" -> "bf16", tn, NarrowCluster2;
     "gemm_bf16_tt_128x64_c2_sm90": "bf16" -> "bf16", tt, NarrowCluster2;
     "gemm_bf16_nt_128x64_c2_sm90": "bf16" -> "bf16", nt, NarrowCluster2;
@@ -292,6 +300,8 @@ mod tests {
                 Variant::NarrowCluster2 => "128x64_c2",
                 Variant::Flat => "64x128",
                 Variant::FlatStreamK => "64x128_sk",
+                Variant::Square => "128x128",
+                Variant::SquareStreamK => "128x128_sk",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",
                 Variant::StreamK => "128x256_sk",

@@ -165,6 +165,22 @@ pub const GEMM_SM90_64X128: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
+/// Hopper GEMM for problems of few rows that a 64-row tile would read B twice for (64 < M ≤ 256): 128×128×64 tiles,
+/// 6 stages, each of the two consumers computing 64 rows with m64n128k16 wgmma. Against the 64×128 tile it reads each
+/// B element into shared memory once per 128 rows, and against the 128×64 one each A element once per 128 columns; its
+/// stream-K form splits the few tiles such problems have by k-tiles over every SM. Shared memory: 6 × 32 KiB of ring
+/// + 2 × 2 × 8 KiB of staging + 96 bytes of barriers = 229,472 bytes.
+pub const GEMM_SM90_128X128: GemmTile = GemmTile {
+    tile_m: 128,
+    tile_n: 128,
+    tile_k: 64,
+    stages: 6,
+    consumers: 2,
+    element_bytes: 2,
+    schedule: GemmSchedule::Cooperative,
+    staging_buffers: 2,
+};
+
 /// Hopper GEMM with ping-pong consumers: each of the 2 consumer warpgroups owns whole 128×128 tiles (two
 /// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). The
 /// ring is as deep as shared memory allows (7 stages of 32 KiB): while one consumer runs its main loop the producer
@@ -189,10 +205,12 @@ const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK)
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_64X128.smem_bytes() == GEMM_SM90_128X64.smem_bytes());
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 2 * 8 * 1024 + 128);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 7 * 32 * 1024 + 112);
+const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
 // One staging buffer for the ping-pong consumers (16 KiB each) would not fit beside its 7 stages.
 const _: () = assert!(
     GEMM_SM90_128X128_PINGPONG.smem_bytes()
@@ -203,7 +221,7 @@ const _: () = assert!(
 // share of the tile), start on 1024-byte swizzle atoms, and split the tile's columns into whole 128-byte chunks
 // for every output type (64 columns of 16 bits, 32 of f32).
 const _: () = {
-    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64, GEMM_SM90_64X128];
+    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64, GEMM_SM90_64X128, GEMM_SM90_128X128];
     let mut i = 0;
     while i < tiles.len() {
         let tile = tiles[i];
@@ -228,6 +246,14 @@ const _: () = assert!(
     GEMM_SM90_128X256.tile_m.is_multiple_of(GemmTile::MN_BOX)
         && (GEMM_SM90_128X256.tile_n / 2).is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X256.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+);
+// The cooperative 128×128 tile: each consumer's rows and B whole boxes, stages on swizzle atoms, 128-byte k-tile rows.
+const _: () = assert!(
+    GEMM_SM90_128X128.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X128.tile_n.is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_128X128.tile_k * GEMM_SM90_128X128.element_bytes == 128
+        && GEMM_SM90_128X128.smem_a_bytes().is_multiple_of(1024)
+        && GEMM_SM90_128X128.stage_bytes().is_multiple_of(1024)
 );
 // The ping-pong tile in clusters of two shares B in halves, like the 128×256 one; its stages start on swizzle atoms.
 const _: () = assert!(

@@ -22,7 +22,9 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 use oxtile_abi::stream_k::StreamK;
-use oxtile_abi::{GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile};
+use oxtile_abi::{
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
+};
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
@@ -117,6 +119,12 @@ pub enum Variant {
     /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
     /// deep). bf16 → bf16 only.
     FlatStreamK,
+    /// 128×128 tiles, each consumer computing 64 rows: problems of few rows (64 < M ≤ 256) where the 64×128 tile
+    /// reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
+    Square,
+    /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
+    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only.
+    SquareStreamK,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
     PingPong,
@@ -159,18 +167,40 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 10] = [
+    pub const CANDIDATES: [Variant; 12] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
         Variant::NarrowCluster2,
         Variant::Flat,
         Variant::FlatStreamK,
+        Variant::Square,
+        Variant::SquareStreamK,
         Variant::PingPong,
         Variant::PingPongCluster2,
         Variant::StreamK,
         Variant::StreamKCluster2,
     ];
+
+    /// The short name tables and contenders use (`oxtile-` + it in `oxtile bench`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::Auto => "auto",
+            Variant::Wide => "wide",
+            Variant::WideCluster2 => "wide-c2",
+            Variant::WideCluster2Unshared => "wide-c2-unshared",
+            Variant::Narrow => "narrow",
+            Variant::NarrowCluster2 => "narrow-c2",
+            Variant::Flat => "flat",
+            Variant::FlatStreamK => "flat-sk",
+            Variant::Square => "square",
+            Variant::SquareStreamK => "square-sk",
+            Variant::PingPong => "pingpong",
+            Variant::PingPongCluster2 => "pingpong-c2",
+            Variant::StreamK => "streamk",
+            Variant::StreamKCluster2 => "streamk-c2",
+        }
+    }
 
     /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in layout (`a_order`,
     /// `b_order`): the cooperative tile configurations exist for every type pair and layout; the ping-pong and
@@ -269,6 +299,7 @@ impl Variant {
         match self {
             Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
             Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
+            Variant::Square | Variant::SquareStreamK => GEMM_SM90_128X128,
             Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
@@ -302,23 +333,34 @@ impl Variant {
 
     /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
     fn is_stream_k(self) -> bool {
-        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK)
+        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK)
     }
 }
 
-/// The stream-K schedule of `tile` in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`] and
-/// [`Variant::FlatStreamK`]: 1, [`Variant::StreamKCluster2`]: 2) for `shape`, when `resident` clusters fit on the GPU
-/// at once (the SM count without clusters): its units are cluster tiles, its blocks are clusters, a persistent grid of every resident cluster (never
-/// more than k-tiles of work, so each has some), and the tail the host's boundary ([`StreamK::split`]) makes
-/// stream-K. The kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
-/// `sk_tiles` it is given.
+/// The stream-K schedule of `tile` in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`],
+/// [`Variant::FlatStreamK`] and [`Variant::SquareStreamK`]: 1, [`Variant::StreamKCluster2`]: 2) for `shape`, when
+/// `resident` clusters fit on the GPU at once (the SM count without clusters). Its units are cluster tiles and its
+/// blocks clusters; the kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
+/// `sk_tiles` it is given. The grid:
+/// - at most half as many tiles as resident blocks: split-K. Each tile gets the same number S = ⌊resident / tiles⌋ of
+///   blocks (at most one per k-tile), so the `tiles × S` ranges cut every tile into S contiguous pieces that start at
+///   S places of K only. Spread over every resident block instead, the ranges start all over K (128×8192×8192 on
+///   128×128 tiles: ~64 places), and problems that stream an operand from DRAM lost 10–30% to it (session 11: 64 blocks
+///   of whole tiles beat 132 such ranges);
+/// - otherwise every resident block (never more than k-tiles of work, so each has some), the tail that
+///   [`StreamK::split`] makes stream-K spread evenly over them.
 pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32) -> StreamK {
     let tiles = shape.m.div_ceil((tile.tile_m * cluster.max(1)) as usize) * shape.n.div_ceil(tile.tile_n as usize);
     let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
+    let resident = resident.max(1) as usize;
+    let grid = if 2 * tiles <= resident {
+        tiles * (resident / tiles).min(k_tiles)
+    } else {
+        tiles.saturating_mul(k_tiles).clamp(1, resident)
+    };
     // Counts past u32 cannot occur for checked shapes (dimensions < 2^31); saturate rather than wrap regardless.
     let narrow = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-    let grid = narrow(tiles.saturating_mul(k_tiles)).clamp(1, resident.max(1));
-    StreamK::split(narrow(tiles), narrow(k_tiles), grid)
+    StreamK::split(narrow(tiles), narrow(k_tiles), narrow(grid))
 }
 
 /// The stream-K workspace of a plan (a stream-K variant with a tail): `partial_slots × cluster × tile_m × tile_n` f32
@@ -924,7 +966,9 @@ mod tests {
                         Variant::PingPongCluster2
                         | Variant::StreamKCluster2
                         | Variant::NarrowCluster2
-                        | Variant::FlatStreamK => (input, output) == ("bf16", "bf16"),
+                        | Variant::FlatStreamK
+                        | Variant::Square
+                        | Variant::SquareStreamK => (input, output) == ("bf16", "bf16"),
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };
@@ -990,6 +1034,26 @@ mod tests {
         // Fewer k-tiles of work than SMs: one block per k-tile, no block idle.
         let s = stream_k_schedule(GemmShape::new(333, 777, 264), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (60, 12, 5, 12));
+        // At most half as many tiles as SMs: split-K, each tile in as many pieces (the same), starting at as many
+        // places of K. 128×8192×8192 on 128×256 tiles: 32 tiles in 4 pieces of 32 k-tiles; on 128×128 tiles, 64 in
+        // 2; 128×4096×14336 on 64×128 tiles, 64 in 2 of 112; 1000³, 32 tiles of 16 k-tiles in 4.
+        let split = |(m, n, k), tile| {
+            let s = stream_k_schedule(GemmShape::new(m, n, k), tile, 1, 132);
+            let pieces = s.grid() / s.tiles();
+            assert_eq!((s.sk_tiles(), s.grid() % s.tiles()), (s.tiles(), 0));
+            for block in 0..s.grid() {
+                let offset = (block % pieces) * s.k_tiles() / pieces + (block / pieces) * s.k_tiles();
+                assert_eq!(s.range(block).0, offset, "block {block}");
+            }
+            (s.tiles(), pieces, s.range(0).1)
+        };
+        assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X256), (32, 4, 32));
+        assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X128), (64, 2, 64));
+        assert_eq!(split((128, 4096, 14336), GEMM_SM90_64X128), (64, 2, 112));
+        assert_eq!(split((1000, 1000, 1000), GEMM_SM90_128X256), (32, 4, 4));
+        // Over half as many: every SM (1536×1536×4096, 72 tiles of 64 k-tiles).
+        let s = stream_k_schedule(GemmShape::new(1536, 1536, 4096), GEMM_SM90_128X256, 1, 132);
+        assert_eq!((s.grid(), s.tiles(), s.sk_tiles()), (132, 72, 72));
         let s = stream_k_schedule(GemmShape::new(1, 1, 8), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.sk_tiles(), s.partial_slots(), s.flags(2)), (1, 0, 0, 0));
         // Whole waves only: no tail, no workspace (the kernel runs the plain schedule).
@@ -1011,9 +1075,11 @@ mod tests {
         // 4096³: 256 cluster tiles, 3 waves + 58; 8192×4096×14336: 512, 7 waves + 50.
         assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), GEMM_SM90_128X256, 2, 66).sk_tiles(), 58);
         assert_eq!(stream_k_schedule(GemmShape::new(8192, 4096, 14336), GEMM_SM90_128X256, 2, 66).sk_tiles(), 50);
-        // M = 128 still makes cluster tiles of 256 rows (the second block's rows lie outside D).
+        // M = 128 still makes cluster tiles of 256 rows (the second block's rows lie outside D); 32 of them on 66
+        // clusters is split-K, each tile on two clusters.
         let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), GEMM_SM90_128X256, 2, 66);
-        assert_eq!((s.tiles(), s.sk_tiles(), s.grid()), (32, 32, 66));
+        assert_eq!((s.tiles(), s.sk_tiles(), s.grid()), (32, 32, 64));
+        assert_eq!((s.range(0), s.range(1), s.range(2)), ((0, 64), (64, 128), (128, 192)));
         // Fewer resident clusters (another context holds SMs): the grid follows, never past the resident count.
         assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 60).grid(), 60);
         assert!(tma_store_epilogue(Variant::StreamKCluster2, 8192, 2));

@@ -39,9 +39,10 @@
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
 //! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few
-//! rows (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), 128×128 ping-pong tiles (two
-//! m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run in clusters of two blocks
-//! that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
+//! rows (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), cooperative 128×128 tiles (64 rows
+//! and one m64n128k16 per consumer) for few rows that the 64-row tile would read B twice for, and 128×128 ping-pong
+//! tiles (two m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run
+//! in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
 //! the B tile for the wide and ping-pong tiles (blocks stacked along M), the A tile for the narrow one (side by side
 //! along N).
 
@@ -50,7 +51,8 @@ use core::marker::PhantomData;
 use oxtile_abi::raster::{Tile, TileScheduler};
 use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule, GemmTile,
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
+    GemmTile,
 };
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
@@ -529,6 +531,10 @@ config!(
     Flat, GEMM_SM90_64X128, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
 );
 config!(
+    /// 128×128 tiles, 64 rows per consumer, m64n128k16.
+    Square, GEMM_SM90_128X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 1
+);
+config!(
     /// 128×128 tiles, each owned by one consumer (ping-pong): two m64n128k16 per k16 step.
     PingPong, GEMM_SM90_128X128_PINGPONG, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
@@ -762,6 +768,13 @@ gemm_kernel!(gemm_f16_tn_64x128_sm90, Flat<F16, F16>, a = K, b = K, cluster = 1)
 gemm_kernel!(gemm_f16_tt_64x128_sm90, Flat<F16, F16>, a = K, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nt_64x128_sm90, Flat<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nn_64x128_sm90, Flat<F16, F16>, a = MN, b = K, cluster = 1);
+
+// Cooperative 128×128 tiles for problems of few rows (64 < M ≤ 256): B read once per 128 rows, A once per 128
+// columns. bf16 → bf16 in every layout, as the stream-K form below.
+gemm_kernel!(gemm_bf16_tn_128x128_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_tt_128x128_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nt_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_nn_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 1);
 
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
 gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_NONE);
@@ -1330,6 +1343,13 @@ gemm_stream_k_kernel!(gemm_bf16_tn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = 
 gemm_stream_k_kernel!(gemm_bf16_tt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
 gemm_stream_k_kernel!(gemm_bf16_nt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
 gemm_stream_k_kernel!(gemm_bf16_nn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+
+// Stream-K on the cooperative 128×128 tile: few-row problems with too few tiles for the SMs (128×8192×8192: 64 tiles
+// of 128 k-tiles on 132 SMs), bf16 → bf16 in every layout.
+gemm_stream_k_kernel!(gemm_bf16_tn_128x128_sk_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_tt_128x128_sk_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nt_128x128_sk_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
+gemm_stream_k_kernel!(gemm_bf16_nn_128x128_sk_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 1);
 
 // Stream-K over clusters of two sharing B (the wide-c2 pairing; the schedule's units are cluster tiles): bf16 to bf16
 // in every layout, the benchmark suite's types.

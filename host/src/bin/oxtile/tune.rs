@@ -70,21 +70,8 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         ..TimingConfig::default()
     };
     let mut cache = TuneCache::load(&path)?;
-    println!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  best",
-        "shape",
-        "layout",
-        "wide ms",
-        "c2 ms",
-        "narrow ms",
-        "narrow-c2",
-        "flat ms",
-        "flat-sk ms",
-        "pp ms",
-        "pp-c2 ms",
-        "sk ms",
-        "sk-c2 ms"
-    );
+    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|v| format!("{:>11}", v.label())).collect();
+    println!("{:<20} {:<6} {}  best (ms)", "shape", "layout", columns.join(""));
     let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
     let output = if args.output == "f32" { "f32" } else { input };
     for layout in &args.layout {
@@ -123,20 +110,7 @@ fn row(tuning: &GemmTuning) -> String {
             .map_or("-".to_string(), |s| format!("{:.4}", s.median_ms))
     };
     let GemmShape { m, n, k } = tuning.shape;
-    let best = tuning.best().map_or("none".to_string(), |v| format!("{v:?}"));
-    format!(
-        "{:<20} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {best}",
-        format!("{m}x{n}x{k}"),
-        tuning.options.layout(),
-        ms(Variant::Wide),
-        ms(Variant::WideCluster2),
-        ms(Variant::Narrow),
-        ms(Variant::NarrowCluster2),
-        ms(Variant::Flat),
-        ms(Variant::FlatStreamK),
-        ms(Variant::PingPong),
-        ms(Variant::PingPongCluster2),
-        ms(Variant::StreamK),
-        ms(Variant::StreamKCluster2)
-    )
+    let best = tuning.best().map_or("none", Variant::label);
+    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|&v| format!("{:>11}", ms(v))).collect();
+    format!("{:<20} {:<6} {}  {best}", format!("{m}x{n}x{k}"), tuning.options.layout(), columns.join(""))
 }
