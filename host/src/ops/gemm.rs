@@ -156,6 +156,13 @@ const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
 /// (64×8192×8192 reads 0.98–1.0 of cuBLASLt on half the SMs), more SMs only add the fixup.
 const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 
+/// K, in k-tiles, from which [`Variant::Auto`] splits the 128×128 tiles of 128 < M ≤ 256 between blocks
+/// ([`Variant::SquareStreamK`], split-K where they fill at most half the SMs) rather than running one wave of 128×64
+/// tiles. Session 11, 256×4096×14336 (224 k-tiles, 2 pieces of 112): 0.98–1.00 of cuBLASLt against 0.89–0.91; at
+/// 16 k-tiles (1024³) the split tiles lost 44% to the fixup. Between those, unmeasured: 128 keeps each piece at 64
+/// k-tiles or more, about ten times what a partial costs to store and read back.
+const SQUARE_SPLIT_K_MIN_K_TILES: usize = 128;
+
 /// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
 /// waves: what the workers without a tile in the last wave wait. Zero when the last wave is full.
 fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
@@ -226,17 +233,19 @@ impl Variant {
         let sms = sm_count as usize;
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if 2 * wide_tiles <= sms {
-            // Measured 2026-11-30 (session 7): where the narrow tiles take more than one wave and 128×128 tiles fit in
-            // one, the ping-pong kernel's one wave wins (256×8192×8192: 0.96 of cuBLASLt against 0.77). Else one wave
-            // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192 0.98–1.01
-            // of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring holds twice the
-            // B bytes in flight), 128×64 ones from there (with B row-major the 64×128 tile lost 5–9% at 1024³,
-            // 1024×1024×4096 and 256×4096×4096). Not the narrow tile in clusters: sharing A measured 7–13% slower
-            // (sessions 5 and 7).
+            // Measured 2026-11-30 (sessions 7 and 11): where the narrow tiles take more than one wave and 128×128 tiles
+            // fit in one, one wave of cooperative 128×128 tiles (256×8192×8192: 0.98 of cuBLASLt, against 0.94–0.96
+            // for the ping-pong ones and 0.77 for narrow; 128×14336×4096: 0.97–1.00 against 0.89–0.93). Else one wave
+            // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192
+            // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
+            // holds twice the B bytes in flight), 128×64 ones from there (with B row-major the 64×128 tile lost 5–9%
+            // at 1024³, 1024×1024×4096 and 256×4096×4096) unless 128×128 tiles split-K take over (session 11:
+            // 256×4096×14336 0.98–1.00 against 0.89–0.91). Not the narrow tile in clusters: sharing A measured 7–13%
+            // slower (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
-            if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128_PINGPONG) <= sms {
-                Variant::PingPong
+            if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms {
+                Variant::Square
             } else if shape.m <= GEMM_SM90_128X64.tile_m as usize {
                 // The idle-time rule of the wide tiles on the 64×128 ones, with their own threshold.
                 let flat_k_tiles = shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize);
@@ -245,6 +254,10 @@ impl Variant {
                 } else {
                     Variant::Flat
                 }
+            } else if 2 * tiles(GEMM_SM90_128X128) <= sms
+                && shape.k.div_ceil(GEMM_SM90_128X128.tile_k as usize) >= SQUARE_SPLIT_K_MIN_K_TILES
+            {
+                Variant::SquareStreamK
             } else {
                 Variant::Narrow
             }
@@ -270,8 +283,9 @@ impl Variant {
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
-    /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the narrow tile for the ping-pong
-    /// and 64×128 ones (same-type outputs only).
+    /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
+    /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only)
+    /// and for split 128×128 tiles.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -287,6 +301,12 @@ impl Variant {
             Variant::StreamK if !Variant::StreamK.available(input, output, a_order, b_order) => Variant::Wide,
             Variant::FlatStreamK if !Variant::FlatStreamK.available(input, output, a_order, b_order) => {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            }
+            Variant::Square if !Variant::Square.available(input, output, a_order, b_order) => {
+                Variant::PingPong.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            }
+            Variant::SquareStreamK if !Variant::SquareStreamK.available(input, output, a_order, b_order) => {
+                Variant::Narrow
             }
             chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
                 Variant::Narrow
@@ -870,8 +890,12 @@ mod tests {
         assert_eq!(pick(129, 4096, 4096), Variant::Narrow);
         assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
         assert_eq!(pick(256, 4096, 4096), Variant::Narrow);
+        // 64 tiles of 128×128 on 132 SMs, 224 k-tiles deep: split-K; 64 of 64 k-tiles: one wave of narrow ones.
+        assert_eq!(pick(256, 4096, 14336), Variant::SquareStreamK);
+        assert_eq!(pick(200, 4096, 8192), Variant::SquareStreamK);
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
-        assert_eq!(pick(256, 8192, 8192), Variant::PingPong);
+        assert_eq!(pick(256, 8192, 8192), Variant::Square);
+        assert_eq!(pick(128, 14336, 4096), Variant::Square);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         // A last wave of cluster tiles that leaves 20 k-tiles or more of idle time per cluster: stream-K over the
@@ -906,10 +930,15 @@ mod tests {
         let mid = GemmShape::new(1536, 1536, 4096);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), t, n), Variant::StreamK);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), t, n), Variant::Wide);
-        // The ping-pong and 64×128 tiles have no f32 epilogue: the narrow one instead.
+        // The cooperative 128×128 tiles are bf16 → bf16 only: the ping-pong ones for f16, and they and the 64×128
+        // tiles have no f32 epilogue: the narrow one instead.
         let decode = GemmShape::new(256, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::Square);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), t, n), Variant::PingPong);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
+        let deep = GemmShape::new(256, 4096, 14336);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Narrow);
         let few_rows = GemmShape::new(128, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Narrow);
