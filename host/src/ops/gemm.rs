@@ -158,10 +158,16 @@ const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 
 /// K, in k-tiles, from which [`Variant::Auto`] splits the 128×128 tiles of 128 < M ≤ 256 between blocks
 /// ([`Variant::SquareStreamK`], split-K where they fill at most half the SMs) rather than running one wave of 128×64
-/// tiles. Session 11, 256×4096×14336 (224 k-tiles, 2 pieces of 112): 0.98–1.00 of cuBLASLt against 0.89–0.91; at
-/// 16 k-tiles (1024³) the split tiles lost 44% to the fixup. Between those, unmeasured: 128 keeps each piece at 64
-/// k-tiles or more, about ten times what a partial costs to store and read back.
+/// tiles. Measured (session 11, tt / tn, against the 128×64 tiles): 256×4096×14336 (224 k-tiles, 2 pieces of 112)
+/// +13% / +12%; 256×4096×8192 (128) −0.6% / −1.5%, but 200×4096×8192 (128) +12% / +23%; 256×4096×4096 (64) −11% /
+/// −16%; 1024³ (16) −44%.
 const SQUARE_SPLIT_K_MIN_K_TILES: usize = 128;
+
+/// The most pieces split-K cuts a tile into ([`stream_k_schedule`]): the reducing block adds the other pieces'
+/// partials one after another. 8 is the most measured (72×1024×8192 on 64×128 tiles, 16 tiles on 128 blocks:
+/// 1.4× the data-parallel kernel, still 0.5 of cuBLASLt); beyond it a tile of a few-tile problem (256×256×16384: 4
+/// tiles of 128×128 on 132 SMs) would be cut in 33 pieces, its reducer reading 32 partials.
+const MAX_SPLIT_K_PIECES: usize = 8;
 
 /// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
 /// waves: what the workers without a tile in the last wave wait. Zero when the last wave is full.
@@ -363,7 +369,8 @@ impl Variant {
 /// blocks clusters; the kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
 /// `sk_tiles` it is given. The grid:
 /// - at most half as many tiles as resident blocks: split-K. Each tile gets the same number S = ⌊resident / tiles⌋ of
-///   blocks (at most one per k-tile), so the `tiles × S` ranges cut every tile into S contiguous pieces that start at
+///   blocks (at most one per k-tile, at most [`MAX_SPLIT_K_PIECES`]), so the `tiles × S` ranges cut every tile into S
+///   contiguous pieces that start at
 ///   S places of K only. Spread over every resident block instead, the ranges start all over K (128×8192×8192 on
 ///   128×128 tiles: ~64 places), and problems that stream an operand from DRAM lost 10–30% to it (session 11: 64 blocks
 ///   of whole tiles beat 132 such ranges);
@@ -374,7 +381,7 @@ pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, residen
     let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
     let resident = resident.max(1) as usize;
     let grid = if 2 * tiles <= resident {
-        tiles * (resident / tiles).min(k_tiles)
+        tiles * (resident / tiles).min(k_tiles).min(MAX_SPLIT_K_PIECES)
     } else {
         tiles.saturating_mul(k_tiles).clamp(1, resident)
     };
@@ -1080,6 +1087,7 @@ mod tests {
         assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X128), (64, 2, 64));
         assert_eq!(split((128, 4096, 14336), GEMM_SM90_64X128), (64, 2, 112));
         assert_eq!(split((1000, 1000, 1000), GEMM_SM90_128X256), (32, 4, 4));
+        assert_eq!(split((256, 256, 16384), GEMM_SM90_128X128), (4, 8, 32));
         // Over half as many: every SM (1536×1536×4096, 72 tiles of 64 k-tiles).
         let s = stream_k_schedule(GemmShape::new(1536, 1536, 4096), GEMM_SM90_128X256, 1, 132);
         assert_eq!((s.grid(), s.tiles(), s.sk_tiles()), (132, 72, 72));
