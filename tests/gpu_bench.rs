@@ -395,7 +395,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 let absent_here = match row.implementation.as_str() {
                     "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, Layout::Tn),
                     "oxtile-pingpong-c2" | "oxtile-streamk-c2" | "oxtile-narrow-c2" | "oxtile-flat-sk"
-                    | "oxtile-square" | "oxtile-square-sk" => dtype != Dtype::Bf16,
+                    | "oxtile-square" | "oxtile-square-c2" | "oxtile-square-sk" => dtype != Dtype::Bf16,
                     _ => false,
                 };
                 if absent_here {

@@ -158,7 +158,11 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
         let s = stats(gemm.kernel);
         let width = match gemm.variant {
             Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => "64x64x16",
-            Variant::PingPong | Variant::PingPongCluster2 | Variant::Square | Variant::SquareStreamK => "64x128x16",
+            Variant::PingPong
+            | Variant::PingPongCluster2
+            | Variant::Square
+            | Variant::SquareCluster2
+            | Variant::SquareStreamK => "64x128x16",
             _ => "64x256x16",
         };
         // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
@@ -301,7 +305,9 @@ fn cooperative_gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
             (Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK, output) => {
                 (64, if output == "f32" { 4 } else { 2 })
             }
-            (Variant::Square | Variant::SquareStreamK, output) => (128, if output == "f32" { 4 } else { 2 }),
+            (Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK, output) => {
+                (128, if output == "f32" { 4 } else { 2 })
+            }
             (_, output) => (256, if output == "f32" { 4 } else { 2 }),
         };
         let chunks = STAGED_EPILOGUES * tile_n * output_bytes / 128;
@@ -358,7 +364,7 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         let tile_n = match gemm.variant {
             Variant::PingPong | Variant::PingPongCluster2 => continue,
             Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => 64,
-            Variant::Square | Variant::SquareStreamK => 128,
+            Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => 128,
             _ => 256,
         };
         let chunks = STAGED_EPILOGUES as usize * tile_n * output_bytes / 128;
@@ -401,8 +407,8 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
     }
     // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
     // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 8 of
-    // 64×128 tiles and the 4 of them stream-K, the 4 of cooperative 128×128 tiles and the 4 of them stream-K.
-    assert_eq!(checked, 89);
+    // 64×128 tiles and the 4 of them stream-K, the 4 of cooperative 128×128 tiles, alone, in clusters and stream-K.
+    assert_eq!(checked, 93);
 }
 
 #[test]

@@ -181,6 +181,10 @@ gemm_sm90! {
     "gemm_bf16_tt_128x128_sm90": "bf16" -> "bf16", tt, Square;
     "gemm_bf16_nt_128x128_sm90": "bf16" -> "bf16", nt, Square;
     "gemm_bf16_nn_128x128_sm90": "bf16" -> "bf16", nn, Square;
+    "gemm_bf16_tn_128x128_c2_sm90": "bf16" -> "bf16", tn, SquareCluster2;
+    "gemm_bf16_tt_128x128_c2_sm90": "bf16" -> "bf16", tt, SquareCluster2;
+    "gemm_bf16_nt_128x128_c2_sm90": "bf16" -> "bf16", nt, SquareCluster2;
+    "gemm_bf16_nn_128x128_c2_sm90": "bf16" -> "bf16", nn, SquareCluster2;
     "gemm_bf16_tn_128x128_sk_sm90": "bf16" -> "bf16", tn, SquareStreamK;
     "gemm_bf16_tt_128x128_sk_sm90": "bf16" -> "bf16", tt, SquareStreamK;
     "gemm_bf16_nt_128x128_sk_sm90": "bf16" -> "bf16", nt, SquareStreamK;
@@ -301,6 +305,7 @@ mod tests {
                 Variant::Flat => "64x128",
                 Variant::FlatStreamK => "64x128_sk",
                 Variant::Square => "128x128",
+                Variant::SquareCluster2 => "128x128_c2",
                 Variant::SquareStreamK => "128x128_sk",
                 Variant::PingPong => "128x128_pp",
                 Variant::PingPongCluster2 => "128x128_pp_c2",

@@ -360,6 +360,7 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
         Box::new(OxtileSm90::variant("oxtile-flat", Variant::Flat)),
         Box::new(OxtileSm90::variant("oxtile-flat-sk", Variant::FlatStreamK)),
         Box::new(OxtileSm90::variant("oxtile-square", Variant::Square)),
+        Box::new(OxtileSm90::variant("oxtile-square-c2", Variant::SquareCluster2)),
         Box::new(OxtileSm90::variant("oxtile-square-sk", Variant::SquareStreamK)),
         Box::new(OxtileSm90::through_cluster_path("oxtile-narrow-cluster-path", Variant::Narrow)),
         Box::new(OxtileSm90::without_dependent_launch("oxtile-no-pdl", Variant::Auto)),

@@ -122,6 +122,9 @@ pub enum Variant {
     /// 128×128 tiles, each consumer computing 64 rows: problems of few rows (64 < M ≤ 256) where the 64×128 tile
     /// reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
     Square,
+    /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two
+    /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.
+    SquareCluster2,
     /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
     /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only.
     SquareStreamK,
@@ -180,7 +183,7 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
 
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 12] = [
+    pub const CANDIDATES: [Variant; 13] = [
         Variant::Wide,
         Variant::WideCluster2,
         Variant::Narrow,
@@ -188,6 +191,7 @@ impl Variant {
         Variant::Flat,
         Variant::FlatStreamK,
         Variant::Square,
+        Variant::SquareCluster2,
         Variant::SquareStreamK,
         Variant::PingPong,
         Variant::PingPongCluster2,
@@ -207,6 +211,7 @@ impl Variant {
             Variant::Flat => "flat",
             Variant::FlatStreamK => "flat-sk",
             Variant::Square => "square",
+            Variant::SquareCluster2 => "square-c2",
             Variant::SquareStreamK => "square-sk",
             Variant::PingPong => "pingpong",
             Variant::PingPongCluster2 => "pingpong-c2",
@@ -325,7 +330,7 @@ impl Variant {
         match self {
             Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
             Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
-            Variant::Square | Variant::SquareStreamK => GEMM_SM90_128X128,
+            Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => GEMM_SM90_128X128,
             Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
             _ => GEMM_SM90_128X256,
         }
@@ -337,6 +342,7 @@ impl Variant {
             | Variant::WideCluster2Unshared
             | Variant::NarrowCluster2
             | Variant::PingPongCluster2
+            | Variant::SquareCluster2
             | Variant::StreamKCluster2 => 2,
             _ => 1,
         }
@@ -354,7 +360,14 @@ impl Variant {
 
     /// Blocks that share one B tile by multicast (stacked along M).
     fn b_sharers(self) -> u32 {
-        if matches!(self, Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::StreamKCluster2) { 2 } else { 1 }
+        if matches!(
+            self,
+            Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::SquareCluster2 | Variant::StreamKCluster2
+        ) {
+            2
+        } else {
+            1
+        }
     }
 
     /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
@@ -1004,6 +1017,7 @@ mod tests {
                         | Variant::NarrowCluster2
                         | Variant::FlatStreamK
                         | Variant::Square
+                        | Variant::SquareCluster2
                         | Variant::SquareStreamK => (input, output) == ("bf16", "bf16"),
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,

@@ -775,6 +775,12 @@ gemm_kernel!(gemm_bf16_tn_128x128_sm90, Square<Bf16, Bf16>, a = K, b = K, cluste
 gemm_kernel!(gemm_bf16_tt_128x128_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 1);
 gemm_kernel!(gemm_bf16_nt_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_bf16_nn_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 1);
+// The same tiles in clusters of two stacked along M, B shared by multicast: M up to 256 over two row tiles, whose
+// blocks then fetch each B k-tile once and together.
+gemm_kernel!(gemm_bf16_tn_128x128_c2_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 2);
+gemm_kernel!(gemm_bf16_tt_128x128_c2_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_nt_128x128_c2_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
+gemm_kernel!(gemm_bf16_nn_128x128_c2_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 2);
 
 // Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
 gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_NONE);
