@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         ..TimingConfig::default()
     };
     let mut cache = TuneCache::load(&path)?;
-    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|v| format!("{:>11}", v.label())).collect();
+    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|v| format!(" {:>11}", v.label())).collect();
     println!("{:<20} {:<6} {}  best (ms)", "shape", "layout", columns.join(""));
     let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
     let output = if args.output == "f32" { "f32" } else { input };
@@ -111,6 +111,6 @@ fn row(tuning: &GemmTuning) -> String {
     };
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none", Variant::label);
-    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|&v| format!("{:>11}", ms(v))).collect();
+    let columns: Vec<String> = Variant::CANDIDATES.iter().map(|&v| format!(" {:>11}", ms(v))).collect();
     format!("{:<20} {:<6} {}  {best}", format!("{m}x{n}x{k}"), tuning.options.layout(), columns.join(""))
 }
