@@ -609,6 +609,16 @@ fn operand_map(
     }
 }
 
+/// The rows TMA loads for the last box of `box_rows`-row boxes over `extent` rows: those left inside the matrix,
+/// rounded up to a 128-byte swizzle atom's 8 (what the kernel's `Operand::load` expects of the tail map,
+/// gpu/kernels/src/gemm/sm90.rs), or the whole box when the extent fills it.
+fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
+    match (extent % box_rows as usize) as u32 {
+        0 => box_rows,
+        left => left.next_multiple_of(8),
+    }
+}
+
 /// A checked GEMM bound to its operand buffers: the tensor maps are encoded and copied to the device once,
 /// so repeated launches (benchmarks, iterative solvers) pay nothing but the launch. `T` is the type of A and B,
 /// `O` that of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
@@ -617,8 +627,9 @@ pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     options: GemmOptions,
     kernel: Kernel,
     function: CudaFunction,
-    /// A's and B's tensor maps, passed to the kernel by value (kernel parameters, as CUDA C++'s grid constants).
-    tensor_maps: [CUtensorMap; 2],
+    /// A's and B's tensor maps and A's for its last tile row, passed to the kernel by value (kernel parameters, as
+    /// CUDA C++'s grid constants).
+    tensor_maps: [CUtensorMap; 3],
     /// D's, when the kernel stores through TMA ([`tma_store_epilogue`]).
     d_tensor_map: Option<Mutex<DeviceOutputMap>>,
     tile: GemmTile,
@@ -671,17 +682,13 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             })?
             .kernel;
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
-        // In a cluster each block loads (and multicasts) its share of the tile in common.
+        // In a cluster each block loads (and multicasts) its share of the tile in common. A K-major A whose rows end
+        // inside a box has a second map for that box: only as many rows as are left, rounded up to a swizzle atom.
+        let (a_k_major, a_box) = (a_order == Order::RowMajor, tile.tile_m / variant.a_sharers());
+        let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, shape.m, shape.k, box_rows);
+        let a_tail = a_map(if a_k_major { last_box_rows(shape.m, a_box) } else { a_box });
         let tensor_maps = [
-            operand_map(
-                T::TENSOR_MAP_TYPE,
-                a_address,
-                a_order == Order::RowMajor,
-                shape.m,
-                shape.k,
-                tile.tile_m / variant.a_sharers(),
-            )
-            .encode(OP)?,
+            a_map(a_box).encode(OP)?,
             operand_map(
                 T::TENSOR_MAP_TYPE,
                 b_address,
@@ -691,6 +698,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
                 tile.tile_n / variant.b_sharers(),
             )
             .encode(OP)?,
+            a_tail.encode(OP)?,
         ];
         let d_tensor_map = if tma_store_epilogue(variant, shape.n, std::mem::size_of::<O>()) {
             let words = gpu.stream().alloc_zeros::<u64>(std::mem::size_of::<CUtensorMap>() / 8)?;
@@ -825,7 +833,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
         let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
-        let ([mut map_a, mut map_b], mut d_address) = (self.tensor_maps, d_address);
+        let ([mut map_a, mut map_b, mut map_a_tail], mut d_address) = (self.tensor_maps, d_address);
         let mut map_d_address = map_d.as_ref().map_or(0, |(address, _)| *address);
         let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
         // Stream-K kernels take the workspace and the tail's tile count after the others; without a tail the kernel
@@ -840,6 +848,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let mut args = [
             arg(&mut map_a),
             arg(&mut map_b),
+            arg(&mut map_a_tail),
             arg(&mut map_d_address),
             arg(&mut d_address),
             arg(&mut m),
@@ -1072,6 +1081,12 @@ mod tests {
         let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), GEMM_SM90_128X64, 2);
         assert_eq!((map.box_rows, map.box_cols), (64, 64));
+    }
+
+    #[test]
+    fn the_last_tile_rows_box_holds_the_rows_left_rounded_to_a_swizzle_atom() {
+        assert_eq!([200, 192, 256, 1, 129].map(|m| last_box_rows(m, 128)), [72, 64, 128, 8, 8]);
+        assert_eq!([72, 1000, 64].map(|m| last_box_rows(m, 64)), [8, 40, 64]);
     }
 
     #[test]

@@ -578,25 +578,61 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     /// Bytes between the k16 slices: 32 along a K-major row; 16 k-rows of 128 bytes in an MN-major block.
     const K_STEP_BYTES: u32 = if MN_MAJOR == K { 32 } else { 16 * 128 };
 
-    /// Has TMA load M/N indices `mn0 .. mn0 + rows` and k indices `k0 .. k0 + 64` into `dst`, signalling `bar`
-    /// (at the same offsets in every block of `multicast`, when given). Parts outside the matrix arrive as zeros.
+    /// Has TMA load M/N indices `mn0 .. mn0 + rows`, of which the first `valid` lie inside the matrix, and k indices
+    /// `k0 .. k0 + 64` into `dst`, signalling `bar` (at the same offsets in every block of `multicast`, when given)
+    /// with [`Operand::bytes`]`(rows, valid)` bytes. Parts outside the matrix along K arrive as zeros. Indices past
+    /// `valid` are not loaded where a box can leave them out — K-major: a box of `valid` rows rounded up to a
+    /// swizzle atom's 8, from `tail_map`; MN-major: whole 64-index boxes — and their shared memory keeps what it
+    /// held: the rows of D they feed lie outside D and are never stored. (TMA's zero fill of rows past the
+    /// matrix is not free: at M = 192 it slowed the 128×128 tile by a third, docs/perf-notes.md, GEMM sm90 v14.)
     ///
     /// # Safety
-    /// `map` is this operand's tensor map, with boxes of 64 k × `rows` (K-major) or 64 × 64 (MN-major); `dst`
-    /// has room for `rows × 128` bytes, 1024-byte aligned; `bar` expects these bytes.
+    /// `map` is this operand's tensor map, with boxes of 64 k × `rows` (K-major) or 64 × 64 (MN-major); for a K-major
+    /// operand with `valid` < `rows`, `tail_map` is the same map with boxes of `valid` rows rounded up to 8; `dst`
+    /// has room for `rows × 128` bytes, 1024-byte aligned; `bar` expects [`Operand::bytes`]`(rows, valid)`.
     #[inline(always)]
-    unsafe fn load(dst: u32, map: u64, mn0: u32, k0: u32, rows: u32, bar: u32, multicast: Option<u16>) {
-        let load_box = |dst: u32, x: u32, y: u32| match multicast {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn load(
+        dst: u32,
+        map: u64,
+        tail_map: u64,
+        mn0: u32,
+        k0: u32,
+        rows: u32,
+        valid: u32,
+        bar: u32,
+        multicast: Option<u16>,
+    ) {
+        let load_box = |dst: u32, map: u64, x: u32, y: u32| match multicast {
             Some(mask) => unsafe { tma::load_2d_multicast(dst, map, x as i32, y as i32, bar, mask) },
             None => unsafe { tma::load_2d(dst, map, x as i32, y as i32, bar) },
         };
         if MN_MAJOR == K {
-            load_box(dst, k0, mn0);
+            if valid >= rows {
+                load_box(dst, map, k0, mn0);
+            } else if valid > 0 {
+                load_box(dst, tail_map, k0, mn0);
+            }
         } else {
             for block in 0..rows / Self::ROW_ELEMENTS {
-                load_box(dst + block * Self::BLOCK_BYTES, mn0 + block * Self::ROW_ELEMENTS, k0);
+                if block * Self::ROW_ELEMENTS < valid {
+                    load_box(dst + block * Self::BLOCK_BYTES, map, mn0 + block * Self::ROW_ELEMENTS, k0);
+                }
             }
         }
+    }
+
+    /// The bytes [`Operand::load`] brings for `rows` indices of which the first `valid` lie inside the matrix.
+    #[inline(always)]
+    const fn bytes(rows: u32, valid: u32) -> u32 {
+        let loaded = if valid >= rows {
+            rows
+        } else if MN_MAJOR == K {
+            valid.next_multiple_of(8)
+        } else {
+            valid.next_multiple_of(Self::ROW_ELEMENTS)
+        };
+        loaded * 128
     }
 
     /// The wgmma descriptor of the first k16 slice of the tile at `base` (whose first 64 M/N indices are one
@@ -620,8 +656,10 @@ macro_rules! gemm_kernel {
         /// The first two parameters are tensor maps, by value, over A and B as stored, 128-byte swizzled: dims (K, M)
         /// with boxes of 64 × (`tile_m` / blocks sharing A) for a K-major A, dims (M, K) with boxes of 64 × 64 for an
         /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
-        /// with boxes of 64 × 64; `d` holds M×N elements of the output type row-major with leading dimension `ldd`
-        /// (8-byte aligned); `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
+        /// with boxes of 64 × 64; the third is A's map again with boxes of (M mod the box height) rows rounded up to 8
+        /// where A is K-major and that is not 0 (the last tile row's, [`Operand::load`]), else any map (unused); `d`
+        /// holds M×N elements of the output type row-major with leading dimension `ldd` (8-byte aligned);
+        /// `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
         /// TMA-store epilogue, the address of a tensor map in global memory over that D, dims (N, M), 128-byte
         /// swizzled boxes of 128 bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
         /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
@@ -629,6 +667,7 @@ macro_rules! gemm_kernel {
         pub unsafe extern "ptx-kernel" fn $name(
             _tensor_map_a: TensorMap,
             _tensor_map_b: TensorMap,
+            _tensor_map_a_tail: TensorMap,
             tensor_map_d: u64,
             d: *mut u8,
             m: u32,
@@ -638,12 +677,14 @@ macro_rules! gemm_kernel {
             alpha: f32,
             beta: f32,
         ) {
-            let (tensor_map_a, tensor_map_b) = (tma::param_address!($name, 0), tma::param_address!($name, 1));
+            let maps = OperandMaps {
+                a: tma::param_address!($name, 0),
+                b: tma::param_address!($name, 1),
+                a_tail: tma::param_address!($name, 2),
+            };
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let none = StreamKArgs::NONE;
-            unsafe {
-                gemm::<$config, { $a }, { $b }, $cluster, $share, false>(tensor_map_a, tensor_map_b, k, out, none)
-            }
+            unsafe { gemm::<$config, { $a }, { $b }, $cluster, $share, false>(maps, k, out, none) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -665,6 +706,7 @@ macro_rules! gemm_stream_k_kernel {
         pub unsafe extern "ptx-kernel" fn $name(
             _tensor_map_a: TensorMap,
             _tensor_map_b: TensorMap,
+            _tensor_map_a_tail: TensorMap,
             tensor_map_d: u64,
             d: *mut u8,
             m: u32,
@@ -677,12 +719,14 @@ macro_rules! gemm_stream_k_kernel {
             flags: *mut u32,
             sk_tiles: u32,
         ) {
-            let (tensor_map_a, tensor_map_b) = (tma::param_address!($name, 0), tma::param_address!($name, 1));
+            let maps = OperandMaps {
+                a: tma::param_address!($name, 0),
+                b: tma::param_address!($name, 1),
+                a_tail: tma::param_address!($name, 2),
+            };
             let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
             let stream_k = StreamKArgs { partials, flags, sk_tiles };
-            unsafe {
-                gemm::<$config, { $a }, { $b }, $cluster, SHARE_B, true>(tensor_map_a, tensor_map_b, k, out, stream_k)
-            }
+            unsafe { gemm::<$config, { $a }, { $b }, $cluster, SHARE_B, true>(maps, k, out, stream_k) }
         }
         crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
@@ -793,6 +837,15 @@ gemm_kernel!(gemm_bf16_tt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = K, b = MN, clu
 gemm_kernel!(gemm_bf16_nt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = MN, cluster = 2, share = SHARE_A);
 gemm_kernel!(gemm_bf16_nn_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = K, cluster = 2, share = SHARE_A);
 
+/// Generic addresses of the operand tensor maps a kernel was launched with (kernel parameters): A's, B's, and A's
+/// with the boxes of its last tile row ([`Operand::load`]).
+#[derive(Clone, Copy)]
+struct OperandMaps {
+    a: u64,
+    b: u64,
+    a_tail: u64,
+}
+
 /// The stream-K arguments of a kernel ([`StreamK`]: the last `sk_tiles` tiles are split into equal k-tile ranges, one
 /// per block). Unused (null, 0) by the data-parallel kernels.
 #[derive(Clone, Copy)]
@@ -849,8 +902,7 @@ unsafe fn gemm<
     const SHARE: u32,
     const STREAM_K: bool,
 >(
-    tensor_map_a: u64,
-    tensor_map_b: u64,
+    maps: OperandMaps,
     k: u32,
     out: Epilogue<C::Output>,
     stream_k: StreamKArgs,
@@ -874,8 +926,8 @@ unsafe fn gemm<
     // inputs, rarely in L2. An otherwise idle producer warp brings all three into the descriptor cache while thread 0
     // sets up the barriers, so neither the first load nor the first store of D waits for its map.
     if thread_idx_x() == 32 {
-        tma::prefetch_tensormap(tensor_map_a);
-        tma::prefetch_tensormap(tensor_map_b);
+        tma::prefetch_tensormap(maps.a);
+        tma::prefetch_tensormap(maps.b);
         if out.tensor_map != 0 {
             tma::prefetch_tensormap(out.tensor_map);
         }
@@ -928,18 +980,29 @@ unsafe fn gemm<
             // would otherwise keep it a function (for the consumers' accumulators that means local memory).
             let mut load = #[inline(always)]
             |work: Tile, k_begin: u32, k_end: u32| {
-                let a_row = (work.m * cluster_m + rank_m) * tile.tile_m + a_rank * a_rows_per_block;
+                // The tile's first A row (of the block's share) and the rows of each share inside A: a tile row past
+                // M brings fewer A bytes, the same for every k-tile of the tile. With A shared, both shares arrive.
+                let a_tile_row = (work.m * cluster_m + rank_m) * tile.tile_m;
+                let a_valid = |share: u32| out.m.saturating_sub(a_tile_row + share * a_rows_per_block);
+                let (a_row, a_rows) = (a_tile_row + a_rank * a_rows_per_block, a_valid(a_rank));
+                let mut a_bytes = 0;
+                for share in 0..a_share {
+                    a_bytes += Operand::<MN_MAJOR_A>::bytes(a_rows_per_block, a_valid(share));
+                }
+                let stage_bytes = a_bytes + tile.smem_b_bytes();
                 let b_row = (work.n * cluster_n + rank_n) * tile.tile_n + b_rank * b_rows_per_block;
                 for k_tile in k_begin..k_end {
                     let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
                     unsafe {
                         mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+                        mbarrier::arrive_expect_tx(full, stage_bytes);
                         let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
-                        Operand::<MN_MAJOR_A>::load(a_part, tensor_map_a, a_row, k0, a_rows_per_block, full, a_multicast);
+                        let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
+                        Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, a_rows, full, a_multicast);
                         let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
-                        Operand::<MN_MAJOR_B>::load(b_part, tensor_map_b, b_row, k0, b_rows_per_block, full, b_multicast);
+                        let (map, rows) = (maps.b, b_rows_per_block);
+                        Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast);
                     }
                     ring.advance();
                 }
