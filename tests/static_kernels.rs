@@ -14,9 +14,9 @@ use oxtile::ops::gemm::{Order, Variant};
 static MODULES: LazyLock<Vec<ModuleInspection>> = LazyLock::new(|| {
     kernels::MODULES
         .iter()
-        .map(|&(target, ptx)| {
-            inspect::inspect_module(target, ptx)
-                .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", target.cpu()))
+        .map(|module| {
+            inspect::inspect_module(module.target, module.ptx)
+                .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", module.target.cpu()))
         })
         .collect()
 });

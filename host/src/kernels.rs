@@ -4,9 +4,21 @@ pub use oxtile_builder::Target;
 
 use crate::ops::gemm::{Order, Variant};
 
-/// PTX of gpu/kernels for each target, built by build.rs.
-pub const MODULES: &[(Target, &str)] =
-    &[(Target::Sm90a, include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")))];
+/// gpu/kernels compiled for one target by build.rs.
+#[derive(Clone, Copy, Debug)]
+pub struct Module {
+    pub target: Target,
+    pub ptx: &'static str,
+    /// The PTX assembled by ptxas for exactly this target; empty where the build found no ptxas.
+    pub cubin: &'static [u8],
+}
+
+/// The modules, one per target.
+pub const MODULES: &[Module] = &[Module {
+    target: Target::Sm90a,
+    ptx: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")),
+    cubin: include_bytes!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.cubin")),
+}];
 
 /// A kernel as the host knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +48,7 @@ impl Kernel {
 }
 
 pub fn module_ptx(target: Target) -> Option<&'static str> {
-    MODULES.iter().find(|(t, _)| *t == target).map(|(_, ptx)| *ptx)
+    MODULES.iter().find(|m| m.target == target).map(|m| m.ptx)
 }
 
 pub const AXPY_F32: Kernel = Kernel::hopper("axpy_f32");
@@ -325,10 +337,24 @@ mod tests {
 
     #[test]
     fn every_module_entry_is_registered() {
-        for (target, ptx) in MODULES {
-            for line in ptx.lines().filter(|l| l.contains(".entry ")) {
+        for module in MODULES {
+            for line in module.ptx.lines().filter(|l| l.contains(".entry ")) {
                 let name = line.split(".entry ").nth(1).unwrap().split('(').next().unwrap();
-                assert!(ALL.iter().any(|k| k.name == name && k.target == *target), "kernel {name} is not registered");
+                let registered = ALL.iter().any(|k| k.name == name && k.target == module.target);
+                assert!(registered, "kernel {name} is not registered");
+            }
+        }
+    }
+
+    #[test]
+    fn an_embedded_cubin_is_an_elf_image_with_every_kernel() {
+        // Empty where the build found no ptxas (it warned); otherwise ptxas's image of the same PTX.
+        for module in MODULES.iter().filter(|m| !m.cubin.is_empty()) {
+            assert!(module.cubin.starts_with(b"\x7fELF"), "the {} cubin is no ELF image", module.target.cpu());
+            for kernel in ALL.iter().filter(|k| k.target == module.target) {
+                let symbol = format!("\0{}\0", kernel.name);
+                let found = module.cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes());
+                assert!(found, "{} is not in the {} cubin", kernel.name, module.target.cpu());
             }
         }
     }

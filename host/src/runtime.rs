@@ -7,7 +7,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchCo
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
-use crate::kernels::{Kernel, MODULES};
+use crate::kernels::{Kernel, MODULES, Module};
 
 /// One GPU with a stream of its own. Cheap to share by reference; launches go to [`Gpu::stream`].
 pub struct Gpu {
@@ -81,15 +81,28 @@ impl Gpu {
                 found: format!("{}.{}", self.compute_capability.0, self.compute_capability.1),
             });
         }
-        let index = MODULES.iter().position(|(t, _)| *t == kernel.target).expect("registered target");
+        let index = MODULES.iter().position(|m| m.target == kernel.target).expect("registered target");
         let module = match self.modules[index].get() {
             Some(module) => module.clone(),
             None => {
-                let loaded = self.ctx.load_module(Ptx::from_src(MODULES[index].1))?;
+                let loaded = self.load(&MODULES[index])?;
                 self.modules[index].get_or_init(|| loaded).clone()
             }
         };
         Ok(module.load_function(kernel.name)?)
+    }
+
+    /// Loads `module`: its cubin where the build made one and this GPU is exactly its target (an sm_90a image runs
+    /// on compute capability 9.0 only), else its PTX, which the driver compiles (about a minute for the sm_90a module,
+    /// then cached by the driver). Should the driver refuse the cubin (one from a ptxas newer than the driver), the
+    /// PTX: slower to load, the same kernels.
+    fn load(&self, module: &Module) -> Result<Arc<CudaModule>> {
+        if !module.cubin.is_empty() && self.compute_capability == module.target.compute_capability() {
+            if let Ok(loaded) = self.ctx.load_module(Ptx::from_binary(module.cubin.to_vec())) {
+                return Ok(loaded);
+            }
+        }
+        Ok(self.ctx.load_module(Ptx::from_src(module.ptx))?)
     }
 
     /// A 1-D launch of `threads_per_block`-thread blocks covering `work_items`, capped at a few waves

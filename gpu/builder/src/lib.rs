@@ -13,6 +13,7 @@
 //! // ... then oxtile_builder::build_ptx(...) for each target
 //! ```
 
+pub mod cubin;
 mod link;
 mod ptx;
 mod target;

@@ -126,8 +126,7 @@ pub fn inspect_entries(target: Target, ptx: &str, entries: &[&str]) -> Result<Mo
 
 /// Every registered kernel ([`kernels::ALL`], in that order), each module of [`kernels::MODULES`] assembled once.
 pub fn inspect_all() -> Result<Vec<KernelStats>> {
-    let modules =
-        kernels::MODULES.iter().map(|&(target, ptx)| inspect_module(target, ptx)).collect::<Result<Vec<_>>>()?;
+    let modules = kernels::MODULES.iter().map(|m| inspect_module(m.target, m.ptx)).collect::<Result<Vec<_>>>()?;
     kernel_stats(&modules)
 }
 

@@ -6,13 +6,14 @@
 //! under a lock file beside it: parallel test binaries wait for one install instead of racing, and an interrupted
 //! install never leaves a half-filled folder behind. oxtile owns that folder: an incomplete one is replaced whole.
 
-use std::ffi::OsString;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use oxtile_builder::cubin::cuda_tools;
 
 use crate::{Error, Result};
 
@@ -26,7 +27,7 @@ pub const PACKAGES: &[&str] =
 pub const PTXAS_RELEASE: &str = "release 13.0,";
 
 /// Where the wheels put their executables, below the install folder.
-const BIN: &str = "nvidia/cu13/bin";
+const BIN: &str = cuda_tools::BIN;
 
 /// The located (and if need be installed) tools.
 #[derive(Clone, Debug)]
@@ -121,17 +122,9 @@ impl Toolkit {
 
 /// `$OXTILE_CUDA_TOOLS`, else `$XDG_CACHE_HOME/oxtile/cuda-tools`, else `$HOME/.cache/oxtile/cuda-tools`.
 pub fn default_dir() -> Result<PathBuf> {
-    let var = |name| std::env::var_os(name);
-    dir_from(var("OXTILE_CUDA_TOOLS"), var("XDG_CACHE_HOME"), var("HOME")).ok_or_else(|| {
+    cuda_tools::dir().ok_or_else(|| {
         Error::Toolkit("no folder for the CUDA tools: set OXTILE_CUDA_TOOLS (or XDG_CACHE_HOME or HOME)".to_string())
     })
-}
-
-fn dir_from(oxtile: Option<OsString>, xdg_cache: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    let set = |value: Option<OsString>| value.filter(|v| !v.is_empty()).map(PathBuf::from);
-    set(oxtile)
-        .or_else(|| set(xdg_cache).map(|cache| cache.join("oxtile/cuda-tools")))
-        .or_else(|| set(home).map(|home| home.join(".cache/oxtile/cuda-tools")))
 }
 
 /// Installs the wheels into a fresh folder beside `dir`, then puts it in place of `dir`. The caller holds the lock.
@@ -226,15 +219,6 @@ pub(crate) fn tail(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn folder_order() {
-        let os = |s: &str| Some(OsString::from(s));
-        assert_eq!(dir_from(os("/t"), os("/x"), os("/h")), Some(PathBuf::from("/t")));
-        assert_eq!(dir_from(None, os("/x"), os("/h")), Some(PathBuf::from("/x/oxtile/cuda-tools")));
-        assert_eq!(dir_from(os(""), os(""), os("/h")), Some(PathBuf::from("/h/.cache/oxtile/cuda-tools")));
-        assert_eq!(dir_from(None, None, None), None);
-    }
 
     #[test]
     fn tail_keeps_the_end_on_a_char_boundary() {
