@@ -42,7 +42,7 @@ pub fn find_ptxas() -> Option<PathBuf> {
     }
     let installed = cuda_tools::dir().map(|dir| dir.join(cuda_tools::BIN));
     let toolkits =
-        ["CUDA_HOME", "CUDA_PATH"].into_iter().filter_map(|v| std::env::var_os(v)).map(|d| Path::new(&d).join("bin"));
+        ["CUDA_HOME", "CUDA_PATH"].into_iter().filter_map(std::env::var_os).map(|d| Path::new(&d).join("bin"));
     let path = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
     installed.into_iter().chain(toolkits).chain(path).map(|dir| dir.join("ptxas")).find(|ptxas| ptxas.is_file())
 }
