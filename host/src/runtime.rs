@@ -97,10 +97,9 @@ impl Gpu {
     /// then cached by the driver). Should the driver refuse the cubin (one from a ptxas newer than the driver), the
     /// PTX: slower to load, the same kernels.
     fn load(&self, module: &Module) -> Result<Arc<CudaModule>> {
-        if !module.cubin.is_empty() && self.compute_capability == module.target.compute_capability() {
-            if let Ok(loaded) = self.ctx.load_module(Ptx::from_binary(module.cubin.to_vec())) {
-                return Ok(loaded);
-            }
+        let image_fits = !module.cubin.is_empty() && self.compute_capability == module.target.compute_capability();
+        if image_fits && let Ok(loaded) = self.ctx.load_module(Ptx::from_binary(module.cubin.to_vec())) {
+            return Ok(loaded);
         }
         Ok(self.ctx.load_module(Ptx::from_src(module.ptx))?)
     }
