@@ -41,10 +41,10 @@
 //! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few
 //! rows (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), cooperative 128×128 tiles (64 rows
 //! and one m64n128k16 per consumer) for few rows that the 64-row tile would read B twice for, and 128×128 ping-pong
-//! tiles (two m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels run
-//! in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts that half into both rings —
-//! the B tile for the wide and ping-pong tiles (blocks stacked along M), the A tile for the narrow one (side by side
-//! along N).
+//! tiles (two m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels
+//! run in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts
+//! that half into both rings — the B tile for the wide and both 128×128 tiles (blocks stacked along M), the A tile
+//! for the narrow one (side by side along N).
 
 use core::marker::PhantomData;
 
@@ -659,10 +659,10 @@ macro_rules! gemm_kernel {
         /// with boxes of 64 × 64; the third is A's map again with boxes of (M mod the box height) rows rounded up to 8
         /// where A is K-major and that is not 0 (the last tile row's, [`Operand::load`]), else any map (unused); `d`
         /// holds M×N elements of the output type row-major with leading dimension `ldd` (8-byte aligned);
-        /// `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the
-        /// TMA-store epilogue, the address of a tensor map in global memory over that D, dims (N, M), 128-byte
-        /// swizzled boxes of 128 bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters of
-        /// (cluster, 1, 1) and a grid that is a multiple of the cluster.
+        /// `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the TMA-store epilogue,
+        /// the address of a tensor map in global memory over that D, dims (N, M), 128-byte swizzled boxes of 128
+        /// bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters
+        /// of (cluster, 1, 1) and a grid that is a multiple of the cluster.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(
             _tensor_map_a: TensorMap,
