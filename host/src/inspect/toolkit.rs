@@ -221,6 +221,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ci_installs_the_pinned_packages() {
+        // .ci/run installs them before its first build, so that the build finds ptxas (host/build.rs).
+        let ci = include_str!("../../../.ci/run");
+        for package in PACKAGES {
+            assert!(ci.contains(package), ".ci/run does not install {package}");
+        }
+        assert_eq!(ci.matches("nvidia-cuda-").count(), PACKAGES.len(), ".ci/run installs other NVIDIA packages");
+    }
+
+    #[test]
     fn tail_keeps_the_end_on_a_char_boundary() {
         assert_eq!(tail("  abcdef \n", 3), "def");
         assert_eq!(tail("aé", 1), "");
