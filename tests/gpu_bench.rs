@@ -318,12 +318,14 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             steps.push(s.to_string())
         })
         .unwrap();
-        // All checked, then timed taking turns: a run each per round.
+        // All checked, then timed taking turns: a run each per round, each round starting one contender later.
         let peers = [CUBLASLT, CUBLASLT_TUNED, CUBLAS_GEMM_EX];
         assert_eq!(steps.len(), peers.len() * (1 + config.rounds), "{steps:?}");
-        let want = peers.iter().map(|p| format!("{p}: check")).chain(
-            (1..=2).flat_map(|round| peers.iter().map(move |p| format!("{p}: round {round}/{}", config.rounds))),
-        );
+        let want = peers.iter().map(|p| format!("{p}: check")).chain((1..=config.rounds).flat_map(|round| {
+            let first = (round - 1) % peers.len();
+            (0..peers.len())
+                .map(move |i| format!("{}: round {round}/{}", peers[(first + i) % peers.len()], config.rounds))
+        }));
         assert!(steps.iter().zip(want).all(|(step, want)| step.ends_with(&want)), "{steps:?}");
         assert_eq!(rows.len(), peers.len());
         assert!(rows.iter().all(|r| r.runs == Some(5)), "{rows:?}");
