@@ -7,7 +7,7 @@
 //! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
 //! argument is checked before launch.
 //!
-//! The cooperative kernels write D through shared memory and TMA stores when a tensor map can describe it (D's
+//! Every kernel writes D through shared memory and TMA stores when a tensor map can describe it (D's
 //! rows 16 bytes apart: N a multiple of 8 for 16-bit outputs, of 4 for f32), from registers otherwise
 //! ([`tma_store_epilogue`]).
 //!
@@ -166,6 +166,33 @@ const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 /// −16%; 1024³ (16) −44%.
 const SQUARE_SPLIT_K_MIN_K_TILES: usize = 128;
 
+/// Waves of 128×128 tiles from which [`Variant::Auto`] runs them ping-pong ([`Variant::PingPong`]) rather than as
+/// wide cooperative tiles, where K is at most [`PING_PONG_MAX_K_TILES`] deep. Each consumer's epilogue then runs under
+/// the other's main loop, which pays where tiles are short; the 128×128 tiles read a third more operand bytes per
+/// FLOP than the 128×256 ones, which costs where they are deep. Measured (session 12, calls 5, 8, 9 and 12–14,
+/// bf16 tn / tt, against Auto's choice before):
+/// - taken: 3072×1536×1536 (288 tiles on 132 SMs, 2.2 waves, 24 k-tiles) +7.3% / +5.6% over stream-K;
+///   2304×2304×1024 (2.5 waves) +24% / +23%; 2304×2304×2048 +6.4% / +5.7%; 2816×2816×2048 (3.7) +1.1% / +0.2%;
+///   2560×2560×1024 (3.0) +5.9% / +4.7%; 2048×4096×1024 (3.9) +5.6% / +2.8%; 3072×3072×1024 (4.4) +24% / +22%; 3072×3072×2048 +20%;
+///   4096×4096×1024 (7.8) +7.1% / +4.1% and +6.9% / +4.3%; 8192×8192×1024 +7.9% / +1.0%; 4096×4096×2048 +1.0% /
+///   +1.6% and +2.2% / +0.2%; 8192×8192×2048 +5.6% / −1.6%. The losses at short K: 6144×6144×2048 (17.5 waves, at
+///   the power cap) −4.1% / −1.9%, 1536×3072×2048 (2.2 waves) −1.4% / −1.9% against stream-K;
+/// - not taken: 2048³ (1.9 waves) +0.3% on average, a tie. With 64 k-tiles the sign changed from call to call (4096³
+///   +1.0% / +1.8%, then −2.3% / +0.5%; 4096×14336×4096 +2.3% / +1.5% beside stream-K, but 0.981 / 1.006 of
+///   cuBLASLt in the suite after, no better than stream-K's rows before), and deeper K lost: 4096×4096×8192 −1.7% /
+///   +0.8%, 8192³ −1.2% / +0.8%, 3072×4096×4096 −1.2% / −0.9%, 4096×2048×4096 −1.3% / −1.9%, 2048×2048×8192 −3.6% /
+///   −4.5%, 5120³ −4.0% / −3.7%.
+const PING_PONG_MIN_WAVES: usize = 2;
+/// See [`PING_PONG_MIN_WAVES`].
+const PING_PONG_MAX_K_TILES: usize = 32;
+
+/// Whether [`Variant::Auto`] runs `shape` on 128×128 ping-pong tiles (see [`PING_PONG_MIN_WAVES`]).
+fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
+    let tile = GEMM_SM90_128X128_PINGPONG;
+    let tiles = shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+    tiles >= PING_PONG_MIN_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
+}
+
 /// The most pieces split-K cuts a tile into ([`stream_k_schedule`]): the reducing block adds the other pieces'
 /// partials one after another. 8 is the most measured (72×1024×8192 on 64×128 tiles, 16 tiles on 128 blocks:
 /// 1.4× the data-parallel kernel, still 0.5 of cuBLASLt); beyond it a tile of a few-tile problem (256×256×16384: 4
@@ -238,12 +265,10 @@ impl Variant {
         // Measured 2026-11-30 on tn (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four
         // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
         // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks. In both wide regions
-        // stream-K takes over where the last wave would leave the GPU idle for long.
-        let wide_tiles =
-            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many and short,
+        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see PING_PONG_MIN_WAVES).
         let sms = sm_count as usize;
-        let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
-        if 2 * wide_tiles <= sms {
+        if Variant::few_tiles(shape, sms) {
             // Measured 2026-11-30 (sessions 7 and 11): where the narrow tiles take more than one wave and 128×128 tiles
             // fit in one, one wave of cooperative 128×128 tiles (256×8192×8192: 0.98 of cuBLASLt, against 0.94–0.96
             // for the ping-pong ones and 0.77 for narrow; 128×14336×4096: 0.97–1.00 against 0.89–0.93). Else one wave
@@ -272,7 +297,28 @@ impl Variant {
             } else {
                 Variant::Narrow
             }
-        } else if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
+        } else if ping_pong_pays(shape, sms) {
+            Variant::PingPong
+        } else {
+            Variant::wide(shape, sms)
+        }
+    }
+
+    /// Whether `shape` has at most half an SM's worth of 128×256 tiles per SM: the few-row and small problems, which
+    /// [`Variant::resolve`] gives smaller tiles.
+    fn few_tiles(shape: GemmShape, sms: usize) -> bool {
+        let wide_tiles =
+            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        2 * wide_tiles <= sms
+    }
+
+    /// [`Variant::resolve`]'s choice among the 128×256 tiles for `shape` on `sms` SMs, with more than half an SM's
+    /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K.
+    fn wide(shape: GemmShape, sms: usize) -> Variant {
+        let wide_tiles =
+            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
+        if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Stream-K over the same clusters where the last wave of cluster tiles leaves the clusters idle for longer
             // than its fixup costs (see STREAM_K_MIN_IDLE_K_TILES): 8192³, 16384³, 4096×14336×4096, 8192×4096×14336
             // of the suite, not 4096³.
@@ -295,8 +341,9 @@ impl Variant {
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
-    /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones (same-type outputs only)
-    /// and for split 128×128 tiles.
+    /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones of few-tile problems
+    /// (same-type outputs only) and for split 128×128 tiles, and the wide tiles for the ping-pong ones of many-tile
+    /// problems.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -318,6 +365,12 @@ impl Variant {
             }
             Variant::SquareStreamK if !Variant::SquareStreamK.available(input, output, a_order, b_order) => {
                 Variant::Narrow
+            }
+            Variant::PingPong
+                if !Variant::few_tiles(shape, sm_count as usize)
+                    && !Variant::PingPong.available(input, output, a_order, b_order) =>
+            {
+                Variant::wide(shape, sm_count as usize).resolve_for(shape, sm_count, (input, output), a_order, b_order)
             }
             chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
                 Variant::Narrow
@@ -507,29 +560,23 @@ impl<T: GemmElement> GemmOutput<T> for f32 {
 
 /// Whether the kernel of a concrete `variant` writes a D of `n` columns of `output_bytes`-byte elements through
 /// its TMA-store epilogue (shared-memory staging, TMA stores overlapping the next tile): its tile configuration
-/// has one (the cooperative ones; the ping-pong ring leaves no room) and D's rows start 16 bytes apart, as a
+/// has one (every tile configuration does) and D's rows start 16 bytes apart, as a
 /// tensor map needs (its base is 16-byte aligned, checked at launch). Otherwise the kernel stores from
 /// registers, which any N allows.
 pub fn tma_store_epilogue(variant: Variant, n: usize, output_bytes: usize) -> bool {
     variant.tile().stores_through_tma() && (n * output_bytes).is_multiple_of(16)
 }
 
-/// D's tensor map for the TMA-store epilogue: the kernel's store boxes are one consumer warpgroup's rows × 128
-/// bytes (one staging buffer), 128-byte swizzled like the staging layout.
-fn output_map(
-    data_type: CUtensorMapDataType,
-    address: u64,
-    shape: GemmShape,
-    tile: GemmTile,
-    output_bytes: usize,
-) -> Tile2d {
+/// D's tensor map for the TMA-store epilogue: every kernel's store boxes are 64 rows × 128 bytes (one staging
+/// buffer), 128-byte swizzled like the staging layout.
+fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, output_bytes: usize) -> Tile2d {
     Tile2d {
         data_type,
         address,
         rows: shape.m as u64,
         cols: shape.n as u64,
         row_stride: shape.n as u64,
-        box_rows: tile.consumer_rows(),
+        box_rows: GemmTile::STAGING_ROWS,
         box_cols: GemmTile::STAGING_ROW_BYTES / output_bytes as u32,
     }
 }
@@ -807,7 +854,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let Some(map) = &self.d_tensor_map else { return Ok(None) };
         let mut bound = map.lock().unwrap_or_else(PoisonError::into_inner);
         if bound.address != d_address {
-            let tile = output_map(O::TENSOR_MAP_TYPE, d_address, self.shape, self.tile, std::mem::size_of::<O>());
+            let tile = output_map(O::TENSOR_MAP_TYPE, d_address, self.shape, std::mem::size_of::<O>());
             gpu.stream().memcpy_htod(&tma::as_words(&[tile.encode(OP)?]), &mut bound.words)?;
             bound.address = d_address;
         }
@@ -936,13 +983,25 @@ mod tests {
         assert_eq!(pick(8192, 8192, 8192), Variant::StreamKCluster2);
         assert_eq!(pick(16384, 16384, 16384), Variant::StreamKCluster2);
         assert_eq!(pick(4096, 14336, 4096), Variant::StreamKCluster2);
-        // Half the clusters idle, but for 16 k-tiles only.
-        assert_eq!(pick(8192, 8192, 1024), Variant::WideCluster2);
+        // Two waves of 128×128 tiles or more, at most 32 k-tiles deep: ping-pong. 324 tiles on 132 SMs (2.5 waves),
+        // 576 (4.4), 1024 (7.8), 3584 (27.2); not 256 (2048², 1.9 waves), nor K = 4096.
+        assert_eq!(pick(2304, 2304, 2048), Variant::PingPong);
+        assert_eq!(pick(3072, 3072, 1024), Variant::PingPong);
+        assert_eq!(pick(4096, 4096, 1024), Variant::PingPong);
+        assert_eq!(pick(4096, 4096, 2048), Variant::PingPong);
+        assert_eq!(pick(4096, 14336, 2048), Variant::PingPong);
+        assert_eq!(pick(2048, 2048, 1024), Variant::Wide);
+        assert_eq!(pick(3072, 4096, 4096), Variant::WideCluster2);
+        assert_eq!(pick(8192, 8192, 4096), Variant::StreamKCluster2);
+        // Half the clusters idle, but for 16 k-tiles only: ping-pong tiles, which take any short K from two waves on.
+        assert_eq!(pick(8192, 8192, 1024), Variant::PingPong);
+        assert_eq!(pick(2048, 4096, 1024), Variant::PingPong);
         // Single wide blocks by the same rule: 72 tiles of 64 k-tiles leave 60 SMs idle for 29 k-tiles per SM; of 24
-        // k-tiles, for 11; 144 tiles of 24 (a second wave of 12) for 22; 96 of 32 for 8.7; 200 of 40 for 19.
+        // k-tiles, for 11; 96 of 32 for 8.7; 200 of 40 for 19. (144 tiles of 24, a second wave of 12, would leave 22,
+        // but 3072×1536 is 288 tiles of 128×128: ping-pong.)
         assert_eq!(pick(1536, 1536, 4096), Variant::StreamK);
         assert_eq!(pick(1536, 1536, 1536), Variant::Wide);
-        assert_eq!(pick(3072, 1536, 1536), Variant::StreamK);
+        assert_eq!(pick(3072, 1536, 1536), Variant::PingPong);
         assert_eq!(pick(2048, 1536, 2048), Variant::Wide);
         assert_eq!(pick(2560, 2560, 2560), Variant::StreamK);
         // No last wave: 4 × 66 cluster tiles.
@@ -956,6 +1015,10 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
+        // Ping-pong for many short tiles exists for same-type outputs, single blocks: else the wide tiles' choice.
+        let short = GemmShape::new(4096, 4096, 2048);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("f16", "f16"), t, n), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
         let mid = GemmShape::new(1536, 1536, 4096);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), t, n), Variant::StreamK);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), t, n), Variant::Wide);
@@ -1066,20 +1129,20 @@ mod tests {
         assert!(tma_store_epilogue(Variant::WideCluster2, 776, 4));
         assert!(!tma_store_epilogue(Variant::WideCluster2, 777, 4));
         assert!(tma_store_epilogue(Variant::WideCluster2Unshared, 256, 2));
-        // The ping-pong ring leaves no shared memory for staging: always from registers.
-        assert!(!tma_store_epilogue(Variant::PingPong, 1024, 2));
-        assert!(!tma_store_epilogue(Variant::PingPongCluster2, 1024, 2));
+        // The ping-pong consumers stage their 128 rows 64 at a time.
+        assert!(tma_store_epilogue(Variant::PingPong, 1024, 2));
+        assert!(!tma_store_epilogue(Variant::PingPongCluster2, 1004, 2));
     }
 
     #[test]
     fn output_maps_store_one_staging_buffer_per_box() {
         let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-        let map = output_map(f32_type, 0, GemmShape::new(300, 1004, 64), GEMM_SM90_128X256, 4);
+        let map = output_map(f32_type, 0, GemmShape::new(300, 1004, 64), 4);
         assert_eq!((map.rows, map.cols, map.row_stride), (300, 1004, 1004));
-        // 64 rows (a consumer's share) × 128 bytes: 32 f32, 64 bf16.
+        // 64 rows × 128 bytes: 32 f32, 64 bf16.
         assert_eq!((map.box_rows, map.box_cols), (64, 32));
         let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-        let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), GEMM_SM90_128X64, 2);
+        let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), 2);
         assert_eq!((map.box_rows, map.box_cols), (64, 64));
     }
 

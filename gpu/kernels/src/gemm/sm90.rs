@@ -15,15 +15,15 @@
 //!   already loading the next tile's stages. Where the host gives a tensor map for D, each consumer writes them
 //!   into shared memory in 128-byte column chunks (`stmatrix` for 16-bit outputs), laid out as TMA's 128-byte
 //!   swizzled box, and its first thread has TMA store each chunk ([`Staging`]): the consumers go on to the next
-//!   tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart, or no room for staging
-//!   buffers beside the ring) they store straight from registers to global memory.
+//!   tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart) they store straight from
+//!   registers to global memory.
 //!
 //! That is the cooperative schedule: the tensor cores idle while both consumers run their epilogues. With the
 //! ping-pong schedule ([`GemmSchedule::PingPong`], 128×128 tiles) each consumer owns whole tiles, the block's even
 //! tiles for consumer 0 and its odd ones for consumer 1; the producer fills the ring with every tile's k-tiles in
 //! order, and each consumer waits only for the stages of its own tiles, stepping its ring position past the
 //! other's. A named-barrier hand-over orders the main loops: a consumer issues its main loop, passes the turn, and
-//! runs its epilogue while the other's main loop keeps the tensor cores busy.
+//! runs its epilogue (its 128 rows staged 64 at a time) while the other's main loop keeps the tensor cores busy.
 //!
 //! Operand majorness. An operand is K-major when K is its contiguous dimension (A row-major, B column-major) and
 //! MN-major otherwise (A column-major: M contiguous; B row-major: N contiguous). wgmma reads either from shared
