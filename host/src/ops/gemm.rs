@@ -307,16 +307,18 @@ impl Variant {
     /// Whether `shape` has at most half an SM's worth of 128×256 tiles per SM: the few-row and small problems, which
     /// [`Variant::resolve`] gives smaller tiles.
     fn few_tiles(shape: GemmShape, sms: usize) -> bool {
-        let wide_tiles =
-            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
-        2 * wide_tiles <= sms
+        2 * Variant::wide_tiles(shape) <= sms
+    }
+
+    /// 128×256 tiles of D.
+    fn wide_tiles(shape: GemmShape) -> usize {
+        shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize)
     }
 
     /// [`Variant::resolve`]'s choice among the 128×256 tiles for `shape` on `sms` SMs, with more than half an SM's
     /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K.
     fn wide(shape: GemmShape, sms: usize) -> Variant {
-        let wide_tiles =
-            shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             // Stream-K over the same clusters where the last wave of cluster tiles leaves the clusters idle for longer
