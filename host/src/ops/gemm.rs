@@ -169,19 +169,11 @@ const SQUARE_SPLIT_K_MIN_K_TILES: usize = 128;
 /// Waves of 128×128 tiles from which [`Variant::Auto`] runs them ping-pong ([`Variant::PingPong`]) rather than as
 /// wide cooperative tiles, where K is at most [`PING_PONG_MAX_K_TILES`] deep. Each consumer's epilogue then runs under
 /// the other's main loop, which pays where tiles are short; the 128×128 tiles read a third more operand bytes per
-/// FLOP than the 128×256 ones, which costs where they are deep. Measured (session 12, calls 5, 8, 9 and 12–14,
-/// bf16 tn / tt, against Auto's choice before):
-/// - taken: 3072×1536×1536 (288 tiles on 132 SMs, 2.2 waves, 24 k-tiles) +7.3% / +5.6% over stream-K;
-///   2304×2304×1024 (2.5 waves) +24% / +23%; 2304×2304×2048 +6.4% / +5.7%; 2816×2816×2048 (3.7) +1.1% / +0.2%;
-///   2560×2560×1024 (3.0) +5.9% / +4.7%; 2048×4096×1024 (3.9) +5.6% / +2.8%; 3072×3072×1024 (4.4) +24% / +22%; 3072×3072×2048 +20%;
-///   4096×4096×1024 (7.8) +7.1% / +4.1% and +6.9% / +4.3%; 8192×8192×1024 +7.9% / +1.0%; 4096×4096×2048 +1.0% /
-///   +1.6% and +2.2% / +0.2%; 8192×8192×2048 +5.6% / −1.6%. The losses at short K: 6144×6144×2048 (17.5 waves, at
-///   the power cap) −4.1% / −1.9%, 1536×3072×2048 (2.2 waves) −1.4% / −1.9% against stream-K;
-/// - not taken: 2048³ (1.9 waves) +0.3% on average, a tie. With 64 k-tiles the sign changed from call to call (4096³
-///   +1.0% / +1.8%, then −2.3% / +0.5%; 4096×14336×4096 +2.3% / +1.5% beside stream-K, but 0.981 / 1.006 of
-///   cuBLASLt in the suite after, no better than stream-K's rows before), and deeper K lost: 4096×4096×8192 −1.7% /
-///   +0.8%, 8192³ −1.2% / +0.8%, 3072×4096×4096 −1.2% / −0.9%, 4096×2048×4096 −1.3% / −1.9%, 2048×2048×8192 −3.6% /
-///   −4.5%, 5120³ −4.0% / −3.7%.
+/// FLOP than the 128×256 ones, which costs where they are deep. Measured in session 12 (docs/perf-notes.md, GEMM
+/// sm90 v16, bf16 tn / tt against Auto's choice before): from 2.2 waves at K ≤ 2048, +1% to +24% (3072×3072×1024
+/// +24% / +22%, 4096×4096×1024 +7% / +4%), with two losses (6144×6144×2048 −4.1% / −1.9% at the power cap,
+/// 1536×3072×2048 −1.4% / −1.9%); 2048³ (1.9 waves) a tie; at K = 4096 the sign changed from call to call, and
+/// deeper K lost (2048×2048×8192 −3.6% / −4.5%, 5120³ −4.0% / −3.7%).
 const PING_PONG_MIN_WAVES: usize = 2;
 /// See [`PING_PONG_MIN_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
