@@ -157,8 +157,10 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
         let width = match gemm.variant {
-            Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => "64x64x16",
-            Variant::PingPong
+            Variant::Narrow | Variant::NarrowCluster2 => "64x64x16",
+            Variant::Flat
+            | Variant::FlatStreamK
+            | Variant::PingPong
             | Variant::PingPongCluster2
             | Variant::Square
             | Variant::SquareCluster2
@@ -292,8 +294,10 @@ const STAGED_EPILOGUES: u32 = 3;
 fn consumer_block(variant: Variant) -> (u32, u32) {
     match variant {
         Variant::PingPong | Variant::PingPongCluster2 => (2, 128),
-        Variant::Narrow | Variant::NarrowCluster2 | Variant::Flat | Variant::FlatStreamK => (1, 64),
-        Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => (1, 128),
+        Variant::Narrow | Variant::NarrowCluster2 => (2, 64),
+        Variant::Flat | Variant::FlatStreamK | Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => {
+            (1, 128)
+        }
         _ => (1, 256),
     }
 }
@@ -437,9 +441,9 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
     // Each stream-K kernel against the data-parallel kernel of the same tile, types and layout: the same registers at
     // entry (the `.maxntid` cap) and the same k-tile loop (HGMMA count), no local memory (the hot-kernel check). Its
     // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide tile's
-    // 128, 16 for the 128×128 tile's 64, 8 for the 64×128 tile's 32; fragment order) and comes back as as many 16-byte L2 loads per peer (one loop
-    // over the peers); the flag is a release reduction (`red.release.gpu`:
-    // a GPU-scope fence, then the RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
+    // 128, 16 for the 128×128 and 64×128 tiles' 64; fragment order) and comes back as as many 16-byte L2 loads per
+    // peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`: a GPU-scope fence, then the
+    // RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
     // strong store.
     let stream_k: Vec<_> = kernels::GEMM_SM90
         .iter()
@@ -459,7 +463,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         let s = stats(gemm.kernel);
         let name = gemm.kernel.name;
         let (plain, vectors) = match gemm.variant {
-            Variant::FlatStreamK => (Variant::Flat, 8),
+            Variant::FlatStreamK => (Variant::Flat, 16),
             Variant::SquareStreamK => (Variant::Square, 16),
             _ => (Variant::Wide, 32),
         };

@@ -11,9 +11,6 @@ pub mod stream_k;
 pub enum GemmSchedule {
     /// All consumers work on every tile, `tile_m / consumers` rows each, and run their epilogues together.
     Cooperative,
-    /// As [`GemmSchedule::Cooperative`], but the consumers split the tile's columns: `tile_n / consumers` each, of all
-    /// `tile_m` rows (a tile one wgmma high).
-    CooperativeColumns,
     /// Each consumer owns whole tiles, the consumers taking alternate tiles of the block; their main loops take
     /// turns on the tensor cores, so one's epilogue runs while the other's main loop does.
     PingPong,
@@ -101,27 +98,19 @@ impl GemmTile {
         self.barriers_offset() + 2 * self.stages * Self::BARRIER_BYTES
     }
 
-    /// Rows of a tile each consumer warpgroup computes: its share, or all of them when it owns whole tiles or splits
-    /// the columns.
+    /// Rows of a tile each consumer warpgroup computes (of all `tile_n` columns): its share, or all of them when it
+    /// owns whole tiles.
     pub const fn consumer_rows(&self) -> u32 {
         match self.schedule {
             GemmSchedule::Cooperative => self.tile_m / self.consumers,
-            GemmSchedule::CooperativeColumns | GemmSchedule::PingPong => self.tile_m,
-        }
-    }
-
-    /// Columns of a tile each consumer warpgroup computes: its share when the consumers split the columns, else all.
-    pub const fn consumer_columns(&self) -> u32 {
-        match self.schedule {
-            GemmSchedule::CooperativeColumns => self.tile_n / self.consumers,
-            GemmSchedule::Cooperative | GemmSchedule::PingPong => self.tile_n,
+            GemmSchedule::PingPong => self.tile_m,
         }
     }
 
     /// Consumer warpgroups (of one block) that read each stage, and so arrive on its `empty` barrier.
     pub const fn stage_readers(&self) -> u32 {
         match self.schedule {
-            GemmSchedule::Cooperative | GemmSchedule::CooperativeColumns => self.consumers,
+            GemmSchedule::Cooperative => self.consumers,
             GemmSchedule::PingPong => 1,
         }
     }
@@ -140,31 +129,35 @@ pub const GEMM_SM90_128X256: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
-/// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, m64n64k16 wgmma. Shared memory:
-/// 8 × 24 KiB of ring + 2 × 2 × 8 KiB of staging + 128 bytes of barriers = 229,504 bytes.
+/// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, one consumer warpgroup issuing two
+/// m64n64k16 wgmma per k16 step for all 128 rows (cuBLAS's own design at these shapes). Two consumers of 64 rows each
+/// measured 2–4% slower where this tile runs (docs/perf-notes.md, GEMM sm90 v17). Shared memory: 8 × 24 KiB of ring
+/// + 2 × 8 KiB of staging + 128 bytes of barriers = 213,120 bytes.
 pub const GEMM_SM90_128X64: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 64,
     tile_k: 64,
     stages: 8,
-    consumers: 2,
+    consumers: 1,
     element_bytes: 2,
     schedule: GemmSchedule::Cooperative,
     staging_buffers: 2,
 };
 
-/// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows): 64×128×64 tiles, 8 stages, each of the two
-/// consumers computing 64 of the 128 columns with m64n64k16 wgmma. Against the 128×64 tile, the same ring (8 × 24 KiB)
-/// holds twice the B bytes in flight, the operand such problems stream from DRAM, and no half-empty wgmma is issued
-/// where M ≤ 64. Shared memory as the 128×64 tile's: 229,504 bytes.
+/// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows), and small ones with B K-major:
+/// 64×128×64 tiles, 8 stages, one consumer warpgroup issuing m64n128k16 wgmma. Against the 128×64 tile, the same
+/// ring (8 × 24 KiB) holds twice the B bytes in flight, the operand such problems stream from DRAM, and no half-empty
+/// wgmma is issued where M ≤ 64. Until session 14 two consumers split the columns (m64n64k16 each); one wgmma twice
+/// as wide measured 4–11% faster (docs/perf-notes.md, GEMM sm90 v17). Shared memory as the 128×64 tile's: 213,120
+/// bytes.
 pub const GEMM_SM90_64X128: GemmTile = GemmTile {
     tile_m: 64,
     tile_n: 128,
     tile_k: 64,
     stages: 8,
-    consumers: 2,
+    consumers: 1,
     element_bytes: 2,
-    schedule: GemmSchedule::CooperativeColumns,
+    schedule: GemmSchedule::Cooperative,
     staging_buffers: 2,
 };
 
@@ -203,7 +196,7 @@ const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_P
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
-const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 2 * 8 * 1024 + 128);
+const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 8 * 1024 + 128);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
 // The TMA-store epilogue's staging buffers are 64 rows (its swizzled staging layouts' height; a consumer's rows are
@@ -215,7 +208,6 @@ const _: () = {
     while i < tiles.len() {
         let tile = tiles[i];
         assert!(tile.stores_through_tma() && tile.consumer_rows().is_multiple_of(GemmTile::STAGING_ROWS));
-        assert!(tile.consumer_columns().is_multiple_of(GemmTile::STAGING_ROW_BYTES / 2));
         assert!(tile.staging_offset().is_multiple_of(1024) && tile.staging_buffer_bytes().is_multiple_of(1024));
         assert!(tile.tile_n.is_multiple_of(GemmTile::STAGING_ROW_BYTES / 2));
         i += 1;
@@ -251,11 +243,10 @@ const _: () = assert!(
         && GEMM_SM90_128X128_PINGPONG.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_128X128_PINGPONG.stage_bytes().is_multiple_of(1024)
 );
-// The 64-row tile: A one MN-major box high, B and each consumer's columns whole boxes (a consumer's B starts on a
-// swizzle atom), 128-byte k-tile rows.
+// The 64-row tile: A one MN-major box high, B whole boxes, 128-byte k-tile rows.
 const _: () = assert!(
     GEMM_SM90_64X128.tile_m == GemmTile::MN_BOX
-        && GEMM_SM90_64X128.consumer_columns().is_multiple_of(GemmTile::MN_BOX)
+        && GEMM_SM90_64X128.tile_n.is_multiple_of(GemmTile::MN_BOX)
         && GEMM_SM90_64X128.tile_k * GEMM_SM90_64X128.element_bytes == 128
         && GEMM_SM90_64X128.smem_a_bytes().is_multiple_of(1024)
         && GEMM_SM90_64X128.stage_bytes().is_multiple_of(1024)

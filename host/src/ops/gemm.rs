@@ -111,7 +111,7 @@ pub enum Variant {
     /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
     /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
     NarrowCluster2,
-    /// 64×128 tiles, the two consumers splitting the columns, with the narrow tile's 8-stage ring: problems of few
+    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few
     /// rows, where the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its
     /// rows empty). Same-type outputs only ([`Variant::available`]).
     Flat,
@@ -337,7 +337,10 @@ impl Variant {
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones of few-tile problems
     /// (same-type outputs only) and for split 128×128 tiles, and the wide tiles for the ping-pong ones of many-tile
-    /// problems.
+    /// problems. And one rule by layout: where B is K-major (tn, nn) and the 64×128 tile exists for the types, it
+    /// takes the narrow tile's place. With one consumer issuing m64n128k16 it measured 2–8% ahead of the narrow tile
+    /// there (1024³, 1024×1024×4096, 129×4096×4096, 256×4096×4096 tn), and 3–5% behind where B is N-major
+    /// (docs/perf-notes.md, GEMM sm90 v17).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -346,7 +349,7 @@ impl Variant {
         a_order: Order,
         b_order: Order,
     ) -> Variant {
-        match self.resolve(shape, sm_count) {
+        let chosen = match self.resolve(shape, sm_count) {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
@@ -370,6 +373,12 @@ impl Variant {
                 Variant::Narrow
             }
             chosen => chosen,
+        };
+        let b_k_major = b_order == Order::ColMajor;
+        if chosen == Variant::Narrow && b_k_major && Variant::Flat.available(input, output, a_order, b_order) {
+            Variant::Flat
+        } else {
+            chosen
         }
     }
 
@@ -1024,7 +1033,15 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
         let deep = GemmShape::new(256, 4096, 14336);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Narrow);
+        // The 64×128 tile in the narrow one's place where B is K-major, for the types it exists for.
+        let small = GemmShape::new(1024, 1024, 1024);
+        assert_eq!(Variant::Auto.resolve(small, 132), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), n, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, t), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Narrow);
         let few_rows = GemmShape::new(128, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Narrow);

@@ -8,9 +8,9 @@
 //! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
 //!   free stage of the shared-memory ring (`empty` barrier), and has TMA load the A and B boxes into it,
 //!   128-byte swizzled, signalling the stage's `full` barrier with their byte count;
-//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 rows of the tile, waits for
-//!   `full`, issues four m64nNk16 wgmma from shared-memory descriptors, keeps one wgmma group in flight and
-//!   frees the stage that the previous group read;
+//! - the consumers (warpgroups 1 and 2, or 1 alone) rise to 232 registers; each owns its share of the tile's rows,
+//!   waits for `full`, issues four k16 steps of m64nNk16 wgmma (one per 64 of its rows) from shared-memory
+//!   descriptors, keeps one wgmma group in flight and frees the stage that the previous group read;
 //! - after the last k-tile the consumers scale their fragments and convert them to D's type, while the producer is
 //!   already loading the next tile's stages. Where the host gives a tensor map for D, each consumer writes them
 //!   into shared memory in 128-byte column chunks (`stmatrix` for 16-bit outputs), laid out as TMA's 128-byte
@@ -38,8 +38,8 @@
 //! `MN_MAJOR_B`.
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
-//! tiles with a deeper ring for problems with few large tiles, 64×128 tiles with the same ring for problems of few
-//! rows (the consumers split the columns: [`GemmSchedule::CooperativeColumns`]), cooperative 128×128 tiles (64 rows
+//! tiles with a deeper ring and one consumer for problems with few large tiles, 64×128 tiles with the same ring and
+//! one consumer (m64n128k16) for problems of few rows, cooperative 128×128 tiles (64 rows
 //! and one m64n128k16 per consumer) for few rows that the 64-row tile would read B twice for, and 128×128 ping-pong
 //! tiles (two m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels
 //! run in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts
@@ -523,12 +523,12 @@ config!(
     Wide, GEMM_SM90_128X256, mma_n256, fragment = 128, column_blocks = 32, row_blocks = 1
 );
 config!(
-    /// 128×64 tiles, 64 rows per consumer, m64n64k16.
-    Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
+    /// 128×64 tiles, one consumer for all 128 rows: two m64n64k16 per k16 step.
+    Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 2
 );
 config!(
-    /// 64×128 tiles, 64 columns per consumer, m64n64k16.
-    Flat, GEMM_SM90_64X128, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
+    /// 64×128 tiles, one consumer: m64n128k16.
+    Flat, GEMM_SM90_64X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 1
 );
 config!(
     /// 128×128 tiles, 64 rows per consumer, m64n128k16.
@@ -802,7 +802,7 @@ gemm_kernel!(gemm_f16_tt_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = MN, clu
 gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
 
-// 64×128 tiles for problems of few rows, the consumers splitting the columns; same-type outputs (f32 output takes the
+// 64×128 tiles for problems of few rows, one consumer issuing m64n128k16; same-type outputs (f32 output takes the
 // narrow tile in their place, `Variant::resolve_for`).
 gemm_kernel!(gemm_bf16_tn_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
 gemm_kernel!(gemm_bf16_tt_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
@@ -911,7 +911,7 @@ unsafe fn gemm<
     // block's; in a cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded
     // per block.
     const {
-        let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative | GemmSchedule::CooperativeColumns);
+        let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative);
         assert!(!STREAM_K || (cooperative && (CLUSTER == 1 || SHARE == SHARE_B)));
         assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
     }
@@ -1021,14 +1021,13 @@ unsafe fn gemm<
         setmaxnreg::inc::<232>();
         let consumer = warpgroup - 1;
         let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
-        // Where this consumer's block starts in each tile: its share of the rows (or of the columns), or the corner
-        // when it owns whole tiles. 64 M/N indices are one block at byte `index × 128` of an operand tile in either
-        // majorness, so a share's descriptor is a byte offset.
+        // Where this consumer's rows start in each tile: its share, or the top when it owns whole tiles. 64 M/N
+        // indices are one block at byte `index × 128` of an operand tile in either majorness, so a share's descriptor
+        // is a byte offset.
         let consumer_row0 = if tile.consumer_rows() == tile.tile_m { 0 } else { consumer * tile.consumer_rows() };
-        let consumer_col0 = if tile.consumer_columns() == tile.tile_n { 0 } else { consumer * tile.consumer_columns() };
         // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
         let desc_a0 = Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes);
-        let desc_b0 = Operand::<MN_MAJOR_B>::desc(smem.b(0) + consumer_col0 * row_bytes);
+        let desc_b0 = Operand::<MN_MAJOR_B>::desc(smem.b(0));
         let release = |stage: u32| {
             if thread == 0 {
                 for peer in 0..CLUSTER {
@@ -1109,7 +1108,7 @@ unsafe fn gemm<
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
             let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
-            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n + consumer_col0;
+            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
             if staged {
                 unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
             } else {
@@ -1168,8 +1167,8 @@ impl Fixup {
     #[inline(always)]
     fn part(&self, owner: u32) -> *mut f32 {
         let slot = (owner * self.cluster + self.rank) as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
-        // Each consumer's accumulators fill its share of the slot, whichever way the consumers split the tile.
-        let part = (self.consumer * self.tile.consumer_rows() * self.tile.consumer_columns()) as usize;
+        // Each consumer's accumulators fill its share of the slot.
+        let part = (self.consumer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
         self.args.partials.wrapping_add(slot + part)
     }
 
