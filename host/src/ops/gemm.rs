@@ -337,10 +337,9 @@ impl Variant {
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones of few-tile problems
     /// (same-type outputs only) and for split 128×128 tiles, and the wide tiles for the ping-pong ones of many-tile
-    /// problems. And one rule by layout: where B is K-major (tn, nn) and the 64×128 tile exists for the types, it
-    /// takes the narrow tile's place. With one consumer issuing m64n128k16 it measured 2–8% ahead of the narrow tile
-    /// there (1024³, 1024×1024×4096, 129×4096×4096, 256×4096×4096 tn), and 3–5% behind where B is N-major
-    /// (docs/perf-notes.md, GEMM sm90 v17).
+    /// problems. And one rule by layout: outside tt, where the 64×128 tile exists for the types, it takes the narrow
+    /// tile's place. With one consumer issuing m64n128k16 it measured 2–8% ahead of the narrow tile in tn, nn and nt
+    /// (1024³, 1024×1024×4096, 256×4096×4096), and 1–4% behind in tt (docs/perf-notes.md, GEMM sm90 v17).
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -374,8 +373,8 @@ impl Variant {
             }
             chosen => chosen,
         };
-        let b_k_major = b_order == Order::ColMajor;
-        if chosen == Variant::Narrow && b_k_major && Variant::Flat.available(input, output, a_order, b_order) {
+        let tt = (a_order, b_order) == (Order::RowMajor, Order::RowMajor);
+        if chosen == Variant::Narrow && !tt && Variant::Flat.available(input, output, a_order, b_order) {
             Variant::Flat
         } else {
             chosen
@@ -1035,11 +1034,12 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Narrow);
-        // The 64×128 tile in the narrow one's place where B is K-major, for the types it exists for.
+        // The 64×128 tile in the narrow one's place outside tt, for the types it exists for.
         let small = GemmShape::new(1024, 1024, 1024);
         assert_eq!(Variant::Auto.resolve(small, 132), Variant::Narrow);
         assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), n, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), n, t), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, t), Variant::Narrow);
         assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Narrow);
         let few_rows = GemmShape::new(128, 8192, 8192);
