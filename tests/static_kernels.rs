@@ -293,11 +293,13 @@ const STAGED_EPILOGUES: u32 = 3;
 /// 64 rows × 128 bytes at a time.
 fn consumer_block(variant: Variant) -> (u32, u32) {
     match variant {
-        Variant::PingPong | Variant::PingPongCluster2 => (2, 128),
+        Variant::PingPong
+        | Variant::PingPongCluster2
+        | Variant::Square
+        | Variant::SquareCluster2
+        | Variant::SquareStreamK => (2, 128),
         Variant::Narrow | Variant::NarrowCluster2 => (2, 64),
-        Variant::Flat | Variant::FlatStreamK | Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => {
-            (1, 128)
-        }
+        Variant::Flat | Variant::FlatStreamK => (1, 128),
         _ => (1, 256),
     }
 }
@@ -307,7 +309,8 @@ fn gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
     // The TMA-store epilogue: each consumer warpgroup writes its rows 64 at a time, chunk by chunk (128 bytes of
     // columns), into swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one
     // 8-byte STS per pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in each unrolled
-    // epilogue). The ping-pong consumers own 128-row tiles: two blocks of 64 rows.
+    // epilogue). Consumers that own 128 rows (ping-pong, and the one consumer of the 128×64 and 128×128 tiles) store
+    // two blocks of 64 rows.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
         let tma_stores = s.count("UTMASTG");
@@ -440,8 +443,8 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
 fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release_and_acquire() {
     // Each stream-K kernel against the data-parallel kernel of the same tile, types and layout: the same registers at
     // entry (the `.maxntid` cap) and the same k-tile loop (HGMMA count), no local memory (the hot-kernel check). Its
-    // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide tile's
-    // 128, 16 for the 128×128 and 64×128 tiles' 64; fragment order) and comes back as as many 16-byte L2 loads per
+    // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide and
+    // 128×128 tiles' 128, 16 for the 64×128 tile's 64; fragment order) and comes back as as many 16-byte L2 loads per
     // peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`: a GPU-scope fence, then the
     // RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
     // strong store.
@@ -464,7 +467,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         let name = gemm.kernel.name;
         let (plain, vectors) = match gemm.variant {
             Variant::FlatStreamK => (Variant::Flat, 16),
-            Variant::SquareStreamK => (Variant::Square, 16),
+            Variant::SquareStreamK => (Variant::Square, 32),
             _ => (Variant::Wide, 32),
         };
         let data_parallel = kernels::GEMM_SM90

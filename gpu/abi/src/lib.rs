@@ -162,16 +162,18 @@ pub const GEMM_SM90_64X128: GemmTile = GemmTile {
 };
 
 /// Hopper GEMM for problems of few rows that a 64-row tile would read B twice for (64 < M ≤ 256): 128×128×64 tiles,
-/// 6 stages, each of the two consumers computing 64 rows with m64n128k16 wgmma. Against the 64×128 tile it reads each
-/// B element into shared memory once per 128 rows, and against the 128×64 one each A element once per 128 columns; its
-/// stream-K form splits the few tiles such problems have by k-tiles over every SM. Shared memory: 6 × 32 KiB of ring
-/// + 2 × 2 × 8 KiB of staging + 96 bytes of barriers = 229,472 bytes.
+/// 6 stages, one consumer warpgroup issuing two m64n128k16 wgmma per k16 step (until session 14 two consumers of 64
+/// rows each; one measured the same data-parallel and 1–14% faster split by stream-K: docs/perf-notes.md, GEMM sm90
+/// v17). Against the 64×128 tile it reads each B element into shared memory once per 128 rows, and against the 128×64
+/// one each A element once per 128 columns; its stream-K form splits the few tiles such problems have by k-tiles over
+/// every SM. Shared memory: 6 × 32 KiB of ring + 2 × 8 KiB of staging + 96 bytes of barriers = 213,088 bytes (a 7th
+/// stage would need 245,872).
 pub const GEMM_SM90_128X128: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 128,
     tile_k: 64,
     stages: 6,
-    consumers: 2,
+    consumers: 1,
     element_bytes: 2,
     schedule: GemmSchedule::Cooperative,
     staging_buffers: 2,
@@ -180,11 +182,12 @@ pub const GEMM_SM90_128X128: GemmTile = GemmTile {
 /// Hopper GEMM with ping-pong consumers: each of the 2 consumer warpgroups owns whole 128×128 tiles (two
 /// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). While one
 /// consumer runs its main loop the producer already fills stages with the next tile's k-tiles, so the other consumer
-/// starts on loaded data when its turn comes. The ring and staging are the cooperative 128×128 tile's (6 stages, the
-/// consumer's 128 rows staged 64 at a time): until session 12 the ring took a 7th stage and D was stored from
+/// starts on loaded data when its turn comes. The ring is the one-consumer 128×128 tile's (6 stages), with staging for
+/// each consumer (its 128 rows staged 64 at a time): until session 12 the ring took a 7th stage and D was stored from
 /// registers, an epilogue so long that the last tile's, exposed, cost more than the hidden ones saved (2048³: tensor
 /// pipe active 69% against cuBLAS's ping-pong 85%).
-pub const GEMM_SM90_128X128_PINGPONG: GemmTile = GemmTile { schedule: GemmSchedule::PingPong, ..GEMM_SM90_128X128 };
+pub const GEMM_SM90_128X128_PINGPONG: GemmTile =
+    GemmTile { schedule: GemmSchedule::PingPong, consumers: 2, ..GEMM_SM90_128X128 };
 
 /// Shared memory one block may use on sm_90 (227 KiB of the SM's 228 KiB).
 pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
@@ -198,7 +201,7 @@ const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK)
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 8 * 1024 + 128);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
-const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
+const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 8 * 1024 + 96);
 // The TMA-store epilogue's staging buffers are 64 rows (its swizzled staging layouts' height; a consumer's rows are
 // whole buffers), start on 1024-byte swizzle atoms, and split the tile's columns into whole 128-byte chunks for
 // every output type (64 columns of 16 bits, 32 of f32).

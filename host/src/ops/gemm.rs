@@ -119,7 +119,7 @@ pub enum Variant {
     /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
     /// deep). bf16 → bf16 only.
     FlatStreamK,
-    /// 128×128 tiles, each consumer computing 64 rows: problems of few rows (64 < M ≤ 256) where the 64×128 tile
+    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the 64×128 tile
     /// reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
     Square,
     /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two

@@ -39,9 +39,9 @@
 //!
 //! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
 //! tiles with a deeper ring and one consumer for problems with few large tiles, 64×128 tiles with the same ring and
-//! one consumer (m64n128k16) for problems of few rows, cooperative 128×128 tiles (64 rows
-//! and one m64n128k16 per consumer) for few rows that the 64-row tile would read B twice for, and 128×128 ping-pong
-//! tiles (two m64n128k16 per k16 step, again 128 accumulators per thread) to hide the epilogue. The `_c2` kernels
+//! one consumer (m64n128k16) for problems of few rows, 128×128 tiles with one consumer (two m64n128k16 per k16
+//! step, 128 accumulators per thread) for few rows that the 64-row tile would read B twice for, and 128×128 tiles
+//! with two ping-pong consumers of that shape to hide the epilogue. The `_c2` kernels
 //! run in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts
 //! that half into both rings — the B tile for the wide and both 128×128 tiles (blocks stacked along M), the A tile
 //! for the narrow one (side by side along N).
@@ -531,8 +531,8 @@ config!(
     Flat, GEMM_SM90_64X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 1
 );
 config!(
-    /// 128×128 tiles, 64 rows per consumer, m64n128k16.
-    Square, GEMM_SM90_128X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 1
+    /// 128×128 tiles, one consumer for all 128 rows: two m64n128k16 per k16 step.
+    Square, GEMM_SM90_128X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
 config!(
     /// 128×128 tiles, each owned by one consumer (ping-pong): two m64n128k16 per k16 step.
