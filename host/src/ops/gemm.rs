@@ -111,16 +111,16 @@ pub enum Variant {
     /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
     /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
     NarrowCluster2,
-    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few
-    /// rows, where the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its
-    /// rows empty). Same-type outputs only ([`Variant::available`]).
+    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
+    /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
+    /// the narrow tile's problems outside tt ([`Variant::resolve_for`]). Same-type outputs only ([`Variant::available`]).
     Flat,
     /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
     /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
     /// deep). bf16 → bf16 only.
     FlatStreamK,
-    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the 64×128 tile
-    /// reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
+    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the
+    /// 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
     Square,
     /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two
     /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.

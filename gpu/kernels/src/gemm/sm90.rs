@@ -41,10 +41,10 @@
 //! tiles with a deeper ring and one consumer for problems with few large tiles, 64×128 tiles with the same ring and
 //! one consumer (m64n128k16) for problems of few rows, 128×128 tiles with one consumer (two m64n128k16 per k16
 //! step, 128 accumulators per thread) for few rows that the 64-row tile would read B twice for, and 128×128 tiles
-//! with two ping-pong consumers of that shape to hide the epilogue. The `_c2` kernels
-//! run in clusters of two blocks that share an operand tile: each block's producer loads half of it and multicasts
-//! that half into both rings — the B tile for the wide and both 128×128 tiles (blocks stacked along M), the A tile
-//! for the narrow one (side by side along N).
+//! with two ping-pong consumers of that shape to hide the epilogue. The `_c2` kernels run in clusters of two blocks
+//! that share an operand tile: each block's producer loads half of it and multicasts that half into both rings — the
+//! B tile for the wide and both 128×128 tiles (blocks stacked along M), the A tile for the narrow one (side by side
+//! along N).
 
 use core::marker::PhantomData;
 
