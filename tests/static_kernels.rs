@@ -530,3 +530,34 @@ fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
         assert!(body.len() <= 40 + 6 * wgmma, "`{}`: {} instructions for {wgmma} HGMMA", s.name, body.len());
     }
 }
+
+#[test]
+fn gemm_producers_issue_their_loads_from_uniform_registers() {
+    // The producer warp walks its loop with all 32 lanes and one elected lane issues each copy, so the coordinates and
+    // addresses are warp-uniform and TMA takes them from uniform registers. Run by one lane alone (`if thread == 0`),
+    // every copy was wrapped in a loop over lanes (ELECT, four R2UR, BRA.U.ANY): about 50 instructions of one warp's
+    // dependent chain per k-tile, which held the 64×128 tile 10–20% below the rate of its wgmma (docs/perf-notes.md,
+    // GEMM sm90 v18).
+    for gemm in kernels::GEMM_SM90 {
+        let s = stats(gemm.kernel);
+        let code = &s.instructions;
+        let loads: Vec<usize> =
+            (0..code.len()).filter(|&i| inspect::sass::opcode(&code[i]).starts_with("UTMALDG")).collect();
+        assert!(!loads.is_empty(), "`{}` has no TMA load", s.name);
+        for i in loads {
+            let before = &code[i.saturating_sub(6)..i];
+            let after = &code[i + 1..(i + 5).min(code.len())];
+            let mnemonic = |line: &String| inspect::sass::mnemonic(inspect::sass::opcode(line)).to_string();
+            assert!(
+                before.iter().all(|line| !matches!(mnemonic(line).as_str(), "R2UR" | "ELECT")),
+                "`{}` moves a TMA operand to uniform registers per copy: {before:#?}",
+                s.name
+            );
+            assert!(
+                after.iter().all(|line| inspect::sass::opcode(line) != "BRA.U.ANY"),
+                "`{}` issues a TMA load in a loop over lanes: {after:#?}",
+                s.name
+            );
+        }
+    }
+}

@@ -113,7 +113,7 @@ pub enum Variant {
     NarrowCluster2,
     /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
     /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
-    /// the narrow tile's problems outside tt ([`Variant::resolve_for`]). Same-type outputs only ([`Variant::available`]).
+    /// the narrow tile's problems ([`Variant::resolve`]). Same-type outputs only ([`Variant::available`]).
     Flat,
     /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
     /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
@@ -266,10 +266,11 @@ impl Variant {
             // for the ping-pong ones and 0.77 for narrow; 128×14336×4096: 0.97–1.00 against 0.89–0.93). Else one wave
             // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192
             // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
-            // holds twice the B bytes in flight), 128×64 ones from there (with B row-major the 64×128 tile lost 5–9%
-            // at 1024³, 1024×1024×4096 and 256×4096×4096) unless 128×128 tiles split-K take over (session 11:
-            // 256×4096×14336 0.98–1.00 against 0.89–0.91). Not the narrow tile in clusters: sharing A measured 7–13%
-            // slower (sessions 5 and 7).
+            // holds twice the B bytes in flight), and from there too unless 128×128 tiles split-K take over (session
+            // 11: 256×4096×14336 0.98–1.00 against 0.89–0.91). Since session 15's warp-wide producer the 64×128 tile
+            // beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt and tn: +2–15%),
+            // which remains for the outputs the 64×128 tile has no kernel for ([`Variant::resolve_for`]). Not the
+            // narrow tile in clusters: sharing A measured 7–13% slower (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms {
@@ -287,7 +288,7 @@ impl Variant {
             {
                 Variant::SquareStreamK
             } else {
-                Variant::Narrow
+                Variant::Flat
             }
         } else if ping_pong_pays(shape, sms) {
             Variant::PingPong
@@ -335,11 +336,9 @@ impl Variant {
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
-    /// cooperative one (bf16 → bf16 only), the narrow tile for the ping-pong and 64×128 ones of few-tile problems
-    /// (same-type outputs only) and for split 128×128 tiles, and the wide tiles for the ping-pong ones of many-tile
-    /// problems. And one rule by layout: outside tt, where the 64×128 tile exists for the types, it takes the narrow
-    /// tile's place. With one consumer issuing m64n128k16 it measured 2–8% ahead of the narrow tile in tn, nn and nt
-    /// (1024³, 1024×1024×4096, 256×4096×4096), and 1–4% behind in tt (docs/perf-notes.md, GEMM sm90 v17).
+    /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones, the narrow tile for the ping-pong
+    /// and 64×128 ones of few-tile problems (same-type outputs only), and the wide tiles for the ping-pong ones of
+    /// many-tile problems.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -348,7 +347,7 @@ impl Variant {
         a_order: Order,
         b_order: Order,
     ) -> Variant {
-        let chosen = match self.resolve(shape, sm_count) {
+        match self.resolve(shape, sm_count) {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
                 Variant::WideCluster2
             }
@@ -360,7 +359,7 @@ impl Variant {
                 Variant::PingPong.resolve_for(shape, sm_count, (input, output), a_order, b_order)
             }
             Variant::SquareStreamK if !Variant::SquareStreamK.available(input, output, a_order, b_order) => {
-                Variant::Narrow
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
             }
             Variant::PingPong
                 if !Variant::few_tiles(shape, sm_count as usize)
@@ -372,12 +371,6 @@ impl Variant {
                 Variant::Narrow
             }
             chosen => chosen,
-        };
-        let tt = (a_order, b_order) == (Order::RowMajor, Order::RowMajor);
-        if chosen == Variant::Narrow && !tt && Variant::Flat.available(input, output, a_order, b_order) {
-            Variant::Flat
-        } else {
-            chosen
         }
     }
 
@@ -965,10 +958,10 @@ mod tests {
         assert_eq!(pick(64, 8192, 8192), Variant::Flat);
         assert_eq!(pick(96, 4096, 4096), Variant::Flat);
         assert_eq!(pick(128, 8192, 8192), Variant::Flat);
-        assert_eq!(pick(129, 4096, 4096), Variant::Narrow);
-        assert_eq!(pick(1024, 1024, 1024), Variant::Narrow);
-        assert_eq!(pick(256, 4096, 4096), Variant::Narrow);
-        // 64 tiles of 128×128 on 132 SMs, 224 k-tiles deep: split-K; 64 of 64 k-tiles: one wave of narrow ones.
+        assert_eq!(pick(129, 4096, 4096), Variant::Flat);
+        assert_eq!(pick(1024, 1024, 1024), Variant::Flat);
+        assert_eq!(pick(256, 4096, 4096), Variant::Flat);
+        // 64 tiles of 128×128 on 132 SMs, 224 k-tiles deep: split-K; 64 of 64 k-tiles: one wave of 64×128 ones.
         assert_eq!(pick(256, 4096, 14336), Variant::SquareStreamK);
         assert_eq!(pick(200, 4096, 8192), Variant::SquareStreamK);
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
@@ -1033,14 +1026,14 @@ mod tests {
         let deep = GemmShape::new(256, 4096, 14336);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Narrow);
-        // The 64×128 tile in the narrow one's place outside tt, for the types it exists for.
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), t, t), Variant::Narrow);
+        // Small problems: the 64×128 tile in every layout, the 128×64 one for f32 outputs.
         let small = GemmShape::new(1024, 1024, 1024);
-        assert_eq!(Variant::Auto.resolve(small, 132), Variant::Narrow);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), n, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), n, t), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), t, t), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve(small, 132), Variant::Flat);
+        for (a, b) in [(t, n), (n, n), (n, t), (t, t)] {
+            assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), a, b), Variant::Flat);
+        }
         assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Narrow);
         let few_rows = GemmShape::new(128, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);

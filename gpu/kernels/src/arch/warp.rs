@@ -14,6 +14,36 @@ pub fn shfl_xor(value: f32, lane_mask: u32) -> f32 {
     out
 }
 
+/// `shfl.sync.idx.b32` from lane 0 over the full warp: lane 0's `value` in every lane. The compiler then knows the
+/// result is the same across the warp, so code that branches on it stays warp-uniform (e.g. a warp index computed
+/// from `%tid.x`, which ptxas otherwise treats as varying per thread).
+#[inline(always)]
+pub fn broadcast_first(value: u32) -> u32 {
+    let out: u32;
+    unsafe {
+        core::arch::asm!("shfl.sync.idx.b32 {out}, {v}, 0, 0x1f, 0xffffffff;", out = out(reg32) out,
+            v = in(reg32) value, options(nostack, nomem));
+    }
+    out
+}
+
+/// `elect.sync` over the full warp: true in exactly one lane (the lowest active one). Unlike a test of the lane
+/// index, the compiler knows that one lane is chosen, so a copy issued under it needs no loop over lanes.
+#[inline(always)]
+pub fn elect_one() -> bool {
+    let out: u32;
+    unsafe {
+        core::arch::asm!(
+            "{{",
+            ".reg .pred p;",
+            "elect.sync _|p, 0xffffffff;",
+            "selp.u32 {out}, 1, 0, p;",
+            "}}",
+            out = out(reg32) out, options(nostack, nomem));
+    }
+    out != 0
+}
+
 /// `vote.sync.any.pred` over the full warp: whether `predicate` holds in any lane.
 #[inline(always)]
 pub fn any(predicate: bool) -> bool {

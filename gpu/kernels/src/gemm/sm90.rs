@@ -969,7 +969,13 @@ unsafe fn gemm<
 
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
-        if thread == 0 {
+        // The producer is warp 0, all of its lanes walking the same loop, and one lane issuing. A loop that one lane
+        // runs alone is divergent code to ptxas: every TMA operand then sits in vector registers and each copy is
+        // issued through an elect-and-move loop (about 50 instructions per k-tile, a single warp's dependent chain:
+        // slower than a 128×64 tile's 256 cycles of tensor work). Run by the whole warp, the coordinates and
+        // addresses are warp-uniform and TMA takes them from uniform registers.
+        if warp::broadcast_first(thread / 32) == 0 {
+            let leader = warp::elect_one();
             let mut ring = RingState::new(tile.stages);
             // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
             let (a_rank, b_rank) = (if a_share > 1 { rank } else { 0 }, if b_share > 1 { rank } else { 0 });
@@ -994,15 +1000,17 @@ unsafe fn gemm<
                 for k_tile in k_begin..k_end {
                     let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
-                    unsafe {
-                        mbarrier::wait(smem.empty(stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(full, stage_bytes);
-                        let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
-                        let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
-                        Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, a_rows, full, a_multicast);
-                        let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
-                        let (map, rows) = (maps.b, b_rows_per_block);
-                        Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast);
+                    unsafe { mbarrier::wait(smem.empty(stage), ring.phase ^ 1) };
+                    if leader {
+                        unsafe {
+                            mbarrier::arrive_expect_tx(full, stage_bytes);
+                            let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
+                            let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
+                            Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, a_rows, full, a_multicast);
+                            let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
+                            let (map, rows) = (maps.b, b_rows_per_block);
+                            Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast);
+                        }
                     }
                     ring.advance();
                 }
