@@ -37,28 +37,36 @@ impl CheckReport {
     }
 
     pub fn table(reports: &[CheckReport]) -> String {
-        let mut out = format!(
-            "{:<36} {:>26} {:>12} {:>10} {:>8}  {}\n",
-            "kernel", "problem", "max rel err", "bound", "bad", "result"
-        );
+        let mut out = format!("{}\n", CheckReport::header());
         for r in reports {
-            out += &format!(
-                "{:<36} {:>26} {:>12.3e} {:>10.1e} {:>8}  {}\n",
-                r.kernel,
-                r.problem,
-                r.comparison.max_rel_error,
-                r.bound,
-                r.comparison.not_finite,
-                if r.passed() { "ok" } else { "FAIL" }
-            );
+            out += &format!("{}\n", r.row());
         }
         out
     }
+
+    /// The column names of [`CheckReport::table`].
+    pub fn header() -> String {
+        format!("{:<36} {:>26} {:>12} {:>10} {:>8}  {}", "kernel", "problem", "max rel err", "bound", "bad", "result")
+    }
+
+    /// This report as a row of [`CheckReport::table`].
+    pub fn row(&self) -> String {
+        format!(
+            "{:<36} {:>26} {:>12.3e} {:>10.1e} {:>8}  {}",
+            self.kernel,
+            self.problem,
+            self.comparison.max_rel_error,
+            self.bound,
+            self.comparison.not_finite,
+            if self.passed() { "ok" } else { "FAIL" }
+        )
+    }
 }
 
-/// Every kernel at every checked size.
-pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
-    let mut reports = Vec::new();
+/// Every kernel at every checked size, each report handed to `on_report` as soon as it is made (a full check runs
+/// for minutes; a caller can show progress, and where a check stops).
+pub fn all(gpu: &Gpu, seed: u64, on_report: impl FnMut(&CheckReport)) -> Result<Vec<CheckReport>> {
+    let mut reports = Reports { reports: Vec::new(), on_report };
     for (i, &len) in ELEMENTWISE_LENGTHS.iter().enumerate() {
         let seed = seed.wrapping_add(i as u64 * 3);
         reports.push(axpy_f32(gpu, len, seed)?);
@@ -90,9 +98,24 @@ pub fn all(gpu: &Gpu, seed: u64) -> Result<Vec<CheckReport>> {
         reports.push(gemm_check::<f16, f32>(gpu, odd, scaled, seed + 204)?);
     }
     for check in attention::standard_checks(gpu, seed + 300)? {
-        reports.extend(check.reports());
+        for report in check.reports() {
+            reports.push(report);
+        }
     }
-    Ok(reports)
+    Ok(reports.reports)
+}
+
+/// The reports made so far, each shown to the caller's `on_report` as it is added.
+struct Reports<F: FnMut(&CheckReport)> {
+    reports: Vec<CheckReport>,
+    on_report: F,
+}
+
+impl<F: FnMut(&CheckReport)> Reports<F> {
+    fn push(&mut self, report: CheckReport) {
+        (self.on_report)(&report);
+        self.reports.push(report);
+    }
 }
 
 /// GEMM shapes every check covers in layout tn: single elements, odd sizes, M or N below one tile, K = 8, several

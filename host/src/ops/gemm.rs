@@ -126,7 +126,8 @@ pub enum Variant {
     /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.
     SquareCluster2,
     /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
-    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only.
+    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only; a tune
+    /// candidate since session 15, when one wave of 64×128 tiles overtook it (see [`Variant::resolve`]).
     SquareStreamK,
     /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
     /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
@@ -158,13 +159,6 @@ const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
 /// (128×8192×8192) −21%. Where the data-parallel tiles already stream B at the rate the memory system gives
 /// (64×8192×8192 reads 0.98–1.0 of cuBLASLt on half the SMs), more SMs only add the fixup.
 const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
-
-/// K, in k-tiles, from which [`Variant::Auto`] splits the 128×128 tiles of 128 < M ≤ 256 between blocks
-/// ([`Variant::SquareStreamK`], split-K where they fill at most half the SMs) rather than running one wave of 128×64
-/// tiles. Measured (session 11, tt / tn, against the 128×64 tiles): 256×4096×14336 (224 k-tiles, 2 pieces of 112)
-/// +13% / +12%; 256×4096×8192 (128) −0.6% / −1.5%, but 200×4096×8192 (128) +12% / +23%; 256×4096×4096 (64) −11% /
-/// −16%; 1024³ (16) −44%.
-const SQUARE_SPLIT_K_MIN_K_TILES: usize = 128;
 
 /// Waves of 128×128 tiles from which [`Variant::Auto`] runs them ping-pong ([`Variant::PingPong`]) rather than as
 /// wide cooperative tiles, where K is at most [`PING_PONG_MAX_K_TILES`] deep. Each consumer's epilogue then runs under
@@ -266,10 +260,11 @@ impl Variant {
             // for the ping-pong ones and 0.77 for narrow; 128×14336×4096: 0.97–1.00 against 0.89–0.93). Else one wave
             // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192
             // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
-            // holds twice the B bytes in flight), and from there too unless 128×128 tiles split-K take over (session
-            // 11: 256×4096×14336 0.98–1.00 against 0.89–0.91). Since session 15's warp-wide producer the 64×128 tile
-            // beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt and tn: +2–15%),
-            // which remains for the outputs the 64×128 tile has no kernel for ([`Variant::resolve_for`]). Not the
+            // holds twice the B bytes in flight), and from there on too. Since session 15's warp-wide producer the
+            // 64×128 tile beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt
+            // and tn: +2–15%), which remains for the outputs the 64×128 tile has no kernel for
+            // ([`Variant::resolve_for`]), and it beats 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice
+            // for 128 < M ≤ 256 and deep K from session 11 to 14) by 4–17% (160–256 × 4096 × 8192–14336). Not the
             // narrow tile in clusters: sharing A measured 7–13% slower (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
@@ -283,10 +278,6 @@ impl Variant {
                 } else {
                     Variant::Flat
                 }
-            } else if 2 * tiles(GEMM_SM90_128X128) <= sms
-                && shape.k.div_ceil(GEMM_SM90_128X128.tile_k as usize) >= SQUARE_SPLIT_K_MIN_K_TILES
-            {
-                Variant::SquareStreamK
             } else {
                 Variant::Flat
             }
@@ -961,9 +952,9 @@ mod tests {
         assert_eq!(pick(129, 4096, 4096), Variant::Flat);
         assert_eq!(pick(1024, 1024, 1024), Variant::Flat);
         assert_eq!(pick(256, 4096, 4096), Variant::Flat);
-        // 64 tiles of 128×128 on 132 SMs, 224 k-tiles deep: split-K; 64 of 64 k-tiles: one wave of 64×128 ones.
-        assert_eq!(pick(256, 4096, 14336), Variant::SquareStreamK);
-        assert_eq!(pick(200, 4096, 8192), Variant::SquareStreamK);
+        // 128 tiles of 64×128 in one wave, however deep: not 64 tiles of 128×128 split-K.
+        assert_eq!(pick(256, 4096, 14336), Variant::Flat);
+        assert_eq!(pick(200, 4096, 8192), Variant::Flat);
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
@@ -1024,7 +1015,9 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), t, n), Variant::PingPong);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
         let deep = GemmShape::new(256, 4096, 14336);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::Flat);
+        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
+        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), t, t), Variant::Narrow);

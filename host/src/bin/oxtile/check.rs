@@ -34,8 +34,9 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         gpu.compute_capability().1,
         gpu.sm_count()
     );
-    let reports = verify::all(&gpu, seed)?;
-    println!("{}", CheckReport::table(&reports));
+    // Row by row as each check ends: the whole run takes minutes, and a row that never comes says which check hung.
+    println!("{}", CheckReport::header());
+    let reports = verify::all(&gpu, seed, |report| println!("{}", report.row()))?;
     let failed = reports.iter().filter(|r| !r.passed()).count();
     println!("{} passed, {failed} failed", reports.len() - failed);
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
