@@ -5,9 +5,9 @@
 //! Data path, per persistent block (one per SM), after a prologue (barriers, tensor-map prefetches) that may overlap
 //! the previous kernel's tail under programmatic dependent launch ([`griddep`]; nothing global is touched before its
 //! wait):
-//! - warpgroup 0, the producer, drops to 40 registers; one thread walks the tiles and k-tiles, waits for a
-//!   free stage of the shared-memory ring (`empty` barrier), and has TMA load the A and B boxes into it,
-//!   128-byte swizzled, signalling the stage's `full` barrier with their byte count;
+//! - warpgroup 0, the producer, drops to 40 registers; its first warp walks the tiles and k-tiles, waits for a
+//!   free stage of the shared-memory ring (`empty` barrier), and one elected lane has TMA load the A and B boxes
+//!   into it, 128-byte swizzled, signalling the stage's `full` barrier with their byte count;
 //! - the consumers (warpgroups 1 and 2, or 1 alone) rise to 232 registers; each owns its share of the tile's rows,
 //!   waits for `full`, issues four k16 steps of m64nNk16 wgmma (one per 64 of its rows) from shared-memory
 //!   descriptors, keeps one wgmma group in flight and frees the stage that the previous group read;
@@ -972,8 +972,9 @@ unsafe fn gemm<
         // The producer is warp 0, all of its lanes walking the same loop, and one lane issuing. A loop that one lane
         // runs alone is divergent code to ptxas: every TMA operand then sits in vector registers and each copy is
         // issued through an elect-and-move loop (about 50 instructions per k-tile, a single warp's dependent chain:
-        // slower than a 128×64 tile's 256 cycles of tensor work). Run by the whole warp, the coordinates and
-        // addresses are warp-uniform and TMA takes them from uniform registers.
+        // slower than a 128×64 tile's 256 cycles of tensor work). Run by the whole warp (the warp index broadcast,
+        // so that the branch is known to be uniform), the coordinates and addresses are warp-uniform and TMA takes
+        // them from uniform registers; `elect.sync` tells ptxas that one lane issues, so no loop over lanes is left.
         if warp::broadcast_first(thread / 32) == 0 {
             let leader = warp::elect_one();
             let mut ring = RingState::new(tile.stages);
