@@ -286,9 +286,14 @@ fn the_candidates_include_the_ping_pong_and_64x128_kernels_where_they_exist() {
         assert_eq!(f16_cases.iter().filter(|&&v| v == variant).count(), LAYOUTS.len(), "{variant:?}");
     }
     assert!(!f16_cases.contains(&Variant::PingPongCluster2));
-    // f32 outputs keep the three cooperative configurations in every layout, and stream-K from bf16.
-    assert_eq!(variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)).len(), 4 * LAYOUTS.len());
-    assert_eq!(variants(cases::<f16, f32>(&Variant::CANDIDATES, one)).len(), 3 * LAYOUTS.len());
+    // f32 outputs keep the wide, wide-c2, narrow and 64×128 configurations in every layout, and stream-K from bf16.
+    for (output_cases, expected) in [
+        (variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)), 5),
+        (variants(cases::<f16, f32>(&Variant::CANDIDATES, one)), 4),
+    ] {
+        assert_eq!(output_cases.len(), expected * LAYOUTS.len());
+        assert_eq!(output_cases.iter().filter(|&&v| v == Variant::Flat).count(), LAYOUTS.len());
+    }
     for cases in [
         variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one)),
         variants(cases::<f16, f16>(&Variant::CANDIDATES, one)),

@@ -83,7 +83,7 @@ macro_rules! gemm_sm90 {
     ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
         /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
         /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
-        /// ablation; the ping-pong and 64×128 kernels, for same-type outputs only (ping-pong clusters for bf16
+        /// ablation; the 64×128 kernels; the ping-pong kernels, for same-type outputs only (clusters for bf16
         /// only); and the stream-K kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
         pub const GEMM_SM90: &[GemmKernel] = &[$({
             let (a_order, b_order) = gemm_sm90!(@orders $layout);
@@ -185,6 +185,14 @@ gemm_sm90! {
     "gemm_f16_tt_64x128_sm90": "f16" -> "f16", tt, Flat;
     "gemm_f16_nt_64x128_sm90": "f16" -> "f16", nt, Flat;
     "gemm_f16_nn_64x128_sm90": "f16" -> "f16", nn, Flat;
+    "gemm_bf16_f32out_tn_64x128_sm90": "bf16" -> "f32", tn, Flat;
+    "gemm_bf16_f32out_tt_64x128_sm90": "bf16" -> "f32", tt, Flat;
+    "gemm_bf16_f32out_nt_64x128_sm90": "bf16" -> "f32", nt, Flat;
+    "gemm_bf16_f32out_nn_64x128_sm90": "bf16" -> "f32", nn, Flat;
+    "gemm_f16_f32out_tn_64x128_sm90": "f16" -> "f32", tn, Flat;
+    "gemm_f16_f32out_tt_64x128_sm90": "f16" -> "f32", tt, Flat;
+    "gemm_f16_f32out_nt_64x128_sm90": "f16" -> "f32", nt, Flat;
+    "gemm_f16_f32out_nn_64x128_sm90": "f16" -> "f32", nn, Flat;
     "gemm_bf16_tn_64x128_sk_sm90": "bf16" -> "bf16", tn, FlatStreamK;
     "gemm_bf16_tt_64x128_sk_sm90": "bf16" -> "bf16", tt, FlatStreamK;
     "gemm_bf16_nt_64x128_sk_sm90": "bf16" -> "bf16", nt, FlatStreamK;

@@ -144,7 +144,7 @@ pub const GEMM_SM90_128X64: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
-/// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows), and the 128×64 tile's for same-type outputs:
+/// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows), and the small ones the 128×64 tile had:
 /// 64×128×64 tiles, 8 stages, one consumer warpgroup issuing m64n128k16 wgmma. Against the 128×64 tile, the same
 /// ring (8 × 24 KiB) holds twice the B bytes in flight, the operand such problems stream from DRAM, and no half-empty
 /// wgmma is issued where M ≤ 64. Until session 14 two consumers split the columns (m64n64k16 each); one wgmma twice

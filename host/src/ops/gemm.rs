@@ -113,7 +113,7 @@ pub enum Variant {
     NarrowCluster2,
     /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
     /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
-    /// the narrow tile's problems ([`Variant::resolve`]). Same-type outputs only ([`Variant::available`]).
+    /// the narrow tile's problems ([`Variant::resolve`]).
     Flat,
     /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
     /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
@@ -262,8 +262,7 @@ impl Variant {
             // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
             // holds twice the B bytes in flight), and from there on too. Since session 15's warp-wide producer the
             // 64×128 tile beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt
-            // and tn: +2–15%), which remains for the outputs the 64×128 tile has no kernel for
-            // ([`Variant::resolve_for`]), and it beats 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice
+            // and tn: +2–15%), and 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice
             // for 128 < M ≤ 256 and deep K from session 11 to 14) by 4–17% (160–256 × 4096 × 8192–14336). Not the
             // narrow tile in clusters: sharing A measured 7–13% slower (sessions 5 and 7).
             let tiles =
@@ -327,9 +326,8 @@ impl Variant {
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
-    /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones, the narrow tile for the ping-pong
-    /// and 64×128 ones of few-tile problems (same-type outputs only), and the wide tiles for the ping-pong ones of
-    /// many-tile problems.
+    /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and for the ping-pong ones of
+    /// few-tile problems (same-type outputs only), and the wide tiles for the ping-pong ones of many-tile problems.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -358,9 +356,10 @@ impl Variant {
             {
                 Variant::wide(shape, sm_count as usize).resolve_for(shape, sm_count, (input, output), a_order, b_order)
             }
-            chosen @ (Variant::PingPong | Variant::Flat) if !chosen.available(input, output, a_order, b_order) => {
-                Variant::Narrow
+            Variant::PingPong if !Variant::PingPong.available(input, output, a_order, b_order) => {
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
             }
+            Variant::Flat if !Variant::Flat.available(input, output, a_order, b_order) => Variant::Narrow,
             chosen => chosen,
         }
     }
@@ -1008,34 +1007,34 @@ mod tests {
         let mid = GemmShape::new(1536, 1536, 4096);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), t, n), Variant::StreamK);
         assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), t, n), Variant::Wide);
-        // The cooperative 128×128 tiles are bf16 → bf16 only: the ping-pong ones for f16, and they and the 64×128
-        // tiles have no f32 epilogue: the narrow one instead.
+        // The cooperative 128×128 tiles are bf16 → bf16 only: the ping-pong ones for f16, and for f32 outputs (no
+        // ping-pong kernel) the 64×128 tiles.
         let decode = GemmShape::new(256, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::Square);
         assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), t, n), Variant::PingPong);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Flat);
         let deep = GemmShape::new(256, 4096, 14336);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::Flat);
         assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
         assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), t, t), Variant::Narrow);
-        // Small problems: the 64×128 tile in every layout, the 128×64 one for f32 outputs.
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), t, t), Variant::Flat);
+        // Small problems: the 64×128 tile in every layout and for every output.
         let small = GemmShape::new(1024, 1024, 1024);
         assert_eq!(Variant::Auto.resolve(small, 132), Variant::Flat);
         for (a, b) in [(t, n), (n, n), (n, t), (t, t)] {
             assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), a, b), Variant::Flat);
         }
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Flat);
         let few_rows = GemmShape::new(128, 8192, 8192);
         assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Narrow);
-        // Stream-K on 64×128 tiles is bf16 → bf16 only: the 64×128 tile where it exists, else the narrow one.
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Flat);
+        // Stream-K on 64×128 tiles is bf16 → bf16 only: the data-parallel 64×128 tile for the other types.
         let idle_rows = GemmShape::new(128, 4096, 14336);
         assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), n, n), Variant::FlatStreamK);
         assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), n, n), Variant::Narrow);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), n, n), Variant::Flat);
     }
 
     #[test]
@@ -1080,7 +1079,7 @@ mod tests {
             for (a, b) in LAYOUTS {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
-                        Variant::PingPong | Variant::Flat => input == output,
+                        Variant::PingPong => input == output,
                         Variant::PingPongCluster2
                         | Variant::StreamKCluster2
                         | Variant::NarrowCluster2

@@ -802,8 +802,8 @@ gemm_kernel!(gemm_f16_tt_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = MN, clu
 gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
 
-// 64×128 tiles for problems of few rows, one consumer issuing m64n128k16; same-type outputs (f32 output takes the
-// narrow tile in their place, `Variant::resolve_for`).
+// 64×128 tiles, one consumer issuing m64n128k16: Auto's tile for problems of few rows and for the small ones, every
+// type and layout.
 gemm_kernel!(gemm_bf16_tn_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
 gemm_kernel!(gemm_bf16_tt_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
 gemm_kernel!(gemm_bf16_nt_64x128_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
@@ -812,6 +812,14 @@ gemm_kernel!(gemm_f16_tn_64x128_sm90, Flat<F16, F16>, a = K, b = K, cluster = 1)
 gemm_kernel!(gemm_f16_tt_64x128_sm90, Flat<F16, F16>, a = K, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nt_64x128_sm90, Flat<F16, F16>, a = MN, b = MN, cluster = 1);
 gemm_kernel!(gemm_f16_nn_64x128_sm90, Flat<F16, F16>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tn_64x128_sm90, Flat<Bf16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_tt_64x128_sm90, Flat<Bf16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nt_64x128_sm90, Flat<Bf16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_bf16_f32out_nn_64x128_sm90, Flat<Bf16, F32>, a = MN, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tn_64x128_sm90, Flat<F16, F32>, a = K, b = K, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_tt_64x128_sm90, Flat<F16, F32>, a = K, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nt_64x128_sm90, Flat<F16, F32>, a = MN, b = MN, cluster = 1);
+gemm_kernel!(gemm_f16_f32out_nn_64x128_sm90, Flat<F16, F32>, a = MN, b = K, cluster = 1);
 
 // Cooperative 128×128 tiles for problems of few rows (64 < M ≤ 256): B read once per 128 rows, A once per 128
 // columns. bf16 → bf16 in every layout, as the stream-K form below.
