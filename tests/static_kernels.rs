@@ -413,10 +413,10 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         checked += 1;
     }
     // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
-    // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 8 of
-    // 64×128 tiles and the 4 of them stream-K, the 4 of cooperative 128×128 tiles, alone, in clusters and stream-K,
-    // and the 12 ping-pong ones.
-    assert_eq!(checked, 105);
+    // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 16 of
+    // 64×128 tiles (both output types) and the 4 of them stream-K, the 4 of cooperative 128×128 tiles, alone, in
+    // clusters and stream-K, and the 12 ping-pong ones.
+    assert_eq!(checked, 113);
 }
 
 #[test]
