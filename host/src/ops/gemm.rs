@@ -262,9 +262,9 @@ impl Variant {
             // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
             // holds twice the B bytes in flight), and from there on too. Since session 15's warp-wide producer the
             // 64×128 tile beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt
-            // and tn: +2–15%), and 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice
-            // for 128 < M ≤ 256 and deep K from session 11 to 14) by 4–17% (160–256 × 4096 × 8192–14336). Not the
-            // narrow tile in clusters: sharing A measured 7–13% slower (sessions 5 and 7).
+            // and tn: +2–15%), and 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice for 128 < M ≤ 256
+            // and deep K from session 11 to 14) by 4–17% (160–256 × 4096 × 8192–14336). Not the narrow tile in
+            // clusters: sharing A measured 7–13% slower (sessions 5 and 7).
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms {
@@ -326,8 +326,8 @@ impl Variant {
     /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
-    /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and for the ping-pong ones of
-    /// few-tile problems (same-type outputs only), and the wide tiles for the ping-pong ones of many-tile problems.
+    /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
+    /// (f32 outputs), for the ping-pong ones of few-tile problems, and the wide tiles for those of many-tile problems.
     pub fn resolve_for(
         self,
         shape: GemmShape,
