@@ -308,8 +308,8 @@ fn consumer_block(variant: Variant) -> (u32, u32) {
 fn gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
     // The TMA-store epilogue: each consumer warpgroup writes its rows 64 at a time, chunk by chunk (128 bytes of
     // columns), into swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one
-    // 8-byte STS per pair for f32 — and its leader has TMA store each chunk (UTMASTG, one per chunk in each unrolled
-    // epilogue). Consumers that own 128 rows (ping-pong, and the one consumer of the 128×64 and 128×128 tiles) store
+    // 8-byte STS per pair for f32 — and each warp's issuing lane has TMA store the warp's 16 rows of each chunk
+    // (UTMASTG, one per chunk in each unrolled epilogue). Consumers that own 128 rows (ping-pong, and the one consumer of the 128×64 and 128×128 tiles) store
     // two blocks of 64 rows.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
@@ -320,7 +320,14 @@ fn gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
         assert_eq!(tma_stores, chunks, "`{}`: {tma_stores} UTMASTG for {chunks} chunks", s.name);
         let slices = STAGED_EPILOGUES * row_blocks * tile_n / 16;
         if gemm.output == "f32" {
-            assert_eq!(s.count_with("STS", "64"), 4 * slices as usize, "`{}`", s.name);
+            // Four 8-byte stores per slice; the f32-output stream-K kernels copy some slices onto the collective
+            // paths of their warp barriers (see `tma_store_epilogues_sync_warps_not_warpgroups`), at most once each.
+            let (stores, once) = (s.count_with("STS", "64"), 4 * slices as usize);
+            if s.count_with("BRA", "DIV") > 0 {
+                assert!((once..=2 * once).contains(&stores), "`{}`: {stores} STS.64 for {slices} slices", s.name);
+            } else {
+                assert_eq!(stores, once, "`{}`", s.name);
+            }
             assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
         } else {
             assert_eq!(s.count("STSM"), slices, "`{}`", s.name);
@@ -358,14 +365,14 @@ fn gemm_kernels_take_their_operand_tensor_maps_by_value() {
 }
 
 #[test]
-fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps() {
-    // After each chunk a consumer warpgroup meets on its staging barrier (a named barrier whose id is a register:
-    // 3 + consumer), behind code where only its leader thread has work (waiting for the previous TMA store). rustc
-    // does not mark inline assembly `convergent`, so LLVM may copy the barrier into both arms of such a branch: it
-    // did, and warp 0 (lane 0 at one copy of an aligned `bar.sync`, lanes 1..31 at the other) arrived twice per
-    // chunk, which hung the kernel. So: in the PTX one unaligned `barrier.sync` per chunk and no aligned named
-    // barrier; in the SASS one BAR.SYNC on a register barrier per chunk, each reached by converged warps (no
-    // `BRA.DIV` to the path where ptxas joins a diverged warp first).
+fn tma_store_epilogues_sync_warps_not_warpgroups() {
+    // Each warp of a consumer stages its own 16 rows of a chunk and hands them to TMA itself, so the epilogue meets on
+    // no named barrier: per chunk one TMA store and one bulk group from the warp's issuing lane, a wait for the
+    // previous chunk's reads, and two warp barriers (before the store, and before the next chunk's writes), plus one
+    // wait at the drain. The ping-pong consumers still take their turns on aligned named barriers (`bar.sync`, whole
+    // warpgroups behind no branch on a lane), and no other kernel has one. In the SASS the only named barriers are
+    // those turns, reached by converged warps: no `BRA.DIV` to a path where ptxas joins a diverged warp first, except
+    // in some stream-K kernels (below).
     let mut checked = 0;
     for gemm in kernels::GEMM_SM90 {
         let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
@@ -373,9 +380,12 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
         let chunks = (STAGED_EPILOGUES * row_blocks * tile_n) as usize * output_bytes / 128;
         let name = gemm.kernel.name;
         let ptx = entry_ptx(gemm.kernel);
-        assert_eq!(ptx.matches("barrier.sync %r").count(), chunks, "`{name}`: staging barriers in the PTX");
-        // The ping-pong consumers take their turns on aligned named barriers (`bar.sync`, whole warpgroups behind no
-        // branch on a lane); no other kernel has one.
+        assert_eq!(ptx.matches("barrier.sync").count(), 0, "`{name}`: unaligned named barriers in the PTX");
+        assert_eq!(ptx.matches("cp.async.bulk.tensor.2d.global.shared").count(), chunks, "`{name}`: TMA stores");
+        assert_eq!(ptx.matches("cp.async.bulk.commit_group").count(), chunks, "`{name}`: bulk groups");
+        assert_eq!(ptx.matches("cp.async.bulk.wait_group.read").count(), chunks + 1, "`{name}`: staging waits");
+        let warp_syncs = ptx.matches("bar.warp.sync").count();
+        assert!(warp_syncs >= 2 * chunks, "`{name}`: {warp_syncs} warp barriers for {chunks} chunks");
         let ping_pong = matches!(gemm.variant, Variant::PingPong | Variant::PingPongCluster2);
         let turn_takes = ptx.matches("bar.sync %r").count();
         assert_eq!(turn_takes > 0, ping_pong, "`{name}` has {turn_takes} aligned named barriers");
@@ -391,23 +401,16 @@ fn tma_store_epilogues_meet_their_staging_barrier_once_per_chunk_as_whole_warps(
                     .is_some_and(|id| id.starts_with('R'))
             })
             .count();
+        assert_eq!(named_bar_syncs, turn_takes, "`{name}`: named barriers in the SASS");
         let divergence_checks = s.count_with("BRA", "DIV");
         if matches!(gemm.variant, Variant::StreamK | Variant::StreamKCluster2) && divergence_checks > 0 {
-            // In the f32-output stream-K kernels ptxas does not prove the warps converged at the staging barriers
-            // (the bf16 ones it does; the cause is not pinned down), so it guards each barrier as the unaligned form
-            // allows: a `BRA.DIV` per barrier to a copy behind `WARPSYNC.COLLECTIVE`. Still one
-            // arrival per warp per chunk; at run time the warps are converged and the check is one uniform branch. (In
-            // the bf16 stream-K kernels in clusters the checks guard the fixup's `bar.warp.sync` and the exit's cluster
-            // barrier instead, and every staging barrier is a single converged BAR.SYNC.)
-            assert!(divergence_checks <= chunks, "`{name}`: {divergence_checks} divergence checks");
-            let copies = named_bar_syncs - chunks.min(named_bar_syncs);
-            assert!(
-                named_bar_syncs >= chunks && copies <= divergence_checks,
-                "`{name}`: {named_bar_syncs} staging barriers in the SASS for {chunks} chunks"
-            );
+            // In the f32-output stream-K kernels ptxas does not prove the warps converged at the epilogue's warp
+            // barriers (the bf16 ones it does; the cause is not pinned down), and in the bf16 ones in clusters at the
+            // fixup's warp barrier and the exit's cluster barrier: it guards each with a `BRA.DIV` to a copy behind
+            // `WARPSYNC.COLLECTIVE`. At run time the warps are converged and each check is one uniform branch.
+            assert!(divergence_checks <= 2 * chunks + 2, "`{name}`: {divergence_checks} divergence checks");
             assert!(s.count("ENDCOLLECTIVE") as usize >= divergence_checks, "`{name}`: collective barrier paths");
         } else {
-            assert_eq!(named_bar_syncs, chunks + turn_takes, "`{name}`: named barriers in the SASS");
             assert_eq!(divergence_checks, 0, "`{name}` reaches a barrier with a diverged warp");
         }
         checked += 1;

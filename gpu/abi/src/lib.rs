@@ -45,9 +45,12 @@ impl GemmTile {
     /// Bytes of one row of an epilogue staging buffer: one 128-byte swizzle row, the TMA box's inner extent
     /// (64 columns of a 16-bit D, 32 of an f32 one).
     pub const STAGING_ROW_BYTES: u32 = 128;
-    /// Rows of an epilogue staging buffer and of D's TMA store box: one wgmma accumulator fragment's 64 rows. A
-    /// consumer that owns more rows (the ping-pong tile's 128) stages them 64 at a time.
+    /// Rows of an epilogue staging buffer: one wgmma accumulator fragment's 64 rows. A consumer that owns more rows
+    /// (the ping-pong tile's 128) stages them 64 at a time.
     pub const STAGING_ROWS: u32 = 64;
+    /// Rows of D's TMA store box: one warp's 16 rows of a wgmma accumulator fragment. Each warp stores its own rows
+    /// of a staging buffer, so the warps of a consumer never wait for each other in the epilogue.
+    pub const STORE_BOX_ROWS: u32 = 16;
 
     pub const fn threads(&self) -> u32 {
         Self::WARPGROUP_THREADS * (1 + self.consumers)

@@ -552,8 +552,8 @@ pub fn tma_store_epilogue(variant: Variant, n: usize, output_bytes: usize) -> bo
     variant.tile().stores_through_tma() && (n * output_bytes).is_multiple_of(16)
 }
 
-/// D's tensor map for the TMA-store epilogue: every kernel's store boxes are 64 rows × 128 bytes (one staging
-/// buffer), 128-byte swizzled like the staging layout.
+/// D's tensor map for the TMA-store epilogue: every kernel's store boxes are 16 rows × 128 bytes (one warp's rows of
+/// a staging buffer), 128-byte swizzled like the staging layout.
 fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, output_bytes: usize) -> Tile2d {
     Tile2d {
         data_type,
@@ -561,7 +561,7 @@ fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, ou
         rows: shape.m as u64,
         cols: shape.n as u64,
         row_stride: shape.n as u64,
-        box_rows: GemmTile::STAGING_ROWS,
+        box_rows: GemmTile::STORE_BOX_ROWS,
         box_cols: GemmTile::STAGING_ROW_BYTES / output_bytes as u32,
     }
 }
@@ -1131,15 +1131,15 @@ mod tests {
     }
 
     #[test]
-    fn output_maps_store_one_staging_buffer_per_box() {
+    fn output_maps_store_one_warps_rows_of_a_staging_buffer_per_box() {
         let f32_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
         let map = output_map(f32_type, 0, GemmShape::new(300, 1004, 64), 4);
         assert_eq!((map.rows, map.cols, map.row_stride), (300, 1004, 1004));
-        // 64 rows × 128 bytes: 32 f32, 64 bf16.
-        assert_eq!((map.box_rows, map.box_cols), (64, 32));
+        // 16 rows × 128 bytes: 32 f32, 64 bf16.
+        assert_eq!((map.box_rows, map.box_cols), (16, 32));
         let bf16_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         let map = output_map(bf16_type, 0, GemmShape::new(300, 1000, 64), 2);
-        assert_eq!((map.box_rows, map.box_cols), (64, 64));
+        assert_eq!((map.box_rows, map.box_cols), (16, 64));
     }
 
     #[test]

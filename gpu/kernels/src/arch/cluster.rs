@@ -23,6 +23,21 @@ pub fn sync() {
     }
 }
 
+/// `barrier.cluster.arrive.release`: the first half of [`sync`]. This thread's shared-memory writes before it are
+/// visible cluster-wide to every thread once that thread's [`wait`] returns; work between the two overlaps the other
+/// blocks' arrival. Each thread must [`wait`] before it arrives again.
+#[inline(always)]
+pub fn arrive() {
+    unsafe { core::arch::asm!("barrier.cluster.arrive.release;", options(nostack)) };
+}
+
+/// `barrier.cluster.wait.acquire`: the second half of [`sync`]: returns once every thread of every block of the
+/// cluster has arrived.
+#[inline(always)]
+pub fn wait() {
+    unsafe { core::arch::asm!("barrier.cluster.wait.acquire;", options(nostack)) };
+}
+
 /// `mapa.shared::cluster`: the address of the same shared-memory location (`addr`, a local `.shared::cta`
 /// address) in block `rank` of the cluster, as a `.shared::cluster` address.
 #[inline(always)]

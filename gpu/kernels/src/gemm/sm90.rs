@@ -14,7 +14,7 @@
 //! - after the last k-tile the consumers scale their fragments and convert them to D's type, while the producer is
 //!   already loading the next tile's stages. Where the host gives a tensor map for D, each consumer writes them
 //!   into shared memory in 128-byte column chunks (`stmatrix` for 16-bit outputs), laid out as TMA's 128-byte
-//!   swizzled box, and its first thread has TMA store each chunk ([`Staging`]): the consumers go on to the next
+//!   swizzled box, and each warp has TMA store its 16 rows of each chunk ([`Staging`]): the consumers go on to the next
 //!   tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart) they store straight from
 //!   registers to global memory.
 //!
@@ -949,9 +949,10 @@ unsafe fn gemm<
         }
         mbarrier::fence_init();
     }
-    // Peers multicast into this block's ring and arrive on its barriers: all must be initialized first.
+    // Peers multicast into this block's ring and arrive on its barriers: all must be initialized first. In a cluster
+    // the wait comes after the wait for the grid before, so that the two latencies overlap.
     if CLUSTER > 1 {
-        cluster::sync();
+        cluster::arrive();
     } else {
         barrier::sync_threads();
     }
@@ -961,6 +962,9 @@ unsafe fn gemm<
     // output: the host writes them, ahead of the launch in the stream.
     griddep::launch_dependents();
     griddep::wait();
+    if CLUSTER > 1 {
+        cluster::wait();
+    }
 
     // Work items are cluster tiles: CLUSTER adjacent output tiles.
     let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n);
@@ -1337,22 +1341,22 @@ impl Scaling {
 
 /// Staging buffers per consumer warpgroup: one chunk is written while TMA reads the one before.
 const STAGING_BUFFERS: u32 = 2;
-/// Named barriers of the TMA-store epilogue: consumer `c`'s 128 threads meet on `STAGING_BARRIER_BASE + c` after
-/// each chunk (above the ping-pong turns' 1 and 2).
-const STAGING_BARRIER_BASE: u32 = TURN_BASE + 2;
 
 /// The TMA-store epilogue of one consumer warpgroup. The warpgroup writes D chunk by chunk (its 64 rows × one
-/// 128-byte column chunk) into two shared-memory buffers in turn, laid out as TMA's 128-byte swizzled box; after
-/// each chunk its first thread has TMA store the buffer to global memory as one bulk group and the warpgroup goes
-/// on with the next chunk, then with the next tile's main loop, while the stores drain. A buffer is written again
-/// only after the store that read it has finished reading (`cp.async.bulk.wait_group.read`).
+/// 128-byte column chunk) into two shared-memory buffers in turn, laid out as TMA's 128-byte swizzled box. Each warp
+/// writes only its own 16 rows of a chunk (a wgmma fragment's rows), so each warp hands them to TMA itself, one
+/// 16-row box per chunk from one elected lane, and meets only its own lanes: no barrier across the warpgroup. The
+/// warps go on with the next chunk, then with the next tile's main loop, while the stores drain. A buffer is written
+/// again only after the store that read it has finished reading (`cp.async.bulk.wait_group.read`).
 struct Staging {
     /// Shared address of the warpgroup's first buffer; the second follows it.
     buffers: u32,
     buffer_bytes: u32,
-    barrier: u32,
-    /// The warpgroup's thread 0: it issues, commits and waits for every store, so one bulk-group count covers all.
-    leader: bool,
+    /// This warp's index in the warpgroup (warp-uniform): its rows of each chunk are `16·warp ..` of the 64.
+    warp: u32,
+    /// The lane that issues, commits and waits for every store of this warp, elected once: bulk groups belong to
+    /// the thread that commits them, so a wait counts chunks only if one lane commits them all.
+    issuer: bool,
 }
 
 impl Staging {
@@ -1361,8 +1365,8 @@ impl Staging {
         Staging {
             buffers: smem.staging(consumer),
             buffer_bytes: smem.tile.staging_buffer_bytes(),
-            barrier: STAGING_BARRIER_BASE + consumer,
-            leader: thread == 0,
+            warp: warp::broadcast_first(thread / 32),
+            issuer: warp::elect_one(),
         }
     }
 
@@ -1372,38 +1376,39 @@ impl Staging {
         self.buffers + (chunk % STAGING_BUFFERS) * self.buffer_bytes
     }
 
-    /// Hands chunk `chunk`, just written into [`Staging::buffer`] by every thread of the warpgroup, to TMA: the
-    /// box at (`row`, `column`) of D, clipped at M×N; a box wholly outside D is not issued.
+    /// Hands this warp's rows of chunk `chunk`, just written into [`Staging::buffer`] by its lanes, to TMA: the
+    /// 16-row box at (`row` + 16·warp, `column`) of D, clipped at M×N; a box wholly outside D is not issued.
     ///
     /// # Safety
-    /// The whole warpgroup calls it together, after writing the chunk.
+    /// The whole warp calls it together, after writing its rows of the chunk.
     #[inline(always)]
     unsafe fn store<O: OutputElement>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32) {
-        // This thread's writes must be visible to TMA (the async proxy) before the leader issues the store.
+        // Each lane's writes must be visible to TMA (the async proxy) before the elected lane issues the store.
         smem::fence_proxy_async_shared();
-        // The next chunk overwrites the other buffer: the store that read it (the previous chunk's) must be done
-        // reading. The leader waits before the barrier, so the barrier releases every thread's next writes. Every
-        // thread executes the wait (only the leader has bulk groups; the others' returns at once): a branch on the
-        // leader in front of the barrier let LLVM copy the barrier into both of its arms, and warp 0 then arrived
-        // twice per chunk at an aligned `bar.sync` (lane 0 at one copy, lanes 1..31 at the other), which hung the
-        // kernel. The barrier is the unaligned form as well, so that a copy along any lane-divergent path stays
-        // one arrival per warp.
-        tma::wait_group_read::<0>();
-        barrier::named_sync_id_unaligned(self.barrier, GemmTile::WARPGROUP_THREADS);
-        if self.leader && row < out.m && column < out.n {
-            unsafe { tma::store_2d(out.tensor_map, column as i32, row as i32, self.buffer(chunk)) };
+        warp::sync();
+        let warp_row = row + GemmTile::STORE_BOX_ROWS * self.warp;
+        if self.issuer {
+            if warp_row < out.m && column < out.n {
+                let rows_bytes = GemmTile::STORE_BOX_ROWS * GemmTile::STAGING_ROW_BYTES;
+                let src = self.buffer(chunk) + self.warp * rows_bytes;
+                unsafe { tma::store_2d(out.tensor_map, column as i32, warp_row as i32, src) };
+            }
+            // A group per chunk, empty where the box lies outside D, so that the wait below counts chunks.
             tma::commit_group();
         }
+        // The next chunk overwrites the other buffer: the store that read it (the previous chunk's) must be done
+        // reading first. Every lane executes the wait (only the issuing lane has bulk groups; the others return at
+        // once), and the warp meets again so that no lane writes before it is done.
+        tma::wait_group_read::<1>();
+        warp::sync();
     }
 
-    /// Waits until TMA has read the warpgroup's last chunks: shared memory must not be released while TMA may still
-    /// read it. Their writes to global memory need no wait; they are done by the end of the grid, and waiting for
-    /// them here would put a global write's latency on the block's exit.
+    /// Waits until TMA has read the warp's last chunks: shared memory must not be released while TMA may still read
+    /// it. Their writes to global memory need no wait; they are done by the end of the grid, and waiting for them here
+    /// would put a global write's latency on the block's exit.
     #[inline(always)]
     fn drain(&self) {
-        if self.leader {
-            tma::wait_group_read::<0>();
-        }
+        tma::wait_group_read::<0>();
     }
 }
 
