@@ -166,17 +166,19 @@ const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 /// FLOP than the 128×256 ones, which costs where they are deep. Measured in session 12 (docs/perf-notes.md, GEMM
 /// sm90 v16, bf16 tn / tt against Auto's choice before): from 2.2 waves at K ≤ 2048, +1% to +24% (3072×3072×1024
 /// +24% / +22%, 4096×4096×1024 +7% / +4%), with two losses (6144×6144×2048 −4.1% / −1.9% at the power cap,
-/// 1536×3072×2048 −1.4% / −1.9%); 2048³ (1.9 waves) a tie; at K = 4096 the sign changed from call to call, and
-/// deeper K lost (2048×2048×8192 −3.6% / −4.5%, 5120³ −4.0% / −3.7%).
-const PING_PONG_MIN_WAVES: usize = 2;
-/// See [`PING_PONG_MIN_WAVES`].
+/// 1536×3072×2048 −1.4% / −1.9%); 2048³ (1.94 waves) a tie; at K = 4096 the sign changed from call to call, and
+/// deeper K lost (2048×2048×8192 −3.6% / −4.5%, 5120³ −4.0% / −3.7%). Since each warp stores its own rows of the
+/// staging chunks (session 16), 2048³ runs 1.5–2.5% faster ping-pong than on the 128×256 tiles, tn and tt, in all six
+/// `oxtile tune` passes (GEMM sm90 v19), so the threshold is 1.9 waves, in tenths.
+const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
+/// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
 
-/// Whether [`Variant::Auto`] runs `shape` on 128×128 ping-pong tiles (see [`PING_PONG_MIN_WAVES`]).
+/// Whether [`Variant::Auto`] runs `shape` on 128×128 ping-pong tiles (see [`PING_PONG_MIN_TENTHS_OF_WAVES`]).
 fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
     let tile = GEMM_SM90_128X128_PINGPONG;
     let tiles = shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
-    tiles >= PING_PONG_MIN_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
+    10 * tiles >= PING_PONG_MIN_TENTHS_OF_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
 }
 
 /// The most pieces split-K cuts a tile into ([`stream_k_schedule`]): the reducing block adds the other pieces'
@@ -252,7 +254,7 @@ impl Variant {
         // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
         // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks. In both wide regions
         // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many and short,
-        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see PING_PONG_MIN_WAVES).
+        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see PING_PONG_MIN_TENTHS_OF_WAVES).
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
             // Measured 2026-11-30 (sessions 7 and 11): where the narrow tiles take more than one wave and 128×128 tiles
@@ -958,7 +960,6 @@ mod tests {
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
-        assert_eq!(pick(2048, 2048, 2048), Variant::Wide);
         // A last wave of cluster tiles that leaves 20 k-tiles or more of idle time per cluster: stream-K over the
         // clusters. 4096³: 58 of 66 cluster tiles in the last wave, 8 idle for 64 k-tiles (7.8 per cluster).
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
@@ -968,14 +969,16 @@ mod tests {
         assert_eq!(pick(8192, 8192, 8192), Variant::StreamKCluster2);
         assert_eq!(pick(16384, 16384, 16384), Variant::StreamKCluster2);
         assert_eq!(pick(4096, 14336, 4096), Variant::StreamKCluster2);
-        // Two waves of 128×128 tiles or more, at most 32 k-tiles deep: ping-pong. 324 tiles on 132 SMs (2.5 waves),
-        // 576 (4.4), 1024 (7.8), 3584 (27.2); not 256 (2048², 1.9 waves), nor K = 4096.
+        // 1.9 waves of 128×128 tiles or more, at most 32 k-tiles deep: ping-pong. 256 tiles on 132 SMs (2048², 1.94
+        // waves), 324 (2.5), 576 (4.4), 1024 (7.8), 3584 (27.2); not 224 (1792×2048, 1.7 waves), nor K = 4096.
+        assert_eq!(pick(2048, 2048, 2048), Variant::PingPong);
+        assert_eq!(pick(1792, 2048, 2048), Variant::Wide);
         assert_eq!(pick(2304, 2304, 2048), Variant::PingPong);
         assert_eq!(pick(3072, 3072, 1024), Variant::PingPong);
         assert_eq!(pick(4096, 4096, 1024), Variant::PingPong);
         assert_eq!(pick(4096, 4096, 2048), Variant::PingPong);
         assert_eq!(pick(4096, 14336, 2048), Variant::PingPong);
-        assert_eq!(pick(2048, 2048, 1024), Variant::Wide);
+        assert_eq!(pick(2048, 2048, 1024), Variant::PingPong);
         assert_eq!(pick(3072, 4096, 4096), Variant::WideCluster2);
         assert_eq!(pick(8192, 8192, 4096), Variant::StreamKCluster2);
         // Half the clusters idle, but for 16 k-tiles only: ping-pong tiles, which take any short K from two waves on.
