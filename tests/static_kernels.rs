@@ -309,8 +309,8 @@ fn gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
     // The TMA-store epilogue: each consumer warpgroup writes its rows 64 at a time, chunk by chunk (128 bytes of
     // columns), into swizzled staging buffers — one `stmatrix.x4` (STSM) per 16 columns for 16-bit outputs, one
     // 8-byte STS per pair for f32 — and each warp's issuing lane has TMA store the warp's 16 rows of each chunk
-    // (UTMASTG, one per chunk in each unrolled epilogue). Consumers that own 128 rows (ping-pong, and the one consumer of the 128×64 and 128×128 tiles) store
-    // two blocks of 64 rows.
+    // (UTMASTG, one per chunk in each unrolled epilogue). Consumers that own 128 rows (ping-pong, and the one
+    // consumer of the 128×64 and 128×128 tiles) store two blocks of 64 rows.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
         let tma_stores = s.count("UTMASTG");

@@ -254,7 +254,8 @@ impl Variant {
         // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
         // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks. In both wide regions
         // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many and short,
-        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see PING_PONG_MIN_TENTHS_OF_WAVES).
+        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see
+        // PING_PONG_MIN_TENTHS_OF_WAVES).
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
             // Measured 2026-11-30 (sessions 7 and 11): where the narrow tiles take more than one wave and 128×128 tiles

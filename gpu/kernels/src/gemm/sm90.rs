@@ -14,8 +14,8 @@
 //! - after the last k-tile the consumers scale their fragments and convert them to D's type, while the producer is
 //!   already loading the next tile's stages. Where the host gives a tensor map for D, each consumer writes them
 //!   into shared memory in 128-byte column chunks (`stmatrix` for 16-bit outputs), laid out as TMA's 128-byte
-//!   swizzled box, and each warp has TMA store its 16 rows of each chunk ([`Staging`]): the consumers go on to the next
-//!   tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart) they store straight from
+//!   swizzled box, and each warp has TMA store its 16 rows of each chunk ([`Staging`]): the consumers go on to the
+//!   next tile's main loop while the stores drain. Otherwise (D's rows not 16 bytes apart) they store straight from
 //!   registers to global memory.
 //!
 //! That is the cooperative schedule: the tensor cores idle while both consumers run their epilogues. With the
