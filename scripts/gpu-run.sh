@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the bundle scripts/gpu-bundle.sh made: every test binary with the GPU tests
-# included, then the examples, then a summary. Options: --memcheck (tests under compute-sanitizer),
-# --bench (also the criterion benches).
+# included, then the examples, then a summary. Options:
+#   --sanitize   instead, the GPU tests of every test binary under compute-sanitizer's memcheck, racecheck and
+#                synccheck (sanitizer-sized problems), with one summary line per tool; logs in $OXTILE_SANITIZE_LOGS
+#   --memcheck   the tests, then each under memcheck (the older, slower form of --sanitize's first tool)
+#   --bench      also the criterion benches
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-memcheck=0; bench=0
+memcheck=0; bench=0; sanitize=0
 for arg in "$@"; do
   case $arg in
+    --sanitize) sanitize=1 ;;
     --memcheck) memcheck=1 ;;
     --bench) bench=1 ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
@@ -34,6 +38,55 @@ record() { # $1 name, $2 status
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
+
+# --sanitize: every (tool, test binary) pair with GPU tests, a few at a time (the GPU has room; the float64
+# references want the cores), only the `#[ignore = "needs a CUDA GPU"]` tests (the others run in CI), each test in
+# turn (--test-threads=1) with OXTILE_UNDER_SANITIZER=1 so the tests shrink their problems. A pair passes when its
+# tests pass and the tool reports 0 errors; racecheck counts hazards of every severity (warnings too).
+if [ "$sanitize" -eq 1 ]; then
+  logs=${OXTILE_SANITIZE_LOGS:-/tmp/oxtile-sanitize}
+  rm -rf "$logs" && mkdir -p "$logs"
+  tools="memcheck racecheck synccheck"
+  jobs=()
+  for t in "$here"/tests/*; do
+    [ "$("$t" --list --ignored 2>/dev/null | grep -c ': test$')" -gt 0 ] || continue
+    for tool in $tools; do jobs+=("$tool $t"); done
+  done
+  run_one() { # $1 tool, $2 test binary
+    local log="$logs/$1-$(basename "$2").log" extra=() skip=()
+    if [ "$1" = racecheck ]; then
+      extra=(--racecheck-report all)
+      # Tests of the timing harness alone: thousands of axpy launches (the elementwise tests cover axpy under every
+      # tool) that take racecheck past the limit.
+      skip=(--skip settling_runs_the_kernel_that_long --skip the_stream_hold_keeps_a_slow_host_out)
+    fi
+    # cuBLAS's own kernels are peers, not ours: racecheck reports hazards inside its nvjet GEMMs (the tests that
+    # compare with cuBLAS launch them), which only NVIDIA can act on.
+    OXTILE_UNDER_SANITIZER=1 timeout "$limit" "$sanitizer" --tool "$1" "${extra[@]}" --kernel-name-exclude kns=nvjet \
+      --error-exitcode 99 "$2" --ignored --test-threads=1 -q "${skip[@]}" >"$log" 2>&1
+    echo "exit $?" >>"$log"
+  }
+  export -f run_one; export logs limit sanitizer
+  printf '%s\n' "${jobs[@]}" | xargs -P "${OXTILE_SANITIZE_JOBS:-6}" -L 1 bash -c 'run_one "$0" "$1"'
+  status=0
+  for tool in $tools; do
+    binaries=0; failed_binaries=(); errors=0
+    for log in "$logs/$tool"-*.log; do
+      binaries=$((binaries + 1))
+      name=${log##*/$tool-}; name=${name%.log}
+      found=$(grep -ho 'ERROR SUMMARY: [0-9]* error' "$log" | awk '{s += $3} END {print s + 0}')
+      # racecheck's errors leave out its warnings; its hazard count holds both.
+      hazards=$(grep -ho 'RACECHECK SUMMARY: [0-9]* hazard' "$log" | awk '{s += $3} END {print s + 0}')
+      [ "$hazards" -gt "$found" ] && found=$hazards
+      errors=$((errors + found))
+      if ! grep -q '^exit 0$' "$log" || [ "$found" -gt 0 ]; then failed_binaries+=("$name"); fi
+    done
+    [ "${#failed_binaries[@]}" -eq 0 ] || status=1
+    echo "sanitize $tool: $errors errors over $binaries test binaries; failed: ${failed_binaries[*]:-none}"
+  done
+  echo "logs: $logs"
+  exit $status
+fi
 for t in "$here"/tests/*; do
   name=tests/$(basename "$t")
   echo "=== $name"

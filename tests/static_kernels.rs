@@ -424,11 +424,13 @@ fn tma_store_epilogues_sync_warps_not_warpgroups() {
 
 #[test]
 fn attention_kernels_reach_each_named_barrier_from_one_place() {
-    // rustc's inline asm is not `convergent`, so LLVM may copy a barrier into both arms of a branch before it; an
-    // aligned `bar.sync` reached by a warp's lanes through two copies hangs the kernel (the GEMM's TMA-store
-    // epilogue did). The ping-pong token is taken at four places (first tile, main loop, last P·V, exit) and
-    // passed at four (start, three issues); the epilogue's two warpgroup barriers are unaligned `barrier.sync` at
-    // its two call sites (a work item with keys and one without). A copied barrier shows up as a fifth.
+    // An aligned `bar.sync` reached by a warp's lanes through two copies hangs the kernel (the GEMM's TMA-store
+    // epilogue did, before the builder marked inline asm `convergent`). The ping-pong token is taken at four places
+    // (first tile, main loop, last P·V, exit) and passed at four (start, three issues); the epilogue's two
+    // warpgroup barriers are unaligned `barrier.sync` at its two call sites (a work item with keys and one
+    // without). A copied barrier shows up as a fifth. The rescale decision is one `bar.red.or` vote over the
+    // warpgroup per key tile, plus the speculation vote in the `spec` kernels, so that each warpgroup takes the
+    // branches around its `wgmma.wait_group`s as one.
     let count = |ptx: &str, opcode: &str| ptx.lines().filter(|l| l.trim_start().starts_with(opcode)).count();
     let mut checked = 0;
     for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")) {
@@ -437,6 +439,8 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
         assert_eq!(count(ptx, "bar.sync %r"), turns, "`{}`: token barriers", kernel.name);
         assert_eq!(count(ptx, "bar.arrive %r"), turns, "`{}`: token hand-overs", kernel.name);
         assert_eq!(count(ptx, "barrier.sync %r"), 4, "`{}`: epilogue barriers", kernel.name);
+        let votes = if kernel.name.contains("spec") { 2 } else { 1 };
+        assert_eq!(count(ptx, "bar.red.or.pred"), votes, "`{}`: warpgroup votes", kernel.name);
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} attention kernels registered");

@@ -28,6 +28,12 @@
 //!   (≥ ⌊W / grid⌋ k-tiles); a partial it waits for is done after at most its block's whole range (≤ ⌈W / grid⌉). The
 //!   reducer waits for at most one k-tile of work plus the partial's store (checked by the simulation in the tests).
 
+/// How long a reducer waits for its peers' partials before it gives up: it traps, so a grid whose
+/// blocks are not all resident (a launch the host's co-residency check did not cover, another process holding SMs
+/// under MPS, a smaller green context) fails with an error instead of hanging. A legitimate wait is about one k-tile
+/// of work (microseconds; milliseconds under compute-sanitizer), so two seconds is never reached by a correct launch.
+pub const WAIT_LIMIT_NS: u64 = 2_000_000_000;
+
 /// Flags per (stream-K tile, consumer warpgroup) in the workspace: one per warp of the warpgroup, since each warp of
 /// the reducing block reads exactly what the same warp of each peer block stored.
 pub const FLAGS_PER_CONSUMER: u32 = 4;

@@ -3,8 +3,9 @@
 //! The pinned nightly compiles the device crate for `nvptx64-nvidia-cuda` (with `-Zbuild-std=core`, since
 //! rustup ships no prebuilt `core` for that target) and hands the link step to a linker of our choosing. We
 //! name the running build script itself as that linker: when rustc calls it, [`link_if_invoked_as_linker`]
-//! takes over, links the LLVM bitcode with `llvm-link`, keeps only the kernels (`opt`), lowers to PTX (`llc`)
-//! and then adds what rustc cannot express: launch bounds and the module-scope dynamic shared memory symbol.
+//! takes over, links the LLVM bitcode with `llvm-link`, marks every inline-assembly call `convergent` (which
+//! rustc does not), keeps only the kernels (`opt`), lowers to PTX (`llc`) and then adds what rustc cannot
+//! express: launch bounds and the module-scope dynamic shared memory symbol.
 //!
 //! In `host/build.rs`, first thing in `main`:
 //!
@@ -13,6 +14,7 @@
 //! // ... then oxtile_builder::build_ptx(...) for each target
 //! ```
 
+mod convergent;
 pub mod cubin;
 mod link;
 mod ptx;

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::convergent::mark_inline_asm_convergent;
 use crate::ptx::{LaunchBounds, finish_ptx};
 use crate::{LINK_TARGET_ENV, LLVM_BIN_ENV, Target};
 
@@ -77,8 +78,14 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
     }
 
     let objects = bitcode_objects(&llvm_bin, &args.inputs, &work)?;
-    let linked = work.join("linked.bc");
-    run(Command::new(llvm_bin.join("llvm-link")).args(&objects).arg("-o").arg(&linked))?;
+    let linked = work.join("linked.ll");
+    run(Command::new(llvm_bin.join("llvm-link")).arg("-S").args(&objects).arg("-o").arg(&linked))?;
+
+    // Collective asm (wgmma, barriers, shuffles) must never be duplicated onto diverging paths: see convergent.rs.
+    let ir = std::fs::read_to_string(&linked).map_err(|e| format!("cannot read {}: {e}", linked.display()))?;
+    let (ir, _) = mark_inline_asm_convergent(&ir)?;
+    let linked = work.join("convergent.ll");
+    std::fs::write(&linked, ir).map_err(|e| format!("cannot write {}: {e}", linked.display()))?;
 
     // Everything but the kernels becomes internal, so globaldce drops the unused parts of core before O3.
     let optimized = work.join("optimized.bc");

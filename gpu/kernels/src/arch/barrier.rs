@@ -23,9 +23,10 @@ pub fn named_sync_id(id: u32, threads: u32) {
 /// `BRA.DIV` to a `WARPSYNC.COLLECTIVE` path around the same `BAR.SYNC`), at the cost of that one branch when it
 /// is not, and none where it can tell that the warp is converged.
 ///
-/// Use it for a barrier that follows lane-divergent code (e.g. after `if leader { … }`): rustc does not mark inline
-/// assembly `convergent` in LLVM IR, so LLVM may copy a barrier into both arms of the branch before it (tail
-/// duplication), which is what the aligned form must never see.
+/// Use it for a barrier that follows lane-divergent code (e.g. after `if leader { … }`), where nothing but the
+/// compiler's reconvergence makes the warp arrive whole. The builder marks inline assembly `convergent` (rustc does
+/// not), so LLVM does not copy a barrier into both arms of the branch before it; this form also holds if a warp
+/// arrives diverged for another reason.
 /// PTX ISA: "bar, barrier" (#parallel-synchronization-and-communication-instructions-bar).
 #[inline(always)]
 pub fn named_sync_id_unaligned(id: u32, threads: u32) {
@@ -37,4 +38,32 @@ pub fn named_sync_id_unaligned(id: u32, threads: u32) {
 #[inline(always)]
 pub fn named_arrive_id(id: u32, threads: u32) {
     unsafe { core::arch::asm!("bar.arrive {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack)) };
+}
+
+/// `bar.red.or.pred id, THREADS`: a named barrier among `THREADS` threads that returns, to each of them, whether
+/// `predicate` held in any of them. Use it to make a decision uniform over a warpgroup before a branch whose arms
+/// hold `.sync.aligned` warpgroup instructions (`wgmma.wait_group`): [`crate::arch::warp::any`] makes a decision
+/// uniform over a warp only, and warps of one warpgroup that branch apart execute those instructions at different
+/// program counters, which the PTX ISA leaves undefined (compute-sanitizer's synccheck reports it).
+/// PTX ISA: "bar, barrier" (#parallel-synchronization-and-communication-instructions-bar), the `.red` form.
+/// `THREADS` is an immediate: the vote sits where the attention consumers' registers are scarcest.
+#[inline(always)]
+pub fn named_any<const THREADS: u32>(id: u32, predicate: bool) -> bool {
+    let out: u32;
+    unsafe {
+        core::arch::asm!(
+            "{{",
+            ".reg .pred p, q;",
+            "setp.ne.u32 p, {v}, 0;",
+            "bar.red.or.pred q, {id}, {n}, p;",
+            "selp.u32 {out}, 1, 0, q;",
+            "}}",
+            v = in(reg32) predicate as u32,
+            id = in(reg32) id,
+            n = const THREADS,
+            out = out(reg32) out,
+            options(nostack),
+        )
+    };
+    out != 0
 }

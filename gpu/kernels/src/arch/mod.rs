@@ -19,5 +19,6 @@ pub mod smem;
 pub mod sreg;
 pub mod stmatrix;
 pub mod tma;
+pub mod trap;
 pub mod warp;
 pub mod wgmma;

@@ -33,7 +33,7 @@ use oxtile_abi::{
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
+use crate::arch::sreg::{block_idx_x, grid_dim_x, lane_id, thread_idx_x};
 use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
 use crate::smem_layout::SW128_64X64_B16;
 use crate::softmax::exp2::{exp2_poly, takes_poly};
@@ -337,6 +337,9 @@ const PINGPONG_BASE: u32 = 1;
 const PINGPONG_THREADS: u32 = 256;
 /// Named barriers of each consumer warpgroup's epilogue: `EPILOGUE_BASE + c`.
 const EPILOGUE_BASE: u32 = 3;
+/// Named barriers on which each consumer warpgroup makes its per-tile decisions uniform: `VOTE_BASE + c`.
+const VOTE_BASE: u32 = 5;
+const WARPS_PER_WARPGROUP: u32 = AttnTile::WARPGROUP_THREADS / 32;
 
 /// One unit of work: a query tile of one (head, batch), and the key tiles it needs.
 #[derive(Clone, Copy)]
@@ -402,7 +405,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     if thread_idx_x() == 0 {
         unsafe {
             mbarrier::init(smem.q_full(), 1);
-            mbarrier::init(smem.q_empty(), tile.consumers);
+            // One arrival per consumer warp: each warp's reader of the work slot hands Q and the slot back itself.
+            mbarrier::init(smem.q_empty(), tile.consumers * WARPS_PER_WARPGROUP);
             for stage in 0..tile.stages {
                 mbarrier::init(smem.k_full(stage), 1);
                 mbarrier::init(smem.k_empty(stage), tile.consumers);
@@ -501,14 +505,16 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         loop {
             unsafe { mbarrier::wait(smem.q_full(), q_phase) };
             q_phase ^= 1;
-            let index = unsafe { smem::load_u32(smem.work_slot()) };
+            // One lane per warp reads the slot and arrives on q_empty after its last use of Q, so each read is
+            // ordered before the arrival that lets the producer overwrite the slot (racecheck sees no other lane).
+            let index = warp::broadcast_first(if lane_id() == 0 { unsafe { smem::load_u32(smem.work_slot()) } } else { 0 });
             if index == NO_WORK {
                 break;
             }
             let work = scheduler.work(index, problem, tile);
             let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
             if work.kv_tiles == 0 {
-                warpgroup.release(smem.q_empty());
+                warpgroup.release_q();
                 unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
                 continue;
             }
@@ -646,10 +652,11 @@ fn softmax_tile<C: Config>(
 /// - up to [`ATTN_SPECULATION_LIMIT_LOG2`]: the row rescales as usual and its terms are multiplied by the same
 ///   factor as O (one FMUL each, exact to an ulp);
 /// - beyond it (or a first visible key after tile 0, which bottom-right causal masking never produces): the terms
-///   may have overflowed; returns `None` to every lane of the warp if any lane's row overflowed, with `s`
+///   may have overflowed; returns `None` to every thread of the warpgroup if any row overflowed, with `s`
 ///   destroyed and `state` untouched, and the caller recomputes the scores and takes [`softmax_tile`].
 #[inline(always)]
 fn softmax_tile_speculative<C: Config>(
+    warpgroup: &Warpgroup,
     s: &mut C::Scores,
     state: &mut Softmax,
     rows: &Rows,
@@ -674,9 +681,10 @@ fn softmax_tile_speculative<C: Config>(
     });
     // NaN (a row without a visible key so far and in this tile) compares false: its terms are all 0.
     let overflow = growth_log2[0] > ATTN_SPECULATION_LIMIT_LOG2 || growth_log2[1] > ATTN_SPECULATION_LIMIT_LOG2;
-    // The recompute path waits on wgmma and shuffles across the warp (`.sync.aligned`, full mask): the whole warp
-    // takes it or none of it. (Rows differ in causal tiles; a lane alone in that path hangs the warp.)
-    if warp::any(overflow) {
+    // The recompute path waits on wgmma (`.sync.aligned` over the warpgroup) and shuffles across the warp: the whole
+    // warpgroup takes it or none of it. (Rows differ in causal tiles; a lane alone in that path hangs the warp, and
+    // a warp alone in it runs the wait at another program counter than its warpgroup.)
+    if warpgroup.any(overflow) {
         return None;
     }
     let mut factor = [1.0f32; 2];
@@ -857,7 +865,7 @@ unsafe fn consume<C: Config>(
     wgmma::fence_operands(s.as_mut());
     warpgroup.release(smem.k_empty(ring.stage));
     if kv_tiles == 1 {
-        warpgroup.release(smem.q_empty());
+        warpgroup.release_q();
     }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
     let mut p = pack::<C>(&s);
@@ -880,11 +888,11 @@ unsafe fn consume<C: Config>(
         wgmma::fence_operands(s.as_mut());
         warpgroup.release(smem.k_empty(ring.stage));
         if kv_tile == kv_tiles - 1 {
-            warpgroup.release(smem.q_empty());
+            warpgroup.release_q();
         }
         let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
         let speculated = if C::SPECULATE {
-            softmax_tile_speculative::<C>(&mut s, &mut state, rows, key0, masked, problem)
+            softmax_tile_speculative::<C>(warpgroup, &mut s, &mut state, rows, key0, masked, problem)
         } else {
             Some(softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem))
         };
@@ -901,8 +909,9 @@ unsafe fn consume<C: Config>(
         };
 
         // The wait for P·V opens a basic block of its own: ptxas schedules a warpgroup wait as early as its block
-        // allows, and in the softmax's block it would run before the softmax, serializing the two.
-        let rescale = warp::any(factor[0] != 1.0 || factor[1] != 1.0);
+        // allows, and in the softmax's block it would run before the softmax, serializing the two. The branch is
+        // uniform over the warpgroup, so its four warps run the wait at one program counter (`.sync.aligned`).
+        let rescale = warpgroup.any(factor[0] != 1.0 || factor[1] != 1.0);
         state.tiles += 1;
         if rescale {
             state.rescaled_tiles += 1;
@@ -992,13 +1001,29 @@ impl Warpgroup<'_> {
         }
     }
 
+    /// This warp is done with Q and the work slot: lane 0, which read the slot, arrives on q_empty (one arrival per
+    /// consumer warp).
+    #[inline(always)]
+    fn release_q(&self) {
+        if lane_id() == 0 {
+            unsafe { mbarrier::arrive(self.smem.q_empty()) };
+        }
+    }
+
     /// A barrier among this warpgroup's 128 threads only. The epilogue reaches it behind lane-divergent code (the
-    /// row leaders' LSE stores), and rustc's inline asm is not `convergent`, so LLVM may copy it into both arms of
-    /// such a branch: the unaligned form keeps that one arrival per warp (the GEMM's TMA-store epilogue hung on
-    /// exactly this with the aligned form).
+    /// row leaders' LSE stores). The builder marks inline asm `convergent`, so LLVM no longer copies a barrier into
+    /// both arms of such a branch; the unaligned form still keeps one arrival per warp should a warp arrive
+    /// diverged, at no cost where ptxas sees it converged.
     #[inline(always)]
     fn sync(&self) {
         barrier::named_sync_id_unaligned(EPILOGUE_BASE + self.consumer, AttnTile::WARPGROUP_THREADS);
+    }
+
+    /// Whether `predicate` holds in any thread of this warpgroup, told to all of them: a decision every warp of the
+    /// warpgroup takes alike, as a branch around `.sync.aligned` warpgroup instructions must be.
+    #[inline(always)]
+    fn any(&self, predicate: bool) -> bool {
+        barrier::named_any::<{ AttnTile::WARPGROUP_THREADS }>(VOTE_BASE + self.consumer, predicate)
     }
 
     /// Ping-pong: wait for the right to issue wgmma...

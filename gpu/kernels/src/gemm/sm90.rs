@@ -49,7 +49,7 @@
 use core::marker::PhantomData;
 
 use oxtile_abi::raster::{Tile, TileScheduler};
-use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK};
+use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
     GemmTile,
@@ -60,7 +60,9 @@ use seq_macro::seq;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::tma::TensorMap;
-use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
+use crate::arch::{
+    atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, sreg, stmatrix, tma, trap, warp, wgmma,
+};
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -1225,8 +1227,14 @@ impl Fixup {
         let flag = self.flag(tile_index);
         let expected = (self.owner - first_peer) * 32;
         // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
-        // stays converged for the partial loads and the epilogue's barriers.
-        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {}
+        // stays converged for the partial loads and the epilogue's barriers. The wait is bounded, never a hang
+        // (stream_k::WAIT_LIMIT_NS); the timeout is voted too, so the warp traps as one.
+        let since = sreg::global_timer_ns();
+        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {
+            if warp::any(sreg::global_timer_ns().wrapping_sub(since) > stream_k::WAIT_LIMIT_NS) {
+                trap::trap();
+            }
+        }
         for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
