@@ -702,7 +702,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
-            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)?
+            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)
                 .unwrap_or_else(|| {
                     Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), a_order, b_order)
                 }),
