@@ -12,6 +12,14 @@ pub enum Error {
     ComputeCapability { kernel: &'static str, target: &'static str, needed: String, device: String, found: String },
     #[error("bad argument to `{op}`: {message}")]
     BadArgument { op: &'static str, message: String },
+    #[error(
+        "bad argument to `{op}`: {output} overlaps {other} in device memory (the kernel would write {output} while it reads {other})"
+    )]
+    Overlap { op: &'static str, output: String, other: String },
+    #[error(
+        "bad argument to `{op}`: {what} belongs to another CUDA context ({found}) than the GPU handle ({expected}): allocate it on the Gpu's stream or context"
+    )]
+    WrongContext { op: &'static str, what: String, found: String, expected: String },
     #[error("`{op}` does not support this yet: {message}")]
     Unsupported { op: &'static str, message: String },
     #[error("`{op}` could not allocate its {bytes}-byte {what} on the GPU: {source}")]

@@ -832,6 +832,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// A stream-K plan allocates its workspace here too, if no launch did yet.
     pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.check_output_disjoint(d_address)?;
         self.workspace(gpu)?;
         self.d_tensor_map_for(gpu, d_address).map(drop)
     }
@@ -849,7 +850,16 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         Ok(Some(bound))
     }
 
-    /// D = alpha·A·B + beta·D with the A and B the plan was made for.
+    /// Refuses a D at `d_address` that shares a byte with the plan's A or B: the kernel reads those while it writes D.
+    fn check_output_disjoint(&self, d_address: u64) -> Result<()> {
+        let GemmShape { m, n, k } = self.shape;
+        let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
+        let inputs = [("A", self.a_address, m * k * input), ("B", self.b_address, k * n * input)];
+        super::check_disjoint(OP, ("D", d_address, m * n * output), &inputs)
+    }
+
+    /// D = alpha·A·B + beta·D with the A and B the plan was made for. A, B and D must belong to the GPU's context
+    /// ([`Error::WrongContext`]) and D must share no byte with A or B ([`Error::Overlap`]), checked before the launch.
     pub fn launch(
         &self,
         gpu: &Gpu,
@@ -864,6 +874,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             return Err(Error::bad_argument(OP, "A or B is not the buffer this plan's tensor maps describe"));
         }
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
+        self.check_output_disjoint(d_address)?;
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
@@ -899,7 +910,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let count = if self.stream_k.is_some() { args.len() } else { args.len() - 3 };
         // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
         // kernel reads (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds
-        // M×N elements of the kernel's output type, 16-byte aligned; block, cluster and shared-memory sizes are the
+        // M×N elements of the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong
+        // to the GPU's context (checked above); block, cluster and shared-memory sizes are the
         // kernel's own. A stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule
         // (a slot per block, the flags at zero: zeroed at allocation, left at zero by every launch), which this
         // plan's launches use one after another on the GPU's one stream.
