@@ -24,6 +24,14 @@ pub enum Error {
     Unsupported { op: &'static str, message: String },
     #[error("`{op}` could not allocate its {bytes}-byte {what} on the GPU: {source}")]
     Workspace { op: &'static str, what: &'static str, bytes: usize, source: DriverError },
+    #[error(
+        "`{kernel}` is a stream-K kernel: its {blocks} blocks wait for each other, so all must be resident at once, but the GPU holds {resident} of them at once (use a data-parallel variant, or Variant::Auto)"
+    )]
+    StreamKNotResident { kernel: &'static str, blocks: u32, resident: u32 },
+    #[error(
+        "the GPU reported `{source}` at a synchronization after the stream-K GEMM kernel `{kernel}` ran: most likely one of its blocks waited too long for a partial tile another block hands over and trapped (its blocks were not all running at once), which leaves the CUDA context unusable"
+    )]
+    StreamKFailed { kernel: &'static str, source: DriverError },
     #[error("launch of `{kernel}` failed: {source}")]
     Launch { kernel: &'static str, source: DriverError },
     #[error("CUDA driver call failed: {0}")]
