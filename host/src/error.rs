@@ -12,10 +12,26 @@ pub enum Error {
     ComputeCapability { kernel: &'static str, target: &'static str, needed: String, device: String, found: String },
     #[error("bad argument to `{op}`: {message}")]
     BadArgument { op: &'static str, message: String },
+    #[error(
+        "bad argument to `{op}`: {output} overlaps {other} in device memory (the kernel would write {output} while it reads {other})"
+    )]
+    Overlap { op: &'static str, output: String, other: String },
+    #[error(
+        "bad argument to `{op}`: {what} belongs to another CUDA context ({found}) than the GPU handle ({expected}): allocate it on the Gpu's stream or context"
+    )]
+    WrongContext { op: &'static str, what: String, found: String, expected: String },
     #[error("`{op}` does not support this yet: {message}")]
     Unsupported { op: &'static str, message: String },
     #[error("`{op}` could not allocate its {bytes}-byte {what} on the GPU: {source}")]
     Workspace { op: &'static str, what: &'static str, bytes: usize, source: DriverError },
+    #[error(
+        "`{kernel}` is a stream-K kernel: its {blocks} blocks wait for each other, so all must be resident at once, but the GPU holds {resident} of them at once (use a data-parallel variant, or Variant::Auto)"
+    )]
+    StreamKNotResident { kernel: &'static str, blocks: u32, resident: u32 },
+    #[error(
+        "the GPU reported `{source}` at a synchronization after the stream-K GEMM kernel `{kernel}` ran: most likely one of its blocks waited too long for a partial tile another block hands over and trapped (its blocks were not all running at once), which leaves the CUDA context unusable"
+    )]
+    StreamKFailed { kernel: &'static str, source: DriverError },
     #[error("launch of `{kernel}` failed: {source}")]
     Launch { kernel: &'static str, source: DriverError },
     #[error("CUDA driver call failed: {0}")]

@@ -1,9 +1,9 @@
 //! The GPU handle: context, stream and the PTX modules, loaded once each.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::sys::{self, CUdevice_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
@@ -17,6 +17,9 @@ pub struct Gpu {
     compute_capability: (u32, u32),
     sm_count: u32,
     modules: [OnceLock<Arc<CudaModule>>; MODULES.len()],
+    /// The last stream-K kernel (one whose blocks wait for each other) launched on the stream since the last
+    /// successful [`Gpu::synchronize`]: what a launch failure found there most likely comes from.
+    stream_k_launched: Mutex<Option<&'static str>>,
 }
 
 impl Gpu {
@@ -45,6 +48,7 @@ impl Gpu {
             compute_capability: (major as u32, minor as u32),
             sm_count,
             modules: Default::default(),
+            stream_k_launched: Mutex::new(None),
         })
     }
 
@@ -66,6 +70,26 @@ impl Gpu {
 
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Waits for the work queued on the stream. A failure is the driver's error, except that a launch failure
+    /// (`CUDA_ERROR_LAUNCH_FAILED`, `CUDA_ERROR_ILLEGAL_INSTRUCTION`: what a trap reports) with a stream-K GEMM
+    /// launched since the last successful synchronization is [`Error::StreamKFailed`], which names that kernel.
+    /// (A failure found by a synchronization through cudarc directly is the plain driver error.)
+    pub fn synchronize(&self) -> Result<()> {
+        let mut launched = self.stream_k_launched.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.stream.synchronize() {
+            Ok(()) => {
+                *launched = None;
+                Ok(())
+            }
+            Err(error) => Err(explain_failure(error, *launched)),
+        }
+    }
+
+    /// Records that `kernel`, a stream-K kernel, was just launched on the stream ([`Gpu::synchronize`]).
+    pub(crate) fn note_stream_k_launch(&self, kernel: &'static str) {
+        *self.stream_k_launched.lock().unwrap_or_else(PoisonError::into_inner) = Some(kernel);
     }
 
     /// The device function of `kernel`, after checking this GPU can run its target.
@@ -114,6 +138,18 @@ impl Gpu {
             block_dim: (threads_per_block, 1, 1),
             shared_mem_bytes: 0,
         }
+    }
+}
+
+/// The error a failed synchronization reports: [`Error::StreamKFailed`] for a launch failure when a stream-K kernel
+/// (`stream_k`) ran since the last successful one, the driver's error otherwise.
+fn explain_failure(error: DriverError, stream_k: Option<&'static str>) -> Error {
+    use sys::cudaError_enum::{CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_LAUNCH_FAILED};
+    match stream_k {
+        Some(kernel) if matches!(error.0, CUDA_ERROR_LAUNCH_FAILED | CUDA_ERROR_ILLEGAL_INSTRUCTION) => {
+            Error::StreamKFailed { kernel, source: error }
+        }
+        _ => Error::Driver(error),
     }
 }
 
@@ -255,5 +291,25 @@ impl ClusterLaunch {
             attrs: attributes.as_mut_ptr(),
             numAttrs: attributes.len() as u32,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sys::cudaError_enum::{CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_LAUNCH_FAILED};
+
+    #[test]
+    fn launch_failures_after_a_stream_k_kernel_name_it() {
+        let kernel = "gemm_bf16_tn_128x256_sk_sm90";
+        for code in [CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ILLEGAL_INSTRUCTION] {
+            let error = explain_failure(DriverError(code), Some(kernel));
+            // (Not displayed: a DriverError's text comes from libcuda, which a machine without a GPU lacks.)
+            assert!(matches!(error, Error::StreamKFailed { kernel: k, source } if k == kernel && source.0 == code));
+            // Without a stream-K launch since the last synchronization, the driver's error as it is.
+            assert!(matches!(explain_failure(DriverError(code), None), Error::Driver(_)));
+        }
+        // Other failures are not what a flag wait's trap reports.
+        assert!(matches!(explain_failure(DriverError(CUDA_ERROR_ILLEGAL_ADDRESS), Some(kernel)), Error::Driver(_)));
     }
 }

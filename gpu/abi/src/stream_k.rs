@@ -22,7 +22,9 @@
 //! - No cycles: waits go from a block to lower-numbered blocks only. By induction on the block index, every block's
 //!   first stream-K unit completes (it is a partial, which waits for nobody, or a reducer waiting for lower blocks'
 //!   first units), hence every wait completes — provided every block of the grid is resident at once, which the host
-//!   guarantees (grid ≤ SMs, one block per SM by the shared-memory budget, no cluster coupling).
+//!   checks before each stream-K launch with a tail: the grid is at most what the occupancy API says the GPU holds at
+//!   once (blocks per SM × SMs, or for clusters `cuOccupancyMaxActiveClusters`), or the plan does not run stream-K
+//!   (host/src/ops/gemm.rs, `GemmPlan::new`).
 //! - How long: all blocks own the same number of data-parallel tiles (`dp_tiles` is a multiple of `grid` in
 //!   [`StreamK::split`]), so they enter the tail together. A reducer reaches its fixup after its whole range
 //!   (≥ ⌊W / grid⌋ k-tiles); a partial it waits for is done after at most its block's whole range (≤ ⌈W / grid⌉). The

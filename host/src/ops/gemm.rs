@@ -16,7 +16,7 @@
 //! B; such a plan owns a workspace for the partial tiles and the flags that hand them over, allocated at its first
 //! launch (or [`GemmPlan::bind_output`]) and reused by every launch after.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
@@ -246,6 +246,10 @@ impl Variant {
     /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
     /// change which tiling fills the GPU best (docs/perf-notes.md); `oxtile tune gemm` records per-layout
     /// measurements that take precedence.
+    ///
+    /// A stream-K choice is what [`GemmPlan::new`] runs only where the options allow it ([`GemmOptions::auto_stream_k`],
+    /// `OXTILE_NO_STREAM_K`) and every block of its grid can be resident on the GPU at once (its blocks wait for each
+    /// other); otherwise the plan runs the same tiles without stream-K ([`Variant::data_parallel`]).
     pub fn resolve(self, shape: GemmShape, sm_count: u32) -> Variant {
         if self != Variant::Auto {
             return self;
@@ -412,8 +416,21 @@ impl Variant {
     }
 
     /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
-    fn is_stream_k(self) -> bool {
+    pub fn is_stream_k(self) -> bool {
         matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK)
+    }
+
+    /// The same tiles and clusters without stream-K: what [`Variant::Auto`] runs instead of a stream-K kernel when
+    /// stream-K is off ([`GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at once. Each exists for
+    /// every type pair and layout its stream-K kernel exists for. Other variants are returned as they are.
+    pub fn data_parallel(self) -> Variant {
+        match self {
+            Variant::StreamK => Variant::Wide,
+            Variant::StreamKCluster2 => Variant::WideCluster2,
+            Variant::FlatStreamK => Variant::Flat,
+            Variant::SquareStreamK => Variant::Square,
+            other => other,
+        }
     }
 }
 
@@ -442,6 +459,20 @@ pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, residen
     // Counts past u32 cannot occur for checked shapes (dimensions < 2^31); saturate rather than wrap regardless.
     let narrow = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
     StreamK::split(narrow(tiles), narrow(k_tiles), narrow(grid))
+}
+
+/// The co-residency guard of a stream-K plan whose grid of `blocks` blocks has a tail (its blocks wait for each
+/// other) on a GPU that holds `capacity` of its blocks at once: the variant to run. `variant` itself when every
+/// block fits; for [`Variant::Auto`]'s choice (`auto`), the same tiles without stream-K
+/// ([`Variant::data_parallel`]); for an explicitly requested stream-K variant, [`Error::StreamKNotResident`].
+fn guard_stream_k(variant: Variant, auto: bool, kernel: &'static str, blocks: u32, capacity: u32) -> Result<Variant> {
+    if blocks <= capacity {
+        Ok(variant)
+    } else if auto {
+        Ok(variant.data_parallel())
+    } else {
+        Err(Error::StreamKNotResident { kernel, blocks, resident: capacity })
+    }
 }
 
 /// The stream-K workspace of a plan (a stream-K variant with a tail): `partial_slots × cluster × tile_m × tile_n` f32
@@ -483,6 +514,10 @@ pub struct GemmOptions {
     /// the GEMM's blocks take the SMs that kernel's blocks leave and set up while it finishes; they wait for it
     /// before touching global memory. `false` is the ablation.
     pub dependent_launch: bool,
+    /// Whether [`Variant::Auto`] may pick a stream-K kernel (from the heuristic or the tune cache). `false` keeps it
+    /// on the same tiles without stream-K ([`Variant::data_parallel`]); so does the environment variable
+    /// `OXTILE_NO_STREAM_K=1`, read once per process. An explicitly requested stream-K variant is not affected.
+    pub auto_stream_k: bool,
 }
 
 impl GemmOptions {
@@ -490,6 +525,19 @@ impl GemmOptions {
     pub fn layout(&self) -> &'static str {
         layout_name(self.a_order, self.b_order)
     }
+
+    /// Whether [`Variant::Auto`] may pick a stream-K kernel: [`GemmOptions::auto_stream_k`], unless the process runs
+    /// with `OXTILE_NO_STREAM_K` set to anything but empty or `0`.
+    pub fn auto_may_stream_k(&self) -> bool {
+        static NO_STREAM_K: OnceLock<bool> = OnceLock::new();
+        let off = *NO_STREAM_K.get_or_init(|| no_stream_k(std::env::var_os("OXTILE_NO_STREAM_K").as_deref()));
+        self.auto_stream_k && !off
+    }
+}
+
+/// Whether a value of `OXTILE_NO_STREAM_K` turns stream-K off for [`Variant::Auto`]: set, and neither empty nor `0`.
+fn no_stream_k(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 impl Default for GemmOptions {
@@ -502,6 +550,7 @@ impl Default for GemmOptions {
             variant: Variant::Auto,
             single_block_launch: ClusterShape::Plain,
             dependent_launch: true,
+            auto_stream_k: true,
         }
     }
 }
@@ -702,10 +751,13 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
-            Variant::Auto => crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)?
-                .unwrap_or_else(|| {
-                    Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), a_order, b_order)
-                }),
+            Variant::Auto => {
+                let chosen = crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)
+                    .unwrap_or_else(|| {
+                        Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), a_order, b_order)
+                    });
+                if options.auto_may_stream_k() { chosen } else { chosen.data_parallel() }
+            }
             chosen => chosen,
         };
         let kernel = find_kernel(T::NAME, O::NAME, a_order, b_order, variant)
@@ -760,12 +812,33 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         };
         let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
         launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;
-        // Stream-K blocks wait for each other: all must be resident at once, one per SM (the shared memory allows no
-        // second), which a grid of at most the SM count — in clusters, of at most the clusters the GPU holds at
-        // once — and no other work on the GPU give.
         let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, tile, cluster, resident));
-        if let Some(schedule) = &stream_k {
-            debug_assert!(schedule.is_valid() && schedule.grid() * cluster <= gpu.sm_count());
+        if let Some(schedule) = stream_k.filter(|s| s.sk_tiles() > 0) {
+            // The co-residency guard. With a tail, blocks wait for flags other blocks set: that ends only if every
+            // block of the grid is resident at once (oxtile_abi::stream_k), which the hardware guarantees for a grid
+            // no larger than the occupancy API says fits at once: blocks per SM × SMs for single blocks,
+            // cuOccupancyMaxActiveClusters × the cluster size in clusters. (Blocks that other work keeps waiting
+            // start as that work ends, since none of this grid's blocks holds their SMs then.) A grid past it would
+            // rely on the order the hardware dispatches blocks in: Auto then runs the same tiles without stream-K,
+            // an explicitly requested stream-K variant is refused before any launch.
+            let blocks = schedule.grid() * cluster;
+            let capacity = if cluster > 1 {
+                resident.saturating_mul(cluster)
+            } else {
+                let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+                    tile.threads(),
+                    tile.smem_bytes() as usize,
+                    None,
+                )?;
+                per_sm.saturating_mul(gpu.sm_count())
+            };
+            let guarded = guard_stream_k(variant, options.variant == Variant::Auto, kernel.name, blocks, capacity)?;
+            if guarded != variant {
+                return GemmPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a, b);
+            }
+            launch.grid_dim.0 = blocks;
+        } else if let Some(schedule) = &stream_k {
+            // No tail: the kernel runs the plain data-parallel schedule and never waits.
             launch.grid_dim.0 = schedule.grid() * cluster;
         }
         Ok(GemmPlan {
@@ -832,6 +905,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// A stream-K plan allocates its workspace here too, if no launch did yet.
     pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.check_output_disjoint(d_address)?;
         self.workspace(gpu)?;
         self.d_tensor_map_for(gpu, d_address).map(drop)
     }
@@ -849,7 +923,16 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         Ok(Some(bound))
     }
 
-    /// D = alpha·A·B + beta·D with the A and B the plan was made for.
+    /// Refuses a D at `d_address` that shares a byte with the plan's A or B: the kernel reads those while it writes D.
+    fn check_output_disjoint(&self, d_address: u64) -> Result<()> {
+        let GemmShape { m, n, k } = self.shape;
+        let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
+        let inputs = [("A", self.a_address, m * k * input), ("B", self.b_address, k * n * input)];
+        super::check_disjoint(OP, ("D", d_address, m * n * output), &inputs)
+    }
+
+    /// D = alpha·A·B + beta·D with the A and B the plan was made for. A, B and D must belong to the GPU's context
+    /// ([`Error::WrongContext`]) and D must share no byte with A or B ([`Error::Overlap`]), checked before the launch.
     pub fn launch(
         &self,
         gpu: &Gpu,
@@ -864,6 +947,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             return Err(Error::bad_argument(OP, "A or B is not the buffer this plan's tensor maps describe"));
         }
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
+        self.check_output_disjoint(d_address)?;
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
@@ -873,10 +957,16 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
         // Stream-K kernels take the workspace and the tail's tile count after the others; without a tail the kernel
         // never reads the (null) workspace.
-        let workspace = self.workspace(gpu)?;
-        let buffers = workspace.as_ref().and_then(|w| w.as_ref());
-        let partials = buffers.map(|w| w.partials.device_ptr(gpu.stream()));
-        let flags = buffers.map(|w| w.flags.device_ptr(gpu.stream()));
+        // Both with write intent: the kernel writes the partials and sets and resets the flags, so cudarc's event
+        // tracking makes this launch wait for every earlier use of the workspace (on any stream: a plan launched
+        // through two `Gpu` handles of one context), and later uses wait for it.
+        let mut workspace = self.workspace(gpu)?;
+        let (partials, flags) = match workspace.as_deref_mut().and_then(Option::as_mut) {
+            Some(StreamKWorkspace { partials, flags }) => {
+                (Some(partials.device_ptr_mut(gpu.stream())), Some(flags.device_ptr_mut(gpu.stream())))
+            }
+            None => (None, None),
+        };
         let mut partials_address = partials.as_ref().map_or(0, |(address, _)| *address);
         let mut flags_address = flags.as_ref().map_or(0, |(address, _)| *address);
         let mut sk_tiles = self.stream_k.map_or(0, |s| s.sk_tiles());
@@ -899,11 +989,19 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let count = if self.stream_k.is_some() { args.len() } else { args.len() - 3 };
         // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
         // kernel reads (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds
-        // M×N elements of the kernel's output type, 16-byte aligned; block, cluster and shared-memory sizes are the
+        // M×N elements of the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong
+        // to the GPU's context (checked above); block, cluster and shared-memory sizes are the
         // kernel's own. A stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule
         // (a slot per block, the flags at zero: zeroed at allocation, left at zero by every launch), which this
-        // plan's launches use one after another on the GPU's one stream.
-        unsafe { gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args[..count]) }
+        // plan's launches take with write intent, so they run one after another whatever stream they are on; with a
+        // tail, every block of the grid can be resident at once (the co-residency guard in `new`).
+        unsafe {
+            gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args[..count])
+        }?;
+        if self.stream_k.is_some_and(|s| s.sk_tiles() > 0) {
+            gpu.note_stream_k_launch(self.kernel.name);
+        }
+        Ok(())
     }
 }
 
@@ -1213,6 +1311,55 @@ mod tests {
         assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 60).grid(), 60);
         assert!(tma_store_epilogue(Variant::StreamKCluster2, 8192, 2));
         assert_eq!((Variant::StreamKCluster2.cluster_size(), Variant::StreamKCluster2.b_sharers()), (2, 2));
+    }
+
+    #[test]
+    fn stream_k_variants_have_a_data_parallel_kernel_on_the_same_tiles() {
+        for variant in Variant::CANDIDATES {
+            let fallback = variant.data_parallel();
+            if !variant.is_stream_k() {
+                assert_eq!(fallback, variant);
+                continue;
+            }
+            assert!(!fallback.is_stream_k(), "{variant:?}");
+            assert_eq!((fallback.tile(), fallback.cluster_size()), (variant.tile(), variant.cluster_size()));
+            for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
+                for (a, b) in LAYOUTS {
+                    if variant.available(input, output, a, b) {
+                        assert!(fallback.available(input, output, a, b), "{variant:?} {input} → {output}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_co_residency_guard_falls_back_for_auto_and_refuses_explicit_stream_k() {
+        let kernel = "gemm_bf16_tn_128x256_sk_sm90";
+        // The whole grid fits: the kernel as asked.
+        assert_eq!(guard_stream_k(Variant::StreamK, false, kernel, 132, 132).unwrap(), Variant::StreamK);
+        assert_eq!(guard_stream_k(Variant::StreamKCluster2, true, kernel, 132, 264).unwrap(), Variant::StreamKCluster2);
+        // One block too many (or none fits at all): Auto's choice loses stream-K, keeping its tiles...
+        assert_eq!(guard_stream_k(Variant::StreamK, true, kernel, 132, 131).unwrap(), Variant::Wide);
+        assert_eq!(guard_stream_k(Variant::StreamKCluster2, true, kernel, 132, 120).unwrap(), Variant::WideCluster2);
+        assert_eq!(guard_stream_k(Variant::FlatStreamK, true, kernel, 128, 0).unwrap(), Variant::Flat);
+        // ... and an explicit request is a typed error that says why.
+        let err = guard_stream_k(Variant::SquareStreamK, false, kernel, 132, 66).unwrap_err();
+        assert!(matches!(err, Error::StreamKNotResident { blocks: 132, resident: 66, .. }), "{err}");
+        assert!(err.to_string().contains(kernel) && err.to_string().contains("resident at once"), "{err}");
+    }
+
+    #[test]
+    fn stream_k_can_be_kept_off_auto() {
+        use std::ffi::OsStr;
+        assert!(!no_stream_k(None));
+        assert!(!no_stream_k(Some(OsStr::new(""))));
+        assert!(!no_stream_k(Some(OsStr::new("0"))));
+        assert!(no_stream_k(Some(OsStr::new("1"))));
+        assert!(no_stream_k(Some(OsStr::new("yes"))));
+        let off = GemmOptions { auto_stream_k: false, ..GemmOptions::default() };
+        assert!(!off.auto_may_stream_k());
+        assert!(GemmOptions::default().auto_stream_k);
     }
 
     #[test]

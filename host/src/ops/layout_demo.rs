@@ -4,7 +4,7 @@
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use oxtile_abi::{TRANSPOSE_SMEM_BYTES, TRANSPOSE_THREADS, TRANSPOSE_TILE};
 
-use super::{input_ptr, output_ptr};
+use super::{check_disjoint, input_ptr, output_ptr};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::Gpu;
@@ -55,6 +55,7 @@ fn transpose(
         .ok_or_else(|| Error::bad_argument(kernel.name, format!("{rows}x{cols} elements overflow")))?;
     let (src_ptr, _src_use) = input_ptr(kernel.name, "src", src, gpu.stream(), n, 2)?;
     let (dst_ptr, _dst_use) = output_ptr(kernel.name, "dst", dst, gpu.stream(), n, 2)?;
+    check_disjoint(kernel.name, ("dst", dst_ptr, 2 * n), &[("src", src_ptr, 2 * n)])?;
     if n == 0 {
         return Ok(());
     }

@@ -15,13 +15,19 @@ pub struct Args {
 pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let gpu = match Gpu::new(0) {
         Ok(gpu) => gpu,
+        // What the README promises without a GPU: the static table, then a non-zero exit saying why. The reason
+        // comes first too, since assembling every kernel takes a while, and last, where the exit is.
         Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
-            eprintln!("{error}");
-            eprintln!("No GPU here, so nothing can be run. What the kernels compile to (`oxtile kernels`):");
+            eprintln!("error: {error}");
+            eprintln!(
+                "No GPU here, so no kernel can run. Instead, what the kernels compile to (as `oxtile kernels`): \
+                 ptxas assembles every kernel first, which takes a minute or more (Ctrl-C stops it)."
+            );
             match oxtile::inspect::inspect_all() {
                 Ok(stats) => print!("{}", oxtile::inspect::table(&stats)),
                 Err(error) => eprintln!("static inspection failed too: {error}"),
             }
+            eprintln!("error: nothing was checked: {error}");
             return Ok(ExitCode::FAILURE);
         }
         Err(error) => return Err(error),

@@ -8,7 +8,7 @@ use oxtile::Gpu;
 use oxtile::bench::TimingConfig;
 use oxtile::bench::suite::{self, GEMM_SUITE};
 use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Variant};
-use oxtile::tune::{self, GemmTuning, TuneCache};
+use oxtile::tune::{self, GemmTuning, Saved, TuneCache};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -69,7 +69,9 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         settle: std::time::Duration::from_millis(args.settle_ms),
         ..TimingConfig::default()
     };
-    let mut cache = TuneCache::load(&path)?;
+    // This run's winners only: `save` merges them into the file as it is when the run ends (other runs may have
+    // written it meanwhile).
+    let mut cache = TuneCache::default();
     let columns: Vec<String> = Variant::CANDIDATES.iter().map(|v| format!(" {:>11}", v.label())).collect();
     println!("{:<20} {:<6} {}  best (ms)", "shape", "layout", columns.join(""));
     let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
@@ -95,7 +97,10 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
             }
         }
     }
-    cache.save(&path)?;
+    match cache.save(&path)? {
+        Saved::Created | Saved::Merged => {}
+        Saved::Replaced(reason) => eprintln!("replaced an unreadable tune cache ({reason})"),
+    }
     println!("wrote {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
