@@ -1,7 +1,7 @@
 //! `oxtile check`: every kernel against its reference on fresh random inputs, as a table.
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxtile::Gpu;
@@ -59,6 +59,8 @@ fn run_sweep(gpu: &Gpu, sweep: Sweep, seed: u64) -> oxtile::Result<(usize, usize
     let style = ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {percent:>3}%, about {eta} left: {msg}")
         .expect("a valid template");
     bar.set_style(style.progress_chars("=> "));
+    // The clock moves while a long check runs; hidden bars draw nothing either way.
+    bar.enable_steady_tick(Duration::from_millis(250));
     let (mut passed, mut failed) = (0, 0);
     for (n, check) in plan.into_iter().enumerate() {
         bar.set_message(format!("{}/{total} {}", n + 1, check.what));
