@@ -88,8 +88,11 @@ pub struct PlannedCheck {
     /// Work in units of about one float64 multiply-add or one random draw (what dominates a check's time), plus
     /// [`CHECK_OVERHEAD`] for the launch and the copies: progress and the time left are counted in it.
     pub cost: u64,
-    run: Box<dyn FnOnce(&Gpu) -> Result<Vec<CheckReport>>>,
+    run: CheckRun,
 }
+
+/// A planned check's body: its reports, made on the given GPU.
+type CheckRun = Box<dyn FnOnce(&Gpu) -> Result<Vec<CheckReport>>>;
 
 /// The cost of a check beyond its arithmetic (allocations, copies, the launch), in [`PlannedCheck::cost`] units.
 pub const CHECK_OVERHEAD: u64 = 1 << 20;
@@ -435,6 +438,9 @@ pub fn gemm_inputs<T: CheckValue, O: CheckValue>(
     (draw(m * k, seed), draw(k * n, seed ^ 0x51), d_in)
 }
 
+/// The (row, column) positions a GEMM check compares, and for each the exact value and its magnitude.
+pub type GemmReference = (Vec<(usize, usize)>, Vec<(f64, f64)>);
+
 /// The float64 reference of D = alpha·A·B + beta·D_in (A and B in the orders of `options`) at the elements a
 /// check compares: all of them ([`gemm_compares_all`]) or the four corners and [`GEMM_SAMPLES`] drawn from `seed`.
 /// Returns those (row, column) positions and, for each, the exact value and the magnitude
@@ -446,7 +452,7 @@ pub fn gemm_reference<T: CheckValue, O: CheckValue>(
     b: &[T],
     d_in: &[O],
     seed: u64,
-) -> (Vec<(usize, usize)>, Vec<(f64, f64)>) {
+) -> GemmReference {
     let GemmShape { m, n, k } = shape;
     // A's rows and B's columns with their K values consecutive, so that each dot product streams through
     // memory instead of striding across it (one cache line per term in the MN-major layouts).
