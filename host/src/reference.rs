@@ -8,16 +8,31 @@ use half::bf16;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal};
+use rayon::prelude::*;
 
 /// A bit pattern no kernel computes: outputs are filled with it before a run to catch unwritten elements.
 pub const POISON_F32: f32 = f32::from_bits(0x7fc0_dead);
 pub const POISON_BF16: bf16 = bf16::from_bits(0x7fde);
 
+/// Values per independently seeded stretch of [`randn`].
+const RANDN_CHUNK: usize = 1 << 16;
+
 /// `n` draws from N(0, std²). A fresh seed per check unless one is given for reproduction.
+///
+/// Drawn on every core: each stretch of [`RANDN_CHUNK`] values has its own generator, keyed by the seed and the
+/// stretch's index (ChaCha keys, not consecutive seeds, so no two seeds share a stretch), which makes the values
+/// depend on `seed` and `n` alone, never on the number of threads.
 pub fn randn(n: usize, std: f32, seed: u64) -> Vec<f32> {
     let normal = Normal::new(0.0, std).expect("finite std");
-    let mut rng = StdRng::seed_from_u64(seed);
-    (0..n).map(|_| normal.sample(&mut rng)).collect()
+    let mut values = vec![0f32; n];
+    values.par_chunks_mut(RANDN_CHUNK).enumerate().for_each(|(chunk, values)| {
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..16].copy_from_slice(&(chunk as u64).to_le_bytes());
+        let mut rng = StdRng::from_seed(key);
+        values.iter_mut().for_each(|v| *v = normal.sample(&mut rng));
+    });
+    values
 }
 
 /// A seed from the clock, printed by checks so a failure can be replayed.
@@ -27,16 +42,16 @@ pub fn fresh_seed() -> u64 {
 }
 
 pub fn to_bf16(values: &[f32]) -> Vec<bf16> {
-    values.iter().copied().map(bf16::from_f32).collect()
+    values.par_iter().copied().map(bf16::from_f32).collect()
 }
 
 /// alpha·x + y in f64, with the magnitude |alpha·x| + |y| that the rounding error scales with.
 pub fn axpy(alpha: f64, x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
-    x.iter().zip(y).map(|(&x, &y)| (alpha * x + y, (alpha * x).abs() + y.abs())).collect()
+    x.par_iter().zip(y).map(|(&x, &y)| (alpha * x + y, (alpha * x).abs() + y.abs())).collect()
 }
 
 pub fn exp2(x: &[f64]) -> Vec<f64> {
-    x.iter().map(|&x| x.exp2()).collect()
+    x.par_iter().map(|&x| x.exp2()).collect()
 }
 
 /// How far a GPU result is from its reference.
@@ -85,6 +100,20 @@ mod tests {
         assert!(mean.abs() < 0.05, "mean {mean}");
         assert!((var.sqrt() - 2.0).abs() < 0.05, "std {}", var.sqrt());
         assert_ne!(randn(8, 1.0, 1), randn(8, 1.0, 2));
+    }
+
+    #[test]
+    fn randn_stretches_are_independent_and_thread_count_free() {
+        let n = 3 * RANDN_CHUNK + 5;
+        let v = randn(n, 1.0, 11);
+        // A shorter draw is a prefix; one thread draws the same values as many.
+        assert_eq!(&v[..RANDN_CHUNK + 3], &randn(RANDN_CHUNK + 3, 1.0, 11)[..]);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        assert_eq!(pool.install(|| randn(n, 1.0, 11)), v);
+        // Neighbouring seeds share no stretch: seed 12's first is not seed 11's second.
+        let next = randn(RANDN_CHUNK, 1.0, 12);
+        assert_ne!(&v[RANDN_CHUNK..2 * RANDN_CHUNK], &next[..]);
+        assert_ne!(&v[..RANDN_CHUNK], &v[RANDN_CHUNK..2 * RANDN_CHUNK]);
     }
 
     #[test]

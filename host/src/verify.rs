@@ -5,8 +5,11 @@
 
 pub mod attention;
 
+use std::borrow::Cow;
+
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::exp2;
@@ -63,59 +66,136 @@ impl CheckReport {
     }
 }
 
-/// Every kernel at every checked size, each report handed to `on_report` as soon as it is made (a full check runs
-/// for minutes; a caller can show progress, and where a check stops).
-pub fn all(gpu: &Gpu, seed: u64, on_report: impl FnMut(&CheckReport)) -> Result<Vec<CheckReport>> {
-    let mut reports = Reports { reports: Vec::new(), on_report };
+/// Which problems `oxtile check` runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sweep {
+    /// Every kernel at every checked size: the elementwise kernels at every one of [`ELEMENTWISE_LENGTHS`], every
+    /// GEMM variant at every shape of its layout ([`gemm_shapes`]) and the type and scalar checks on
+    /// [`odd_shape`], every attention check.
+    #[default]
+    Full,
+    /// One problem per kernel, in seconds: the elementwise kernels at the largest length (a partial vector at the
+    /// end and a grid-stride loop that wraps), every GEMM variant on its layout's [`odd_shape`] (partial tiles in M
+    /// and N, compared in full) plus the type and scalar checks there, and the attention checks, which are all
+    /// small but the one against the GPU reference.
+    Quick,
+}
+
+/// One check of a sweep, not yet run: what it is, about how much work it takes, and the check itself.
+pub struct PlannedCheck {
+    /// E.g. `gemm tn 4096x4096x4096 bf16 wide`, for a progress line; the reports name the kernel.
+    pub what: String,
+    /// Work in units of about one float64 multiply-add or one random draw (what dominates a check's time), plus
+    /// [`CHECK_OVERHEAD`] for the launch and the copies: progress and the time left are counted in it.
+    pub cost: u64,
+    run: CheckRun,
+}
+
+/// A planned check's body: its reports, made on the given GPU.
+type CheckRun = Box<dyn FnOnce(&Gpu) -> Result<Vec<CheckReport>>>;
+
+/// The cost of a check beyond its arithmetic (allocations, copies, the launch), in [`PlannedCheck::cost`] units.
+pub const CHECK_OVERHEAD: u64 = 1 << 20;
+
+impl PlannedCheck {
+    pub fn new(
+        what: impl Into<String>,
+        work: u64,
+        run: impl FnOnce(&Gpu) -> Result<Vec<CheckReport>> + 'static,
+    ) -> PlannedCheck {
+        PlannedCheck { what: what.into(), cost: work + CHECK_OVERHEAD, run: Box::new(run) }
+    }
+
+    /// Runs the check: its reports (one, or two for attention's O and LSE), in table order.
+    pub fn run(self, gpu: &Gpu) -> Result<Vec<CheckReport>> {
+        (self.run)(gpu)
+    }
+}
+
+/// The checks of `sweep` in the order they run, each with its own inputs drawn from `seed` and its position.
+pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
+    let mut plan = Vec::new();
     for (i, &len) in ELEMENTWISE_LENGTHS.iter().enumerate() {
+        if sweep == Sweep::Quick && i + 1 != ELEMENTWISE_LENGTHS.len() {
+            continue;
+        }
         let seed = seed.wrapping_add(i as u64 * 3);
-        reports.push(axpy_f32(gpu, len, seed)?);
-        reports.push(axpy_bf16(gpu, len, seed + 1)?);
-        reports.push(exp2_f32(gpu, len, seed + 2)?);
-        reports.push(exp2_poly_f32(gpu, len, seed + 3)?);
+        let work = 3 * len as u64;
+        plan.push(PlannedCheck::new(format!("axpy_f32 n={len}"), work, move |gpu| Ok(vec![axpy_f32(gpu, len, seed)?])));
+        plan.push(PlannedCheck::new(format!("axpy_bf16 n={len}"), work, move |gpu| {
+            Ok(vec![axpy_bf16(gpu, len, seed + 1)?])
+        }));
+        plan.push(PlannedCheck::new(format!("exp2_f32 n={len}"), work, move |gpu| {
+            Ok(vec![exp2_f32(gpu, len, seed + 2)?])
+        }));
+        plan.push(PlannedCheck::new(format!("exp2_poly_f32 n={len}"), work, move |gpu| {
+            Ok(vec![exp2_poly_f32(gpu, len, seed + 3)?])
+        }));
     }
     for mode in Exp2Mode::ALL {
-        reports.push(exp2_throughput(gpu, mode, EXP2_THROUGHPUT_ITERS)?);
+        plan.push(PlannedCheck::new(format!("exp2 throughput {mode:?}"), 0, move |gpu| {
+            Ok(vec![exp2_throughput(gpu, mode, EXP2_THROUGHPUT_ITERS)?])
+        }));
     }
-    // Every layout: every shape it takes with each tile configuration (bf16), then f32 output, f16 and the
-    // epilogue's scalars on one odd shape.
+    // Every layout: every shape it takes with each tile configuration (bf16; the quick sweep only the odd shape),
+    // then f32 output, f16 and the epilogue's scalars on the odd shape.
     for (l, &(a_order, b_order)) in LAYOUTS.iter().enumerate() {
         let seed = seed + 1000 * (l as u64 + 1);
         let layout = GemmOptions { a_order, b_order, ..GemmOptions::default() };
-        for (i, &(m, n, k)) in gemm_shapes(a_order, b_order).iter().enumerate() {
-            let shape = GemmShape::new(m, n, k);
+        let odd = odd_shape(a_order, b_order);
+        let shapes: Vec<(u64, GemmShape)> = match sweep {
+            Sweep::Full => gemm_shapes(a_order, b_order)
+                .iter()
+                .enumerate()
+                .map(|(i, &(m, n, k))| (seed + 10 * i as u64, GemmShape::new(m, n, k)))
+                .collect(),
+            Sweep::Quick => vec![(seed + 100, odd)],
+        };
+        for (shape_seed, shape) in shapes {
             for (j, variant) in Variant::CANDIDATES.into_iter().enumerate() {
                 let options = GemmOptions { variant, ..layout };
-                reports.push(gemm_check::<bf16, bf16>(gpu, shape, options, seed + 10 * i as u64 + j as u64)?);
+                plan.push(planned_gemm::<bf16, bf16>(shape, options, shape_seed + j as u64));
             }
         }
-        let odd = odd_shape(a_order, b_order);
         let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..layout };
-        reports.push(gemm_check::<bf16, bf16>(gpu, odd, scaled, seed + 200)?);
-        reports.push(gemm_check::<bf16, f32>(gpu, odd, layout, seed + 201)?);
-        reports.push(gemm_check::<bf16, f32>(gpu, odd, scaled, seed + 202)?);
-        reports.push(gemm_check::<f16, f16>(gpu, odd, layout, seed + 203)?);
-        reports.push(gemm_check::<f16, f32>(gpu, odd, scaled, seed + 204)?);
+        plan.push(planned_gemm::<bf16, bf16>(odd, scaled, seed + 200));
+        plan.push(planned_gemm::<bf16, f32>(odd, layout, seed + 201));
+        plan.push(planned_gemm::<bf16, f32>(odd, scaled, seed + 202));
+        plan.push(planned_gemm::<f16, f16>(odd, layout, seed + 203));
+        plan.push(planned_gemm::<f16, f32>(odd, scaled, seed + 204));
     }
-    for check in attention::standard_checks(gpu, seed + 300)? {
-        for report in check.reports() {
+    plan.extend(attention::standard_plan(seed + 300));
+    plan
+}
+
+/// Every check of the full sweep in order, each report handed to `on_report` as soon as it is made (a caller can
+/// show progress, and where a check stops).
+pub fn all(gpu: &Gpu, seed: u64, mut on_report: impl FnMut(&CheckReport)) -> Result<Vec<CheckReport>> {
+    let mut reports = Vec::new();
+    for check in plan(Sweep::Full, seed) {
+        for report in check.run(gpu)? {
+            on_report(&report);
             reports.push(report);
         }
     }
-    Ok(reports.reports)
+    Ok(reports)
 }
 
-/// The reports made so far, each shown to the caller's `on_report` as it is added.
-struct Reports<F: FnMut(&CheckReport)> {
-    reports: Vec<CheckReport>,
-    on_report: F,
-}
-
-impl<F: FnMut(&CheckReport)> Reports<F> {
-    fn push(&mut self, report: CheckReport) {
-        (self.on_report)(&report);
-        self.reports.push(report);
-    }
+/// [`gemm_check`] as a step of a sweep, its cost the random draws and the float64 multiply-adds it compares.
+fn planned_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
+    shape: GemmShape,
+    options: GemmOptions,
+    seed: u64,
+) -> PlannedCheck {
+    let GemmShape { m, n, k } = shape;
+    let draws = m * k + k * n + if options.beta == 0.0 { 0 } else { m * n };
+    let compared = if gemm_compares_all(shape) { m * n } else { GEMM_SAMPLES + 4 };
+    let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
+    let scalars = if options.beta == 0.0 { String::new() } else { format!(" a={} b={}", options.alpha, options.beta) };
+    let what = format!("gemm {} {m}x{n}x{k} {types} {}{scalars}", options.layout(), options.variant.label());
+    PlannedCheck::new(what, (2 * draws + compared * k) as u64, move |gpu| {
+        Ok(vec![gemm_check::<T, O>(gpu, shape, options, seed)?])
+    })
 }
 
 /// GEMM shapes every check covers in layout tn: single elements, odd sizes, M or N below one tile, K = 8, several
@@ -182,8 +262,37 @@ pub fn odd_shape(a_order: Order, b_order: Order) -> GemmShape {
 /// Output elements checked against the float64 reference when the full product would be too slow on a CPU.
 const GEMM_SAMPLES: usize = 20_000;
 
+/// Whether the GEMM check compares every element of D with float64 (up to 2^27 multiply-adds), or the corners
+/// and [`GEMM_SAMPLES`] random ones.
+fn gemm_compares_all(shape: GemmShape) -> bool {
+    shape.m * shape.n * shape.k <= 1 << 27
+}
+
+/// An operand of `lines` rows (A) or columns (B) of `k` values each, with each line's values consecutive:
+/// `values` itself when `contiguous`, or else its transpose (`values` holds p·lines + line), built on every core.
+fn k_contiguous<T: Copy + Send + Sync>(values: &[T], lines: usize, k: usize, contiguous: bool) -> Cow<'_, [T]> {
+    if contiguous || values.is_empty() {
+        return Cow::Borrowed(values);
+    }
+    // Blocks of lines, so that the reads of one p are a run of BLOCK consecutive values.
+    const BLOCK: usize = 64;
+    let mut out = vec![values[0]; values.len()];
+    out.par_chunks_mut(BLOCK * k).enumerate().for_each(|(block, out)| {
+        let first = block * BLOCK;
+        for p in 0..k {
+            let column = &values[p * lines + first..][..out.len() / k];
+            for (line, &value) in out.chunks_mut(k).zip(column) {
+                line[p] = value;
+            }
+        }
+    });
+    Cow::Owned(out)
+}
+
 /// A type the GEMM check can draw, widen and poison, as input or output.
-pub trait CheckValue: cudarc::driver::DeviceRepr + Copy + 'static {
+pub trait CheckValue:
+    cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static
+{
     const POISON: Self;
     /// Largest relative error of a GEMM of depth `k` whose D has this type, relative to |alpha|·Σ|a·b| + |beta·c|.
     fn gemm_bound(k: usize) -> f64;
@@ -277,60 +386,25 @@ pub fn gemm_check_launches<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     launches: usize,
 ) -> Result<Vec<CheckReport>> {
     let GemmShape { m, n, k } = shape;
-    fn draw<V: CheckValue>(len: usize, seed: u64) -> Vec<V> {
-        reference::randn(len, 1.0, seed).into_iter().map(V::from_f32).collect()
-    }
     let stream = gpu.stream();
-    let zeros = |len| vec![T::from_f32(0.0); len];
-    let (mut a_dev, mut b_dev) = (stream.clone_htod(&zeros(m * k))?, stream.clone_htod(&zeros(k * n))?);
-    let mut d_dev = stream.clone_htod(&vec![O::POISON; m * n])?;
+    // Every launch uploads its own A, B and D before it runs.
+    let (mut a_dev, mut b_dev) = (stream.alloc_zeros::<T>(m * k)?, stream.alloc_zeros::<T>(k * n)?);
+    let mut d_dev = stream.alloc_zeros::<O>(m * n)?;
     let plan = gemm::GemmPlan::<T, O>::new(gpu, shape, options, &a_dev, &b_dev)?;
     let kernel = plan.kernel();
     let mut reports = Vec::with_capacity(launches);
     for launch in 0..launches as u64 {
         let seed = seed.wrapping_add(launch);
-        let a: Vec<T> = draw(m * k, seed);
-        let b: Vec<T> = draw(k * n, seed ^ 0x51);
-        let d_in: Vec<O> = if options.beta == 0.0 { vec![O::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
+        let (a, b, d_in) = gemm_inputs::<T, O>(shape, &options, seed);
         stream.memcpy_htod(&a, &mut a_dev)?;
         stream.memcpy_htod(&b, &mut b_dev)?;
         stream.memcpy_htod(&d_in, &mut d_dev)?;
         plan.launch(gpu, &a_dev, &b_dev, &mut d_dev)?;
         let d = stream.clone_dtoh(&d_dev)?;
 
-        let a_at = |i: usize, p: usize| match options.a_order {
-            Order::RowMajor => a[i * k + p],
-            Order::ColMajor => a[p * m + i],
-        };
-        let b_at = |p: usize, j: usize| match options.b_order {
-            Order::RowMajor => b[p * n + j],
-            Order::ColMajor => b[j * k + p],
-        };
-        let expected = |i: usize, j: usize| {
-            let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
-            for p in 0..k {
-                let term = a_at(i, p).to_f64() * b_at(p, j).to_f64();
-                dot += term;
-                magnitude += term.abs();
-            }
-            let c = if options.beta == 0.0 { 0.0 } else { options.beta as f64 * d_in[i * n + j].to_f64() };
-            (options.alpha as f64 * dot + c, options.alpha.abs() as f64 * magnitude + c.abs())
-        };
-        let positions: Vec<(usize, usize)> = if m * n * k <= 1 << 27 {
-            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
-        } else {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5a3);
-            let corners = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
-            corners
-                .into_iter()
-                .chain((0..GEMM_SAMPLES).map(|_| (rng.random_range(0..m), rng.random_range(0..n))))
-                .collect()
-        };
-        let mut comparison = Comparison::of(
-            positions.iter().map(|&(i, j)| d[i * n + j].to_f64()),
-            positions.iter().map(|&(i, j)| expected(i, j)),
-        );
-        comparison.not_finite = d.iter().filter(|v| !v.to_f64().is_finite()).count();
+        let (positions, want) = gemm_reference(shape, &options, &a, &b, &d_in, seed);
+        let mut comparison = Comparison::of(positions.iter().map(|&(i, j)| d[i * n + j].to_f64()), want);
+        comparison.not_finite = d.par_iter().filter(|v| !v.to_f64().is_finite()).count();
         let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
         let scalars = if (options.alpha, options.beta) == (1.0, 0.0) {
             String::new()
@@ -346,6 +420,64 @@ pub fn gemm_check_launches<T: CheckElement, O: GemmOutput<T> + CheckValue>(
         });
     }
     Ok(reports)
+}
+
+/// N(0, 1) values drawn from `seed` (on every core) and rounded to `V`.
+fn draw<V: CheckValue>(len: usize, seed: u64) -> Vec<V> {
+    reference::randn(len, 1.0, seed).into_par_iter().map(V::from_f32).collect()
+}
+
+/// Fresh A, B and D of one launch of a GEMM check, drawn from `seed`: D is poison unless beta ≠ 0 reads it.
+pub fn gemm_inputs<T: CheckValue, O: CheckValue>(
+    shape: GemmShape,
+    options: &GemmOptions,
+    seed: u64,
+) -> (Vec<T>, Vec<T>, Vec<O>) {
+    let GemmShape { m, n, k } = shape;
+    let d_in = if options.beta == 0.0 { vec![O::POISON; m * n] } else { draw(m * n, seed ^ 0xd) };
+    (draw(m * k, seed), draw(k * n, seed ^ 0x51), d_in)
+}
+
+/// The (row, column) positions a GEMM check compares, and for each the exact value and its magnitude.
+pub type GemmReference = (Vec<(usize, usize)>, Vec<(f64, f64)>);
+
+/// The float64 reference of D = alpha·A·B + beta·D_in (A and B in the orders of `options`) at the elements a
+/// check compares: all of them ([`gemm_compares_all`]) or the four corners and [`GEMM_SAMPLES`] drawn from `seed`.
+/// Returns those (row, column) positions and, for each, the exact value and the magnitude
+/// |alpha|·Σ|a·b| + |beta·d| the error bounds are relative to; computed on every core.
+pub fn gemm_reference<T: CheckValue, O: CheckValue>(
+    shape: GemmShape,
+    options: &GemmOptions,
+    a: &[T],
+    b: &[T],
+    d_in: &[O],
+    seed: u64,
+) -> GemmReference {
+    let GemmShape { m, n, k } = shape;
+    // A's rows and B's columns with their K values consecutive, so that each dot product streams through
+    // memory instead of striding across it (one cache line per term in the MN-major layouts).
+    let a_rows = k_contiguous(a, m, k, options.a_order == Order::RowMajor);
+    let b_cols = k_contiguous(b, n, k, options.b_order == Order::ColMajor);
+    // Each element alone, its terms summed in order of p: the same float64 values on any number of threads.
+    let expected = |i: usize, j: usize| {
+        let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
+        for (x, y) in a_rows[i * k..][..k].iter().zip(&b_cols[j * k..][..k]) {
+            let term = x.to_f64() * y.to_f64();
+            dot += term;
+            magnitude += term.abs();
+        }
+        let c = if options.beta == 0.0 { 0.0 } else { options.beta as f64 * d_in[i * n + j].to_f64() };
+        (options.alpha as f64 * dot + c, options.alpha.abs() as f64 * magnitude + c.abs())
+    };
+    let positions: Vec<(usize, usize)> = if gemm_compares_all(shape) {
+        (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+    } else {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5a3);
+        let corners = [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+        corners.into_iter().chain((0..GEMM_SAMPLES).map(|_| (rng.random_range(0..m), rng.random_range(0..n)))).collect()
+    };
+    let want = positions.par_iter().map(|&(i, j)| expected(i, j)).collect();
+    (positions, want)
 }
 
 pub fn axpy_f32(gpu: &Gpu, len: usize, seed: u64) -> Result<CheckReport> {
@@ -444,11 +576,11 @@ pub fn exp2_throughput_comparison(out: &[f32], iters: u32) -> Comparison {
 }
 
 fn widen(v: &[f32]) -> Vec<f64> {
-    v.iter().map(|&x| x as f64).collect()
+    v.par_iter().map(|&x| x as f64).collect()
 }
 
 fn widen_bf16(v: &[bf16]) -> Vec<f64> {
-    v.iter().map(|x| x.to_f64()).collect()
+    v.par_iter().map(|x| x.to_f64()).collect()
 }
 
 #[cfg(test)]
@@ -480,6 +612,130 @@ mod tests {
         }
         // nt is the layout whose K is free: its shapes use odd K.
         assert!(gemm_shapes(Order::ColMajor, Order::RowMajor).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
+    }
+
+    #[test]
+    fn sweeps_plan_every_check_once() {
+        // 4 elementwise kernels at 9 lengths, 5 throughput modes, per layout 13 variants at 7 shapes plus 5 checks
+        // on the odd shape, 13 attention checks (two rows each): the 451 rows of the full table.
+        let full = plan(Sweep::Full, 1);
+        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 13);
+        let quick = plan(Sweep::Quick, 1);
+        assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 13);
+        for sweep in [&full, &quick] {
+            let names: std::collections::HashSet<&str> = sweep.iter().map(|c| c.what.as_str()).collect();
+            assert_eq!(names.len(), sweep.len(), "each check says which it is");
+        }
+        let work = |plan: &[PlannedCheck]| plan.iter().map(|c| c.cost).sum::<u64>();
+        assert!(work(&quick) * 3 < work(&full), "quick {} of full {}", work(&quick), work(&full));
+    }
+
+    #[test]
+    fn transposed_operands_give_the_strided_products() {
+        // Every layout of a small GEMM against the dot products read straight from the stored orders.
+        let (m, n, k) = (70, 9, 131);
+        for (a_order, b_order) in LAYOUTS {
+            let options = GemmOptions { a_order, b_order, alpha: 0.5, beta: 2.0, ..GemmOptions::default() };
+            let shape = GemmShape::new(m, n, k);
+            let (a, b, d_in) = gemm_inputs::<bf16, f32>(shape, &options, 3);
+            let (positions, want) = gemm_reference(shape, &options, &a, &b, &d_in, 3);
+            assert_eq!(positions.len(), m * n);
+            for (&(i, j), &(value, magnitude)) in positions.iter().zip(&want) {
+                let a_at = |p: usize| if a_order == Order::RowMajor { a[i * k + p] } else { a[p * m + i] };
+                let b_at = |p: usize| if b_order == Order::RowMajor { b[p * n + j] } else { b[j * k + p] };
+                let terms: Vec<f64> = (0..k).map(|p| a_at(p).to_f64() * b_at(p).to_f64()).collect();
+                let c = 2.0 * d_in[i * n + j] as f64;
+                assert_eq!(value, 0.5 * terms.iter().sum::<f64>() + c);
+                assert_eq!(magnitude, 0.5 * terms.iter().map(|t| t.abs()).sum::<f64>() + c.abs());
+            }
+        }
+    }
+
+    /// The CPU side of one GEMM check: its inputs, the reference, the scan of D for unwritten elements.
+    fn gemm_cpu_side<T: CheckElement, O: GemmOutput<T> + CheckValue>(shape: GemmShape, options: GemmOptions) {
+        let (a, b, d_in) = gemm_inputs::<T, O>(shape, &options, 5);
+        let (positions, want) = gemm_reference(shape, &options, &a, &b, &d_in, 5);
+        let d = vec![O::from_f32(1.0); shape.m * shape.n];
+        let cmp = Comparison::of(positions.iter().map(|&(i, j)| d[i * shape.n + j].to_f64()), want);
+        assert_eq!(d.par_iter().filter(|v| !v.to_f64().is_finite()).count() + cmp.not_finite, 0);
+    }
+
+    /// What `oxtile check` does on the CPU, without a GPU: every input drawn and every float64 reference the full
+    /// sweep compares with, on all of this machine's cores; prints wall and CPU seconds per part.
+    #[test]
+    #[ignore = "a timing: cargo test -p oxtile --release --lib cpu_side -- --ignored --nocapture"]
+    fn cpu_side_of_the_full_sweep() {
+        use std::time::Instant;
+
+        use crate::reference::attention::{AttnProblem, attention as attention_f64, attention_row};
+
+        // Wall and CPU seconds since `start` (the CPU time of the whole process, from /proc/self/stat, in ticks of
+        // 1/100 s: what the parts cost whatever else the machine runs).
+        let cpu = || {
+            let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+            (ticks(11) + ticks(12)) / 100.0
+        };
+        let since = |(wall, cpu_start): (Instant, f64)| (wall.elapsed().as_secs_f64(), cpu() - cpu_start);
+        let sweep = || {
+            let start = (Instant::now(), cpu());
+            for &len in ELEMENTWISE_LENGTHS {
+                // axpy f32 and bf16: two inputs and a reference each; exp2 and its polynomial: one input each.
+                for _ in 0..2 {
+                    let (x, y) = (widen(&reference::randn(len, 1.0, 1)), widen(&reference::randn(len, 1.0, 2)));
+                    let want = reference::axpy(1.5, &x, &y);
+                    assert!(Comparison::of(y, want).not_finite == 0);
+                }
+                for _ in 0..2 {
+                    let x = widen(&reference::randn(len, 30.0, 3));
+                    let want: Vec<(f64, f64)> = reference::exp2(&x).into_iter().map(|w| (w, w)).collect();
+                    assert!(Comparison::of(x, want).not_finite == 0);
+                }
+            }
+            let elementwise = since(start);
+            let start = (Instant::now(), cpu());
+            for (a_order, b_order) in LAYOUTS {
+                let layout = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+                for &(m, n, k) in gemm_shapes(a_order, b_order) {
+                    for _ in Variant::CANDIDATES {
+                        gemm_cpu_side::<bf16, bf16>(GemmShape::new(m, n, k), layout);
+                    }
+                }
+                let (odd, scaled) = (odd_shape(a_order, b_order), GemmOptions { alpha: 0.5, beta: -1.25, ..layout });
+                gemm_cpu_side::<bf16, bf16>(odd, scaled);
+                gemm_cpu_side::<bf16, f32>(odd, layout);
+                gemm_cpu_side::<bf16, f32>(odd, scaled);
+                gemm_cpu_side::<f16, f16>(odd, layout);
+                gemm_cpu_side::<f16, f32>(odd, scaled);
+            }
+            let gemm = since(start);
+            let start = (Instant::now(), cpu());
+            let widened = |x: &[f32]| x.iter().map(|&x| bf16::from_f32(x).to_f64()).collect::<Vec<f64>>();
+            for (case, _, against, _) in attention::standard_cases() {
+                let inputs = attention::AttnInputs::random(case.shape, 7);
+                let (q, k, v) = (widened(&inputs.q), widened(&inputs.k), widened(&inputs.v));
+                let problem = AttnProblem { shape: case.shape, causal: case.causal, scale: 0.1 };
+                if against == attention::Against::Float64 {
+                    assert!(attention_f64(&problem, &q, &k, &v).lse.iter().all(|x| !x.is_nan()));
+                }
+            }
+            let (case, rows, _) = attention::STANDARD_REFERENCE_CHECK;
+            let inputs = attention::AttnInputs::random(case.shape, 8);
+            let (q, k, v) = (widened(&inputs.q), widened(&inputs.k), widened(&inputs.v));
+            let problem = AttnProblem { shape: case.shape, causal: true, scale: 0.1 };
+            let lse: f64 =
+                (0..rows).into_par_iter().map(|i| attention_row(&problem, &q, &k, &v, 0, 1, i * 15).lse).sum();
+            assert!(lse.is_finite());
+            [("elementwise", elementwise), ("gemm", gemm), ("attention", since(start))]
+        };
+        let parts = sweep();
+        println!("{} threads, wall and CPU seconds:", rayon::current_num_threads());
+        for (part, (wall, cpu)) in parts {
+            println!("  {part:<12} {wall:>7.1} s wall {cpu:>7.1} s CPU");
+        }
+        let total = |f: fn(&(f64, f64)) -> f64| parts.iter().map(|(_, t)| f(t)).sum::<f64>();
+        println!("  {:<12} {:>7.1} s wall {:>7.1} s CPU", "total", total(|t| t.0), total(|t| t.1));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! p_j = exp(scale · q·k_j) / Σ_j' exp(scale · q·k_j') over the visible keys, O = Σ_j p_j v_j, and
 //! LSE = ln Σ_j exp(scale · q·k_j) (natural log); a row with no visible key has O = 0 and LSE = −∞.
 
+use rayon::prelude::*;
+
 use crate::ops::attention::AttnShape;
 
 /// One attention problem as the reference sees it: the shape, the mask, the softmax scale.
@@ -92,21 +94,22 @@ pub fn attention_row(
     AttnRow { o, o_magnitude, lse: max + sum.ln() }
 }
 
-/// Every row of the problem. O(batch · heads_q · seq_q · seq_k · head_dim): small problems only.
+/// Every row of the problem, the rows spread over every core (each row is computed alone, so the result does not
+/// depend on the thread count). O(batch · heads_q · seq_q · seq_k · head_dim): small problems only.
 pub fn attention(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64]) -> AttnOutput {
     let AttnShape { batch, seq_q, heads_q, head_dim: d, .. } = problem.shape;
     let rows = batch * seq_q * heads_q;
+    // Packed row r is (b, i, head) of BSHD order.
+    let computed: Vec<AttnRow> = (0..rows)
+        .into_par_iter()
+        .map(|r| attention_row(problem, q, k, v, r / (seq_q * heads_q), r % heads_q, r / heads_q % seq_q))
+        .collect();
     let mut out = AttnOutput { o: vec![0.0; rows * d], o_magnitude: vec![0.0; rows * d], lse: vec![0.0; rows] };
-    for b in 0..batch {
-        for i in 0..seq_q {
-            for head in 0..heads_q {
-                let row = attention_row(problem, q, k, v, b, head, i);
-                let at = ((b * seq_q + i) * heads_q + head) * d;
-                out.o[at..at + d].copy_from_slice(&row.o);
-                out.o_magnitude[at..at + d].copy_from_slice(&row.o_magnitude);
-                out.lse[(b * heads_q + head) * seq_q + i] = row.lse;
-            }
-        }
+    for (r, row) in computed.into_iter().enumerate() {
+        let (b, i, head) = (r / (seq_q * heads_q), r / heads_q % seq_q, r % heads_q);
+        out.o[r * d..][..d].copy_from_slice(&row.o);
+        out.o_magnitude[r * d..][..d].copy_from_slice(&row.o_magnitude);
+        out.lse[(b * heads_q + head) * seq_q + i] = row.lse;
     }
     out
 }

@@ -35,7 +35,9 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{CheckElement, CheckReport};
+use rayon::prelude::*;
+
+use super::{CheckElement, CheckReport, PlannedCheck};
 use crate::error::{Error, Result};
 use crate::ops::attention::{
     self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnStrides, AttnVariant, RescaleStats, Strides,
@@ -86,11 +88,11 @@ pub struct AttnCase {
 
 impl AttnCase {
     /// No mask, default scale, [`AttnVariant::Auto`], packed.
-    pub fn new(shape: AttnShape) -> AttnCase {
+    pub const fn new(shape: AttnShape) -> AttnCase {
         AttnCase { shape, causal: false, scale: None, variant: AttnVariant::Auto, layout: CaseLayout::Packed }
     }
 
-    pub fn causal(self, causal: bool) -> AttnCase {
+    pub const fn causal(self, causal: bool) -> AttnCase {
         AttnCase { causal, ..self }
     }
 
@@ -672,8 +674,11 @@ pub fn check_gpu_reference<T: CheckElement + AttnElement>(
     let mut expected =
         Expected { o: vec![0.0; got.o.len()], magnitude: vec![0.0; got.o.len()], lse: vec![0.0; got.lse.len()] };
     let [q64, k64, v64] = &prepared.host;
-    for &(b, i, h) in &rows {
-        let row = reference::attention::attention_row(&problem, q64, k64, v64, b, h, i);
+    let computed: Vec<_> = rows
+        .par_iter()
+        .map(|&(b, i, h)| reference::attention::attention_row(&problem, q64, k64, v64, b, h, i))
+        .collect();
+    for (&(b, i, h), row) in rows.iter().zip(computed) {
         let at = ((b * seq_q + i) * heads_q + h) * d;
         expected.o[at..at + d].copy_from_slice(&row.o);
         expected.magnitude[at..at + d].copy_from_slice(&row.o_magnitude);
@@ -702,37 +707,84 @@ pub fn check_gpu_reference<T: CheckElement + AttnElement>(
     Ok(result)
 }
 
-/// The attention checks of `oxtile check`: each kernel on a few odd shapes against float64 (masked rows, GQA,
-/// views of a packed qkv tensor, padded layouts), and one larger problem against the GPU reference.
-pub fn standard_checks(gpu: &Gpu, seed: u64) -> Result<Vec<AttnCheck>> {
-    use half::{bf16, f16};
+/// The element type of a standard check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element {
+    Bf16,
+    F16,
+}
+
+/// The Hopper kernel's checks of `oxtile check`, as (case, element type, what it is compared with, seed offset):
+/// each kernel on a few odd shapes against float64 (masked rows, GQA, views of a packed qkv tensor, padded
+/// layouts), and one larger problem against the GPU reference.
+pub fn standard_cases() -> Vec<(AttnCase, Element, Against, u64)> {
+    use Against::{Float64, GpuReference};
+    use Element::{Bf16, F16};
     let case = |b, sq, sk, hq, hkv, d| AttnCase::new(AttnShape::new(b, sq, sk, hq, hkv, d));
-    let mut checks = vec![
-        check::<bf16>(gpu, &case(2, 200, 200, 8, 2, 128).causal(true).layout(CaseLayout::Qkv), Against::Float64, seed)?,
-        check::<bf16>(
-            gpu,
-            &case(1, 383, 129, 4, 4, 128).causal(true).layout(CaseLayout::Padded),
-            Against::Float64,
-            seed + 1,
-        )?,
-        check::<bf16>(gpu, &case(1, 1, 1, 2, 2, 64), Against::Float64, seed + 2)?,
-        check::<bf16>(gpu, &case(2, 129, 77, 4, 1, 64).causal(true), Against::Float64, seed + 3)?,
-        check::<f16>(gpu, &case(2, 77, 300, 4, 1, 64), Against::Float64, seed + 4)?,
-        check::<f16>(gpu, &case(1, 256, 256, 4, 2, 128).causal(true), Against::Float64, seed + 5)?,
+    let mut cases = vec![
+        (case(2, 200, 200, 8, 2, 128).causal(true).layout(CaseLayout::Qkv), Bf16, Float64, 0),
+        (case(1, 383, 129, 4, 4, 128).causal(true).layout(CaseLayout::Padded), Bf16, Float64, 1),
+        (case(1, 1, 1, 2, 2, 64), Bf16, Float64, 2),
+        (case(2, 129, 77, 4, 1, 64).causal(true), Bf16, Float64, 3),
+        (case(2, 77, 300, 4, 1, 64), F16, Float64, 4),
+        (case(1, 256, 256, 4, 2, 128).causal(true), F16, Float64, 5),
     ];
     for variant in [AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::Speculate] {
-        checks.push(check::<bf16>(
-            gpu,
-            &case(1, 256, 300, 2, 2, 128).causal(true).variant(variant),
-            Against::Float64,
-            seed + 6,
-        )?);
+        cases.push((case(1, 256, 300, 2, 2, 128).causal(true).variant(variant), Bf16, Float64, 6));
     }
-    let d64_poly = case(2, 129, 200, 4, 2, 64).causal(true).variant(AttnVariant::Poly);
-    checks.push(check::<bf16>(gpu, &d64_poly, Against::Float64, seed + 9)?);
-    checks.push(check::<bf16>(gpu, &case(1, 2048, 2048, 4, 4, 128).causal(true), Against::GpuReference, seed + 7)?);
-    checks.push(check_gpu_reference::<bf16>(gpu, &case(1, 1024, 1024, 4, 2, 128).causal(true), Some(64), seed + 8)?);
-    Ok(checks)
+    cases.push((case(2, 129, 200, 4, 2, 64).causal(true).variant(AttnVariant::Poly), Bf16, Float64, 9));
+    cases.push((case(1, 2048, 2048, 4, 4, 128).causal(true), Bf16, GpuReference, 7));
+    cases
+}
+
+/// The GPU reference's check of `oxtile check`: (case, sampled rows, seed offset), bf16.
+pub const STANDARD_REFERENCE_CHECK: (AttnCase, usize, u64) =
+    (AttnCase::new(AttnShape::new(1, 1024, 1024, 4, 2, 128)).causal(true), 64, 8);
+
+/// The attention checks of `oxtile check` ([`standard_cases`], then [`STANDARD_REFERENCE_CHECK`]) as steps of a
+/// sweep, with inputs drawn from `seed` plus each one's offset.
+pub fn standard_plan(seed: u64) -> Vec<PlannedCheck> {
+    let mut plan: Vec<PlannedCheck> = standard_cases()
+        .into_iter()
+        .map(|(case, element, against, offset)| match element {
+            Element::Bf16 => planned::<half::bf16>(case, against, seed + offset),
+            Element::F16 => planned::<half::f16>(case, against, seed + offset),
+        })
+        .collect();
+    let (case, rows, offset) = STANDARD_REFERENCE_CHECK;
+    let work =
+        inputs_len(case.shape) + rows as u64 * reference_work(case.shape, case.causal) / case.shape.rows() as u64;
+    plan.push(PlannedCheck::new(format!("attention reference {} vs f64", case.describe("bf16")), work, move |gpu| {
+        Ok(check_gpu_reference::<half::bf16>(gpu, &case, Some(rows), seed + offset)?.reports().to_vec())
+    }));
+    plan
+}
+
+/// [`check`] as a step of a sweep: its cost is the inputs drawn plus the float64 reference, or the comparison
+/// with the GPU reference.
+fn planned<T: CheckElement + AttnElement>(case: AttnCase, against: Against, seed: u64) -> PlannedCheck {
+    let work = inputs_len(case.shape)
+        + match against {
+            Against::Float64 => reference_work(case.shape, case.causal),
+            Against::GpuReference => 4 * (case.shape.rows() * case.shape.head_dim) as u64,
+        };
+    PlannedCheck::new(format!("attention {}", case.describe(T::NAME)), work, move |gpu| {
+        Ok(check::<T>(gpu, &case, against, seed)?.reports().to_vec())
+    })
+}
+
+/// Values of q, k and v.
+pub fn inputs_len(shape: AttnShape) -> u64 {
+    let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim: d } = shape;
+    (batch * (seq_q * heads_q + 2 * seq_k * heads_kv) * d) as u64
+}
+
+/// Float64 operations of the reference over every row: a score, an exponential and two output terms per
+/// visible key and element.
+pub fn reference_work(shape: AttnShape, causal: bool) -> u64 {
+    let AttnShape { batch, seq_q, seq_k, heads_q, head_dim: d, .. } = shape;
+    let keys: usize = (0..seq_q).map(|i| visible_keys(seq_q, seq_k, causal, i)).sum();
+    (3 * batch * heads_q * keys * d) as u64
 }
 
 #[cfg(test)]
