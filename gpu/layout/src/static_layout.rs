@@ -160,11 +160,17 @@ impl<const N: usize> StaticLayout<N> {
         if s < 1 {
             return Err(LayoutError::NonPositiveShape(s));
         }
-        let Some(step) = d.checked_abs() else {
-            return Err(LayoutError::Overflow);
+        // A size-1 leaf adds no offset, whatever its stride (`|i64::MIN|` included).
+        let reach = if s == 1 {
+            0
+        } else {
+            match d.checked_abs() {
+                Some(step) => tri!(flat::checked_mul(s - 1, step)),
+                None => return Err(LayoutError::Overflow),
+            }
         };
         let size = tri!(flat::checked_mul(self.size, s));
-        let cospan = tri!(flat::checked_add(self.cospan, tri!(flat::checked_mul(s - 1, step))));
+        let cospan = tri!(flat::checked_add(self.cospan, reach));
         self.shape[self.leaves] = s;
         self.stride[self.leaves] = d;
         self.leaves += 1;
