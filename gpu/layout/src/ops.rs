@@ -164,19 +164,28 @@ pub fn complement(a: &Layout, cotarget: i64) -> Result<Layout, LayoutError> {
     Ok(Layout::from_flat(&s[..m], &d[..m]))
 }
 
-fn right_inverse_leaves(s: Vec<i64>, d: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+/// Each mode `(stride, shape, column-major stride in L)`, sorted as pycute's right inverse sorts
+/// them; the product past the last mode is not a stride and is not formed.
+fn sorted_modes(s: &[i64], d: &[i64]) -> Result<Vec<(i64, i64, i64)>, LayoutError> {
     let n = s.len();
-    // Each mode with its column-major stride in `L`, sorted by (stride, shape, that stride) as
-    // pycute sorts them; the product past the last mode is not a stride and is not formed.
     let mut modes = Vec::with_capacity(n);
     let mut acc = 1i64;
-    for (i, (&si, &di)) in s.iter().zip(&d).enumerate() {
+    for (i, (&si, &di)) in s.iter().zip(d).enumerate() {
         modes.push((di, si, acc));
         if i + 1 < n {
             acc = flat::checked_mul(acc, si)?;
         }
     }
     modes.sort_unstable();
+    Ok(modes)
+}
+
+fn right_inverse_leaves(s: Vec<i64>, d: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    right_inverse_of_sorted(&sorted_modes(&s, &d)?)
+}
+
+fn right_inverse_of_sorted(modes: &[(i64, i64, i64)]) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    let n = modes.len();
     let mut s: Vec<i64> = modes.iter().map(|m| m.1).collect();
     let mut d: Vec<i64> = modes.iter().map(|m| m.0).collect();
     let r: Vec<i64> = modes.iter().map(|m| m.2).collect();
@@ -199,6 +208,29 @@ pub fn right_inverse(l: &Layout) -> Result<Layout, LayoutError> {
     Ok(Layout::from_flat(&s, &d))
 }
 
+/// Whether the right inverse's chain over `modes` (sorted by stride, each stride the product of
+/// the shapes and strides before it, as in [`flat::right_inverse_sorted`]) takes in all `l_modes`
+/// non-trivial modes of `L`, told apart from the complement's by a column-major stride below
+/// `size_l`. Those chained modes form a bijection onto `[0, product)`, so `R` inverts it exactly
+/// and `R(L(i)) == i` for every `i < size_l` without evaluating any of them.
+fn chain_covers(modes: &[(i64, i64, i64)], size_l: i64, l_modes: usize) -> bool {
+    let (mut current, mut covered) = (1i64, 0usize);
+    for &(d, s, r) in modes {
+        if s == 1 {
+            continue;
+        }
+        if d != current {
+            break;
+        }
+        covered += usize::from(r < size_l);
+        match s.checked_mul(d) {
+            Some(next) => current = next,
+            None => break,
+        }
+    }
+    covered == l_modes
+}
+
 /// pycute's left inverse `right_inverse(make_layout(L, complement(L)))`, checked to satisfy
 /// `R(L(i)) == i`; an error when `L` is not injective (or no layout inverts it).
 pub fn left_inverse(l: &Layout) -> Result<Layout, LayoutError> {
@@ -206,18 +238,20 @@ pub fn left_inverse(l: &Layout) -> Result<Layout, LayoutError> {
         LayoutError::NotInjective => LayoutError::NoLeftInverse,
         e => e,
     })?;
+    let size_l = l.size()?;
     let (mut s, mut d) = l.leaves();
     let (cs, cd) = c.leaves();
     s.extend(cs);
     d.extend(cd);
-    let (rs, rd) = right_inverse_leaves(s, d)?;
+    let modes = sorted_modes(&s, &d)?;
+    let (rs, rd) = right_inverse_of_sorted(&modes)?;
     // Size-1 modes do not change `L`'s function: dropping them keeps each evaluation of the
     // check as short as the (at most 63) modes that do.
     let (ls, ld): (Vec<i64>, Vec<i64>) = {
         let (ls, ld) = l.leaves();
         ls.into_iter().zip(ld).filter(|&(s, _)| s != 1).unzip()
     };
-    if !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len())? {
+    if !chain_covers(&modes, size_l, ls.len()) && !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len())? {
         return Err(LayoutError::NoLeftInverse);
     }
     Ok(Layout::from_flat(&rs, &rd))
