@@ -496,6 +496,10 @@ impl<const N: usize> StaticLayout<N> {
 
     /// `complement(self, cotarget)`: the ordered layout filling the gaps of `self` up to `cotarget`.
     pub const fn complement(&self, cotarget: i64) -> Result<Self, LayoutError> {
+        // The complement needs one mode more than the layout, in the fixed scratch room.
+        if self.leaves >= SCRATCH {
+            return Err(LayoutError::Capacity { capacity: SCRATCH, needed: self.leaves + 1 });
+        }
         let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
         let mut i = 0;
         while i < self.leaves {
@@ -519,6 +523,10 @@ impl<const N: usize> StaticLayout<N> {
 
     /// pycute's left inverse `right_inverse((self, complement(self)))`: `R(self(i)) == i`.
     pub const fn left_inverse(&self) -> Result<Self, LayoutError> {
+        // The complement needs one mode more than the layout, in the fixed scratch room.
+        if self.leaves >= SCRATCH {
+            return Err(LayoutError::Capacity { capacity: SCRATCH, needed: self.leaves + 1 });
+        }
         let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
         let mut i = 0;
         while i < self.leaves {

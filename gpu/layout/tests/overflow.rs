@@ -436,3 +436,13 @@ fn many_modes_run_in_linear_time() {
     assert!(ops::complement(&l, 1).is_ok());
     assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
 }
+
+#[test]
+fn const_layouts_past_the_scratch_room_are_capacity_errors() {
+    let shapes = [1i64; 70];
+    let strides: Vec<i64> = (0..70).collect();
+    let l = StaticLayout::<80>::try_new(&shapes, &strides).unwrap();
+    let needed = Err(LayoutError::Capacity { capacity: oxtile_layout::static_layout::SCRATCH, needed: 71 });
+    assert_eq!(l.complement(8), needed);
+    assert_eq!(l.left_inverse(), needed);
+}
