@@ -314,6 +314,18 @@ pub(crate) const fn right_inverse_in_place(
     scratch: &mut [i64],
     n: usize,
 ) -> Result<usize, LayoutError> {
+    tri!(sort_for_right_inverse(s, d, scratch, n));
+    right_inverse_sorted(s, d, scratch, n)
+}
+
+/// The first half of [`right_inverse_in_place`]: writes each mode's column-major stride in the
+/// layout to `scratch` and sorts the modes by `(d, s, that stride)` as pycute does.
+pub(crate) const fn sort_for_right_inverse(
+    s: &mut [i64],
+    d: &mut [i64],
+    scratch: &mut [i64],
+    n: usize,
+) -> Result<(), LayoutError> {
     let mut acc = 1i64;
     let mut i = 0;
     while i < n {
@@ -340,7 +352,36 @@ pub(crate) const fn right_inverse_in_place(
         }
         i += 1;
     }
-    right_inverse_sorted(s, d, scratch, n)
+    Ok(())
+}
+
+/// Whether the right inverse's chain over modes sorted by [`sort_for_right_inverse`] (each
+/// stride the product of the shapes and strides before it, as [`right_inverse_sorted`] takes
+/// them) takes in all `l_modes` non-trivial modes of a layout `L` of size `size_l`, told apart
+/// from the other modes by a column-major stride `r` below `size_l`. The chained modes then form
+/// a bijection onto `[0, product)` which `R` inverts, so `R(L(i)) == i` for every `i < size_l`.
+pub(crate) const fn chain_covers(s: &[i64], d: &[i64], r: &[i64], n: usize, size_l: i64, l_modes: usize) -> bool {
+    let mut current = 1i64;
+    let mut covered = 0;
+    let mut i = 0;
+    while i < n {
+        let (cs, cd, cr) = (s[i], d[i], r[i]);
+        i += 1;
+        if cs == 1 {
+            continue;
+        }
+        if cd != current {
+            break;
+        }
+        if cr < size_l {
+            covered += 1;
+        }
+        current = match cs.checked_mul(cd) {
+            Some(v) => v,
+            None => break,
+        };
+    }
+    covered == l_modes
 }
 
 /// The tail of [`right_inverse_in_place`]: modes `(s[i], d[i])` with their column-major strides
@@ -378,9 +419,9 @@ pub(crate) const fn right_inverse_sorted(
 /// Largest layout size for which left inverses are verified element by element.
 pub(crate) const LEFT_INVERSE_CHECK_LIMIT: i64 = 1 << 22;
 
-/// Whether `R(L(i)) == i` for every `i < size(L)` (trusted above [`LEFT_INVERSE_CHECK_LIMIT`]
-/// elements once no mode of `L` is a broadcast). Modes of size 1 do not change the function, so
-/// callers may drop them first to keep each evaluation short.
+/// Whether `R(L(i)) == i` for every `i < size(L)`, evaluated element by element; `false` above
+/// [`LEFT_INVERSE_CHECK_LIMIT`] elements, where only [`chain_covers`] can prove it. Modes of size 1
+/// do not change the function, so callers may drop them first to keep each evaluation short.
 pub(crate) const fn is_left_inverse(
     l_s: &[i64],
     l_d: &[i64],
@@ -398,7 +439,7 @@ pub(crate) const fn is_left_inverse(
     }
     let size_l = tri!(product(l_s, l_n));
     if size_l > LEFT_INVERSE_CHECK_LIMIT {
-        return Ok(true);
+        return Ok(false);
     }
     let size_r = tri!(product(r_s, r_n));
     let mut i = 0;

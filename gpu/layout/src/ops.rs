@@ -164,9 +164,17 @@ pub fn complement(a: &Layout, cotarget: i64) -> Result<Layout, LayoutError> {
     Ok(Layout::from_flat(&s[..m], &d[..m]))
 }
 
-/// Each mode `(stride, shape, column-major stride in L)`, sorted as pycute's right inverse sorts
-/// them; the product past the last mode is not a stride and is not formed.
-fn sorted_modes(s: &[i64], d: &[i64]) -> Result<Vec<(i64, i64, i64)>, LayoutError> {
+/// Flat modes sorted as pycute's right inverse sorts them, by `(stride, shape, column-major
+/// stride in L)`, with that last stride in `r`.
+struct SortedModes {
+    s: Vec<i64>,
+    d: Vec<i64>,
+    r: Vec<i64>,
+}
+
+/// Sorts in `O(n log n)`, so that the const core's insertion sort is not needed; the product
+/// past the last mode is not a stride and is not formed.
+fn sorted_modes(s: &[i64], d: &[i64]) -> Result<SortedModes, LayoutError> {
     let n = s.len();
     let mut modes = Vec::with_capacity(n);
     let mut acc = 1i64;
@@ -177,26 +185,28 @@ fn sorted_modes(s: &[i64], d: &[i64]) -> Result<Vec<(i64, i64, i64)>, LayoutErro
         }
     }
     modes.sort_unstable();
-    Ok(modes)
+    Ok(SortedModes {
+        s: modes.iter().map(|m| m.1).collect(),
+        d: modes.iter().map(|m| m.0).collect(),
+        r: modes.iter().map(|m| m.2).collect(),
+    })
 }
 
-fn right_inverse_leaves(s: Vec<i64>, d: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
-    right_inverse_of_sorted(&sorted_modes(&s, &d)?)
-}
-
-fn right_inverse_of_sorted(modes: &[(i64, i64, i64)]) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
-    let n = modes.len();
-    let mut s: Vec<i64> = modes.iter().map(|m| m.1).collect();
-    let mut d: Vec<i64> = modes.iter().map(|m| m.0).collect();
-    let r: Vec<i64> = modes.iter().map(|m| m.2).collect();
+fn right_inverse_of_sorted(modes: &SortedModes) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    let n = modes.s.len();
+    let (mut s, mut d) = (modes.s.clone(), modes.d.clone());
     if n == 0 {
         s.push(0);
         d.push(0);
     }
-    let m = flat::right_inverse_sorted(&mut s, &mut d, &r, n)?;
+    let m = flat::right_inverse_sorted(&mut s, &mut d, &modes.r, n)?;
     s.truncate(m);
     d.truncate(m);
     Ok((s, d))
+}
+
+fn right_inverse_leaves(s: Vec<i64>, d: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    right_inverse_of_sorted(&sorted_modes(&s, &d)?)
 }
 
 /// A right inverse `R` with `L(R(i)) == i` for `i < size(R)` (pycute's: as far as `L`'s sorted
@@ -208,31 +218,11 @@ pub fn right_inverse(l: &Layout) -> Result<Layout, LayoutError> {
     Ok(Layout::from_flat(&s, &d))
 }
 
-/// Whether the right inverse's chain over `modes` (sorted by stride, each stride the product of
-/// the shapes and strides before it, as in [`flat::right_inverse_sorted`]) takes in all `l_modes`
-/// non-trivial modes of `L`, told apart from the complement's by a column-major stride below
-/// `size_l`. Those chained modes form a bijection onto `[0, product)`, so `R` inverts it exactly
-/// and `R(L(i)) == i` for every `i < size_l` without evaluating any of them.
-fn chain_covers(modes: &[(i64, i64, i64)], size_l: i64, l_modes: usize) -> bool {
-    let (mut current, mut covered) = (1i64, 0usize);
-    for &(d, s, r) in modes {
-        if s == 1 {
-            continue;
-        }
-        if d != current {
-            break;
-        }
-        covered += usize::from(r < size_l);
-        match s.checked_mul(d) {
-            Some(next) => current = next,
-            None => break,
-        }
-    }
-    covered == l_modes
-}
-
 /// pycute's left inverse `right_inverse(make_layout(L, complement(L)))`, checked to satisfy
-/// `R(L(i)) == i`; an error when `L` is not injective (or no layout inverts it).
+/// `R(L(i)) == i`; an error when `L` is not injective (or no layout inverts it). The check is
+/// exact and takes no evaluation when the right inverse's stride chain takes in all of `L`'s
+/// modes; otherwise `L` is evaluated element by element, up to 2^22 elements, and a larger
+/// such `L` is [`LayoutError::NoLeftInverse`].
 pub fn left_inverse(l: &Layout) -> Result<Layout, LayoutError> {
     let c = complement(l, 1).map_err(|e| match e {
         LayoutError::NotInjective => LayoutError::NoLeftInverse,
@@ -251,7 +241,9 @@ pub fn left_inverse(l: &Layout) -> Result<Layout, LayoutError> {
         let (ls, ld) = l.leaves();
         ls.into_iter().zip(ld).filter(|&(s, _)| s != 1).unzip()
     };
-    if !chain_covers(&modes, size_l, ls.len()) && !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len())? {
+    // Exact when the chain takes in all of L's modes; otherwise checked element by element.
+    let proven = flat::chain_covers(&modes.s, &modes.d, &modes.r, modes.s.len(), size_l, ls.len());
+    if !proven && !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len())? {
         return Err(LayoutError::NoLeftInverse);
     }
     Ok(Layout::from_flat(&rs, &rd))

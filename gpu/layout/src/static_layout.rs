@@ -551,8 +551,18 @@ impl<const N: usize> StaticLayout<N> {
             j += 1;
         }
         let mut scratch = [0i64; SCRATCH];
-        let m = tri!(flat::right_inverse_in_place(&mut s, &mut d, &mut scratch, n));
-        if !tri!(flat::is_left_inverse(&self.shape, &self.stride, self.leaves, &s, &d, m)) {
+        tri!(flat::sort_for_right_inverse(&mut s, &mut d, &mut scratch, n));
+        let mut l_modes = 0;
+        let mut i = 0;
+        while i < self.leaves {
+            if self.shape[i] != 1 {
+                l_modes += 1;
+            }
+            i += 1;
+        }
+        let proven = flat::chain_covers(&s, &d, &scratch, n, self.size, l_modes);
+        let m = tri!(flat::right_inverse_sorted(&mut s, &mut d, &scratch, n));
+        if !proven && !tri!(flat::is_left_inverse(&self.shape, &self.stride, self.leaves, &s, &d, m)) {
             return Err(LayoutError::NoLeftInverse);
         }
         Self::from_flat(&s, &d, m)

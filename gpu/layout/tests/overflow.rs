@@ -193,41 +193,41 @@ proptest! {
         n in prop::sample::select(vec![1i64, 2, 3, 8, 1 << 31, i64::MAX]),
         probes in prop::collection::vec(extreme_index(), 4),
     ) {
-        // Coalesce and filter keep the function wherever both sides are defined.
+        // Coalesce and filter keep the function wherever both sides are defined (probes taken into
+        // the domain).
         if let Ok(c) = ops::coalesce(&a) {
             prop_assert_eq!(size128(&c), size128(&a));
-            for &i in &probes {
+            for &p in &probes {
+                let i = (p as i128).rem_euclid(size128(&a).min(i64::MAX as i128)) as i64;
                 if let (Ok(x), Ok(y)) = (a.call(i), c.call(i)) {
-                    if i >= 0 && (i as i128) < size128(&a) {
-                        prop_assert_eq!(x, y, "coalesce {} = {} at {}", a, c, i);
-                    }
+                    prop_assert_eq!(x, y, "coalesce {} = {} at {}", a, c, i);
                 }
             }
         }
         let _ = ops::filter(&a);
-        // Composition: R(i) == A(B(i)) on B's domain.
+        // Composition: R(i) == A(B(i)) on B's domain, where B lands inside A's domain (pycute
+        // coalesces A first, so A is only A on its domain).
         if let Ok(r) = ops::composition(&a, &b) {
-            for &i in &probes {
-                if i >= 0 && (i as i128) < size128(&b) {
-                    if let (Ok(bi), Ok(ri)) = (b.call(i), r.call(i)) {
-                        // Defined where B lands inside A's domain (pycute coalesces A first).
-                        if let (true, Ok(abi)) = (bi >= 0 && (bi as i128) < size128(&a), a.call(bi)) {
-                            prop_assert_eq!(ri, abi, "{} o {} = {} at {}", a, b, r, i);
-                        }
-                    }
+            for &p in &probes {
+                let i = (p as i128).rem_euclid(size128(&b).min(i64::MAX as i128)) as i64;
+                if let (Ok(bi), Ok(ri)) = (b.call(i), r.call(i))
+                    && bi >= 0
+                    && (bi as i128) < size128(&a)
+                    && let Ok(abi) = a.call(bi)
+                {
+                    prop_assert_eq!(ri, abi, "{} o {} = {} at {}", a, b, r, i);
                 }
             }
         }
         // Complement: shapes positive, and its offsets miss A's except at 0.
         if let Ok(c) = ops::complement(&a, cotarget) {
             prop_assert!(c.leaves().0.iter().all(|&s| s >= 1), "complement {} {} = {}", a, cotarget, c);
-            for &i in &probes {
-                for &j in &probes {
-                    let (i, j) = (i.rem_euclid(64), j.rem_euclid(64));
-                    if (i as i128) < size128(&a) && (j as i128) < size128(&c) {
-                        if let (Ok(x), Ok(y)) = (a.call(i), c.call(j)) {
-                            prop_assert!(x != y || x == 0, "complement {} {} = {} meets A at {}", a, cotarget, c, x);
-                        }
+            for &p in &probes {
+                for &q in &probes {
+                    let i = (p as i128).rem_euclid(size128(&a).min(i64::MAX as i128)) as i64;
+                    let j = (q as i128).rem_euclid(size128(&c).min(i64::MAX as i128)) as i64;
+                    if let (Ok(x), Ok(y)) = (a.call(i), c.call(j)) {
+                        prop_assert!(x != y || x == 0, "complement {} {} = {} meets A at {}", a, cotarget, c, x);
                     }
                 }
             }
@@ -445,4 +445,23 @@ fn const_layouts_past_the_scratch_room_are_capacity_errors() {
     let needed = Err(LayoutError::Capacity { capacity: oxtile_layout::static_layout::SCRATCH, needed: 71 });
     assert_eq!(l.complement(8), needed);
     assert_eq!(l.left_inverse(), needed);
+}
+
+#[test]
+fn large_left_inverses_are_proven_or_refused() {
+    // 2^33 elements whose right-inverse chain stops before L's second mode: pycute's formula
+    // gives (5,4294967297):(8589934594,2), which sends L(1) = 5 to 37146582172, not 1.
+    let l: Layout = "(2,4294967297):(28441945978,5)".parse().unwrap();
+    assert_eq!(ops::left_inverse(&l), Err(LayoutError::NoLeftInverse));
+    // A transpose of 2^40 elements: the chain takes in both modes, so it is exact without
+    // evaluating any of them.
+    let l: Layout = "(1048576,1048576):(1048576,1)".parse().unwrap();
+    let r = ops::left_inverse(&l).unwrap();
+    for i in [0, 1, 1048575, 1048576, 1 << 39, (1 << 40) - 1] {
+        assert_eq!(r.call(l.call(i).unwrap()), Ok(i));
+    }
+    let s = StaticLayout::<4>::new(&[1048576, 1048576], &[1048576, 1]);
+    assert_eq!(Layout::from_static(&s.left_inverse().unwrap()), r);
+    let s = StaticLayout::<4>::new(&[2, 4294967297], &[28441945978, 5]);
+    assert_eq!(s.left_inverse(), Err(LayoutError::NoLeftInverse));
 }
