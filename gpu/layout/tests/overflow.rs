@@ -465,3 +465,18 @@ fn large_left_inverses_are_proven_or_refused() {
     let s = StaticLayout::<4>::new(&[2, 4294967297], &[28441945978, 5]);
     assert_eq!(s.left_inverse(), Err(LayoutError::NoLeftInverse));
 }
+
+#[test]
+fn integer_tilers_are_positive() {
+    // Found by the parse fuzzer: `-2^63` was read as the tile `-2^63:1`, a layout of negative size
+    // that printed as `[-9223372036854775808:1,...]`, which no longer parsed.
+    let err = "(-9223372036854775808,93722808972)".parse::<Tiler>().unwrap_err();
+    assert_eq!(err.to_string(), "at column 2: expected a positive tile size, found '-'");
+    assert!("0".parse::<Tiler>().is_err());
+    assert!("[4,(2,0)]".parse::<Tiler>().is_err());
+    assert_eq!("(4,(2,3))".parse::<Tiler>().unwrap().to_string(), "[4:1,[2:1,3:1]]");
+    assert!(
+        batch("composition (4,8):(8,1) -2")
+            .starts_with("error: argument 2: at column 1: expected a positive tile size")
+    );
+}
