@@ -4,9 +4,9 @@
 //! that leaves `i64` ([`LayoutError::Overflow`]).
 //!
 //! Cost: every operation here is linear in the number of leaf modes of its arguments, up to a
-//! sort (complement and the inverses sort the modes by stride, `O(n log n)`), and composition is
-//! `O(n)` per mode of `B` for the at most 63 non-trivial modes a coalesced `A` of `i64` size can
-//! have. [`left_inverse`] also checks its result on up to 2^22 elements of the domain.
+//! sort (complement and the inverses sort the modes by stride, `O(n log n)`), and composition
+//! coalesces `A` once, then takes `O(63)` per mode of `B`: it requires `A`'s size to fit in an
+//! `i64`, so the coalesced `A` has at most 63 modes above size 1. [`left_inverse`] also checks its result on up to 2^22 elements of the domain.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -124,17 +124,28 @@ pub fn filter_by(l: &Layout, profile: &IntTuple) -> Result<Layout, LayoutError> 
     }
 }
 
-/// `A ∘ B`: `R(c) = A(B(c))` over `B`'s domain, shaped like `B`.
+/// `A ∘ B`: `R(c) = A(B(c))` over `B`'s domain, shaped like `B`. `A`'s size must fit in an
+/// `i64` ([`LayoutError::Overflow`] otherwise): its coalesced form then has at most 63 modes of
+/// size above 1, which bounds the work per mode of `B`.
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
+    a.size()?;
+    let (a_s, a_d) = coalesced_leaves(a)?;
+    compose_coalesced(&a_s, &a_d, b)
+}
+
+/// [`composition`] with `A` coalesced once for all of `B`'s modes.
+fn compose_coalesced(a_s: &[i64], a_d: &[i64], b: &Layout) -> Result<Layout, LayoutError> {
     match (b.shape(), b.stride()) {
         (IntTuple::Int(bs), IntTuple::Int(bd)) => {
-            let (a_s, a_d) = coalesced_leaves(a)?;
             let mut out_s = vec![0; a_s.len().max(1)];
             let mut out_d = vec![0; a_s.len().max(1)];
-            let n = flat::compose_mode(&a_s, &a_d, a_s.len(), *bs, *bd, &mut out_s, &mut out_d)?;
+            let n = flat::compose_mode(a_s, a_d, a_s.len(), *bs, *bd, &mut out_s, &mut out_d)?;
             Ok(Layout::from_flat(&out_s[..n], &out_d[..n]))
         }
-        _ => Ok(Layout::from_modes(b.modes().iter().map(|bi| composition(a, bi)).collect::<Result<Vec<_>, _>>()?)),
+        _ => {
+            let modes = b.modes().iter().map(|bi| compose_coalesced(a_s, a_d, bi)).collect::<Result<Vec<_>, _>>()?;
+            Ok(Layout::from_modes(modes))
+        }
     }
 }
 
