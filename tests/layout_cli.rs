@@ -199,3 +199,125 @@ fn malformed_layouts_fail_with_the_parsers_message() {
     assert!(!output.status.success());
     assert!(stderr(&output).contains("multiple of 8"), "{}", stderr(&output));
 }
+
+/// Runs `oxtile ARGS` with `input` on stdin, failing the test if it takes 5 s or more.
+fn oxtile_quickly(args: &[&str], input: &str) -> Output {
+    let start = std::time::Instant::now();
+    let mut child = Command::new(OXTILE)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {OXTILE}: {e}"));
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let elapsed = start.elapsed();
+    assert!(elapsed.as_secs_f64() < 5.0, "oxtile {args:?} took {elapsed:?}");
+    output
+}
+
+#[test]
+fn show_refuses_oversized_pictures_before_drawing_them() {
+    // The size wraps to 0 in 64-bit arithmetic: it is refused as an overflow, not drawn as empty.
+    let output = oxtile_quickly(&["layout", "show", "(4294967296,4294967296):(1,1)"], "");
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("more cells than fit in 64 bits"), "{}", stderr(&output));
+    assert!(stdout(&output).is_empty());
+
+    // 2^40 (thread, value) pairs over a 4x4 tile: refused before the cells are listed.
+    let svg = scratch("refused.svg");
+    let output = oxtile_quickly(
+        &["layout", "show", "(1048576,1048576):(0,0)", "--tv", "4x4", "--svg", svg.to_str().unwrap()],
+        "",
+    );
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(message.contains("has 1099511627776 (thread, value) pairs, more than the 65536"), "{message}");
+    assert!(!svg.exists(), "no SVG is written for a refused picture");
+
+    let output = oxtile_quickly(&["layout", "show", "(512,512):(1,512)"], "");
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("has 262144 cells, more than the 65536"), "{}", stderr(&output));
+
+    let output = oxtile_quickly(&["layout", "show", "4:1", "--tv", "4294967296x4294967296"], "");
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("more cells than fit in 64 bits"), "{}", stderr(&output));
+
+    // At the limit it still draws.
+    let output = oxtile_quickly(&["layout", "show", "(256,256):(256,1)"], "");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("65535|"), "the last offset is drawn");
+}
+
+#[test]
+fn batch_answers_every_line_of_the_fuzzed_inputs_and_goes_on() {
+    let input = [
+        "size (4294967296,4294967296):(1,1)",
+        "idx2crd (3,6148914691236517205,2):(1,1,1) -9223372036854775808",
+        "size (4,8):(8,1)",
+        "cosize (4294967296,4294967296):(1,1)",
+        "complement 4:1 0",
+        "complement (2,2):(1,4611686018427387904) 9223372036854775807",
+        "swizzle Sw<2147483648,0,-2147483648> 5",
+        "swizzle Sw<3,4,3> 200",
+        "idx2crd (3,(2,3)):(3,(12,1)) 16",
+    ]
+    .join("\n");
+    let output = oxtile_quickly(&["layout", "--batch", "-"], &input);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "error: integer overflow",
+            "error: integer overflow",
+            "32",
+            "error: integer overflow",
+            "error: invalid argument: complement cotarget must be positive",
+            "error: integer overflow",
+            "error: argument 1: at column 1: expected Sw<B,M,S> with |S| >= B and B+M+|S| <= 63, found 'S'",
+            "216",
+            "(1,(1,2))",
+        ],
+        "{text}"
+    );
+    assert!(stderr(&output).is_empty(), "no panic message: {}", stderr(&output));
+}
+
+#[test]
+fn batch_of_twenty_thousand_modes_stays_quick() {
+    // Quadratic work on 20k modes (4·10^8 steps) would take far longer than the bound in a debug build.
+    let n = 20_000;
+    let shape = vec!["2"; n].join(",");
+    let strides: Vec<String> = (0..n).map(|i| (2 * i + 1).to_string()).collect();
+    let wide = format!("({shape}):({})", strides.join(","));
+    let ones = format!("({}):({})", vec!["1"; n].join(","), strides.join(","));
+    let input = [
+        format!("complement {wide} 4096"),
+        format!("right_inverse {wide}"),
+        format!("left_inverse {wide}"),
+        format!("complement {ones} 4096"),
+        format!("left_inverse {ones}"),
+        format!("composition {wide} {ones}"),
+        format!("coalesce {ones}"),
+        format!("logical_divide {ones} {ones}"),
+    ]
+    .join("\n");
+    let output = oxtile_quickly(&["layout", "--batch", "-"], &input);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "{}", &text[..text.len().min(2000)]);
+    // Strides 1, 3, 5, ... overlap (not injective); 2^20000 elements do not fit (overflow).
+    assert_eq!(lines[0], "error: complement undefined: the layout is not injective");
+    assert_eq!(lines[1], "error: integer overflow");
+    assert_eq!(lines[2], "error: left inverse undefined: the layout is not injective");
+    assert_eq!(lines[3], "4096:1");
+    assert_eq!(lines[4], "1:0");
+    assert_eq!(lines[5], "error: integer overflow");
+    assert_eq!(lines[6], "1:0");
+    // 20k size-1 tiles of the size-1 layout: each mode keeps all 20k modes.
+    assert!(lines[7].starts_with("((1,1,1,") && lines[7].len() > 4 * n, "{}", &lines[7][..lines[7].len().min(200)]);
+}

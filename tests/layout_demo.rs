@@ -138,7 +138,7 @@ fn runtime_algebra_gives_the_kernels_shared_layout() {
     let mut seen = vec![false; 8192];
     for row in 0..64i64 {
         for col in 0..64i64 {
-            let offset = smem.call(row + 64 * col);
+            let offset = smem.call(row + 64 * col).unwrap();
             let by_hand = row * 128 + ((((col >> 3) ^ (row & 7)) << 4) | ((col & 7) << 1));
             assert_eq!(offset, by_hand, "({row}, {col})");
             assert!(!std::mem::replace(&mut seen[offset as usize], true), "offset {offset} used twice");
@@ -175,7 +175,7 @@ fn transposes_match_the_layout_algebra_on_the_cpu() {
         let dst_layout: Layout = format!("({rows},{cols}):(1,{rows})").parse().unwrap();
         let mut expected = vec![POISON; n];
         for idx in 0..n as i64 {
-            expected[dst_layout.call(idx) as usize] = input[src_layout.call(idx) as usize];
+            expected[dst_layout.call(idx).unwrap() as usize] = input[src_layout.call(idx).unwrap() as usize];
         }
         assert!(!expected.contains(&POISON));
         let src = gpu.stream().clone_htod(&input).unwrap();

@@ -1,35 +1,70 @@
 //! Flat-mode cores of the algebra, written once as `const fn` over slices so that the runtime
 //! [`Layout`](crate::Layout) and the const [`StaticLayout`](crate::StaticLayout) share one
 //! implementation. Each follows pycute's definition step for step, including its use of Python's
-//! floor division, because results are compared against pycute's.
+//! floor division, because results are compared against pycute's. Every arithmetic step is
+//! checked: a value outside `i64` is [`LayoutError::Overflow`].
 
 use crate::LayoutError;
 
-/// Python's `a // b`.
-pub(crate) const fn floor_div(a: i64, b: i64) -> i64 {
-    // Shapes are positive; a zero divisor only arises from malformed input and must not panic.
+/// Python's `a // b`. `i64::MIN // -1` is an overflow; a zero divisor (only reachable from
+/// malformed input, since divisors are shapes or nonzero strides) is an invalid argument.
+pub(crate) const fn floor_div(a: i64, b: i64) -> Result<i64, LayoutError> {
     if b == 0 {
-        return 0;
+        return Err(LayoutError::InvalidArgument("division by zero"));
     }
-    let q = a / b;
-    if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
+    let Some(q) = a.checked_div(b) else {
+        return Err(LayoutError::Overflow);
+    };
+    // `a % b` cannot overflow once `a / b` did not; `q - 1` cannot either, since |q| < |a| when
+    // the division is inexact.
+    Ok(if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q })
 }
 
 /// `-(-a // b)`: ceiling division with Python's rounding.
-pub(crate) const fn ceil_div(a: i64, b: i64) -> i64 {
-    -floor_div(-a, b)
+pub(crate) const fn ceil_div(a: i64, b: i64) -> Result<i64, LayoutError> {
+    if b == 0 {
+        return Err(LayoutError::InvalidArgument("division by zero"));
+    }
+    let Some(q) = a.checked_div(b) else {
+        return Err(LayoutError::Overflow);
+    };
+    Ok(if a % b != 0 && ((a < 0) == (b < 0)) { q + 1 } else { q })
+}
+
+/// Python's `a % b` (the sign of `b`).
+pub(crate) const fn py_mod(a: i64, b: i64) -> Result<i64, LayoutError> {
+    if b == 0 {
+        return Err(LayoutError::InvalidArgument("division by zero"));
+    }
+    // `i64::MIN % -1` is 0 mathematically; `checked_rem` only refuses it because the quotient
+    // overflows.
+    let r = match a.checked_rem(b) {
+        Some(r) => r,
+        None => 0,
+    };
+    // `r` and `b` have opposite signs here, so the sum lies between them.
+    Ok(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
 }
 
 /// CuTe's `shape_div` for integers: exact quotient, or ±1 when `b` is a multiple of `a`.
 #[cfg(feature = "alloc")]
 pub(crate) const fn shape_div(a: i64, b: i64) -> Result<i64, LayoutError> {
-    if b != 0 && a % b == 0 {
-        Ok(a / b)
-    } else if a != 0 && b % a == 0 {
+    if b != 0 && is_multiple(a, b) {
+        match a.checked_div(b) {
+            Some(q) => Ok(q),
+            None => Err(LayoutError::Overflow),
+        }
+    } else if a != 0 && is_multiple(b, a) {
         Ok(a.signum() * b.signum())
     } else {
         Err(LayoutError::StrideDivisibility { shape: a, stride: b })
     }
+}
+
+/// Whether `a` is a multiple of `b` (`b != 0`), without the `i64::MIN % -1` overflow.
+#[cfg(feature = "alloc")]
+const fn is_multiple(a: i64, b: i64) -> bool {
+    b == -1 || a % b == 0
 }
 
 pub(crate) const fn checked_mul(a: i64, b: i64) -> Result<i64, LayoutError> {
@@ -39,37 +74,46 @@ pub(crate) const fn checked_mul(a: i64, b: i64) -> Result<i64, LayoutError> {
     }
 }
 
+pub(crate) const fn checked_add(a: i64, b: i64) -> Result<i64, LayoutError> {
+    match a.checked_add(b) {
+        Some(v) => Ok(v),
+        None => Err(LayoutError::Overflow),
+    }
+}
+
 /// Product of the first `n` shapes.
-pub(crate) const fn product(s: &[i64], n: usize) -> i64 {
+pub(crate) const fn product(s: &[i64], n: usize) -> Result<i64, LayoutError> {
     let mut p = 1i64;
     let mut i = 0;
     while i < n {
-        p = p.wrapping_mul(s[i]);
+        p = tri!(checked_mul(p, s[i]));
         i += 1;
     }
-    p
+    Ok(p)
 }
 
 /// The layout's value at 1-D index `idx` (colexicographic; the last mode takes the remainder,
-/// as pycute's `crd2idx` does for an integer coordinate).
-pub(crate) const fn eval(s: &[i64], d: &[i64], n: usize, mut idx: i64) -> i64 {
+/// as pycute's `crd2idx` does for an integer coordinate). Shapes are positive; an index below 0
+/// splits with Rust's truncating division, as the const layouts always have.
+pub(crate) const fn eval(s: &[i64], d: &[i64], n: usize, mut idx: i64) -> Result<i64, LayoutError> {
     if n == 0 {
-        return 0;
+        return Ok(0);
     }
     let mut r = 0i64;
     let mut i = 0;
     while i + 1 < n {
-        if s[i] != 0 {
-            r = r.wrapping_add((idx % s[i]).wrapping_mul(d[i]));
+        if s[i] > 0 {
+            r = tri!(checked_add(r, tri!(checked_mul(idx % s[i], d[i]))));
             idx /= s[i];
         }
         i += 1;
     }
-    r.wrapping_add(idx.wrapping_mul(d[n - 1]))
+    checked_add(r, tri!(checked_mul(idx, d[n - 1])))
 }
 
-/// pycute `coalesce` of `n` flat modes, in place. Needs room for one mode; returns the new count (>= 1).
-pub(crate) const fn coalesce_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> usize {
+/// pycute `coalesce` of `n` flat modes, in place. Needs room for one mode; returns the new count
+/// (>= 1). Merged shapes are checked products.
+pub(crate) const fn coalesce_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> Result<usize, LayoutError> {
     let (mut last_s, mut last_d) = (1i64, 0i64);
     let mut k = 0;
     let mut i = 0;
@@ -79,11 +123,16 @@ pub(crate) const fn coalesce_in_place(s: &mut [i64], d: &mut [i64], n: usize) ->
         if cs == 1 {
             continue;
         }
+        // A product outside `i64` cannot equal the stride `cd`, so those modes do not merge.
+        let contiguous = match last_s.checked_mul(last_d) {
+            Some(v) => v == cd,
+            None => false,
+        };
         if last_s == 1 {
             last_s = cs;
             last_d = cd;
-        } else if last_s.wrapping_mul(last_d) == cd {
-            last_s = last_s.wrapping_mul(cs);
+        } else if contiguous {
+            last_s = tri!(checked_mul(last_s, cs));
         } else {
             // k < i - 1: the slot was already read.
             s[k] = last_s;
@@ -95,11 +144,11 @@ pub(crate) const fn coalesce_in_place(s: &mut [i64], d: &mut [i64], n: usize) ->
     }
     s[k] = last_s;
     d[k] = last_d;
-    k + 1
+    Ok(k + 1)
 }
 
 /// pycute `filter`: drop size-1 and stride-0 modes, then coalesce. In place; returns the count.
-pub(crate) const fn filter_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> usize {
+pub(crate) const fn filter_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> Result<usize, LayoutError> {
     let mut k = 0;
     let mut i = 0;
     while i < n {
@@ -113,7 +162,7 @@ pub(crate) const fn filter_in_place(s: &mut [i64], d: &mut [i64], n: usize) -> u
     if k == 0 {
         s[0] = 1;
         d[0] = 0;
-        return 1;
+        return Ok(1);
     }
     coalesce_in_place(s, d, k)
 }
@@ -149,10 +198,12 @@ pub(crate) const fn compose_mode(
         if cs <= 0 {
             return Err(LayoutError::NonPositiveShape(cs));
         }
-        if rest_stride == 0 || !(cs % rest_stride == 0 || rest_stride % cs == 0) {
+        // `rest_stride % cs` cannot overflow (cs > 0); `cs % rest_stride` only for -1, which
+        // divides everything.
+        if rest_stride == 0 || !(rest_stride == -1 || cs % rest_stride == 0 || rest_stride % cs == 0) {
             return Err(LayoutError::StrideDivisibility { shape: cs, stride: rest_stride });
         }
-        let q = floor_div(cs, rest_stride);
+        let q = tri!(floor_div(cs, rest_stride));
         let mut new_shape = if q > 1 { q } else { 1 };
         if new_shape > rest_shape {
             new_shape = rest_shape;
@@ -162,10 +213,7 @@ pub(crate) const fn compose_mode(
                 return Err(LayoutError::Capacity { capacity: cap, needed: k + 1 });
             }
             out_s[k] = new_shape;
-            out_d[k] = match checked_mul(rest_stride, cd) {
-                Ok(v) => v,
-                Err(e) => return Err(e),
-            };
+            out_d[k] = tri!(checked_mul(rest_stride, cd));
             k += 1;
         }
         // pycute floors here; a remainder means B's mode straddles A's modes and the result
@@ -174,7 +222,7 @@ pub(crate) const fn compose_mode(
             return Err(LayoutError::ShapeDivisibility { shape: rest_shape, divisor: new_shape });
         }
         rest_shape /= new_shape;
-        rest_stride = ceil_div(rest_stride, cs);
+        rest_stride = tri!(ceil_div(rest_stride, cs));
         i += 1;
     }
     if rest_shape != 1 || k == 0 {
@@ -182,31 +230,21 @@ pub(crate) const fn compose_mode(
             return Err(LayoutError::Capacity { capacity: cap, needed: k + 1 });
         }
         out_s[k] = rest_shape;
-        out_d[k] = match checked_mul(rest_stride, a_d[a_n - 1]) {
-            Ok(v) => v,
-            Err(e) => return Err(e),
-        };
+        out_d[k] = tri!(checked_mul(rest_stride, a_d[a_n - 1]));
         k += 1;
     }
     Ok(k)
 }
 
+/// Whether mode `(s0, d0)` sorts before `(s1, d1)`: by stride, then shape, like Python's sort
+/// of `(stride, shape)` tuples.
 const fn less2(a0: i64, a1: i64, b0: i64, b1: i64) -> bool {
     a0 < b0 || (a0 == b0 && a1 < b1)
 }
 
-/// pycute `complement(A, cotarget)` of `n` flat modes, in place (needs room for `n + 1`).
-pub(crate) const fn complement_in_place(
-    s: &mut [i64],
-    d: &mut [i64],
-    n: usize,
-    cotarget: i64,
-) -> Result<usize, LayoutError> {
-    let cap = if s.len() < d.len() { s.len() } else { d.len() };
-    if cap < n + 1 {
-        return Err(LayoutError::Capacity { capacity: cap, needed: n + 1 });
-    }
-    // Insertion sort by (stride, shape), like Python's sort of (stride, shape) tuples.
+/// Sorts the first `n` modes by `(stride, shape)` in place (insertion sort: `const`, and linear
+/// on input that is already sorted, which is how the runtime layouts call it).
+const fn sort_by_stride(s: &mut [i64], d: &mut [i64], n: usize) {
     let mut i = 1;
     while i < n {
         let mut j = i;
@@ -220,6 +258,24 @@ pub(crate) const fn complement_in_place(
         }
         i += 1;
     }
+}
+
+/// pycute `complement(A, cotarget)` of `n` flat modes, in place (needs room for `n + 1`).
+/// `cotarget` must be positive: a complement up to 0 or less would need a mode of size 0.
+pub(crate) const fn complement_in_place(
+    s: &mut [i64],
+    d: &mut [i64],
+    n: usize,
+    cotarget: i64,
+) -> Result<usize, LayoutError> {
+    let cap = if s.len() < d.len() { s.len() } else { d.len() };
+    if cap < n + 1 {
+        return Err(LayoutError::Capacity { capacity: cap, needed: n + 1 });
+    }
+    if cotarget < 1 {
+        return Err(LayoutError::InvalidArgument("complement cotarget must be positive"));
+    }
+    sort_by_stride(s, d, n);
     let mut current = 1i64;
     let mut k = 0;
     let mut i = 0;
@@ -229,27 +285,21 @@ pub(crate) const fn complement_in_place(
         if cd == 0 || cs == 1 {
             continue;
         }
-        let span = match checked_mul(cs, cd) {
-            Ok(v) => v,
-            Err(e) => return Err(e),
-        };
+        let span = tri!(checked_mul(cs, cd));
         // pycute asserts the first; the second would leave a size-0 mode (a stride inside the
         // span of smaller modes without overlapping them), which no complement can fill.
         if current > span || cd < current {
             return Err(LayoutError::NotInjective);
         }
-        s[k] = floor_div(cd, current);
+        s[k] = tri!(floor_div(cd, current));
         d[k] = current;
         k += 1;
         current = span;
     }
-    let padded = match cotarget.checked_add(current - 1) {
-        Some(v) => v,
-        None => return Err(LayoutError::Overflow),
-    };
-    s[k] = floor_div(padded, current);
+    // ceil(cotarget / current) without forming `cotarget + current - 1`.
+    s[k] = tri!(ceil_div(cotarget, current));
     d[k] = current;
-    Ok(coalesce_in_place(s, d, k + 1))
+    coalesce_in_place(s, d, k + 1)
 }
 
 const fn less3(a: (i64, i64, i64), b: (i64, i64, i64)) -> bool {
@@ -258,12 +308,33 @@ const fn less3(a: (i64, i64, i64), b: (i64, i64, i64)) -> bool {
 
 /// pycute `right_inverse` of `n` flat modes, in place; `scratch` holds at least `n` values and
 /// `s`/`d` at least one. Returns the count.
-pub(crate) const fn right_inverse_in_place(s: &mut [i64], d: &mut [i64], scratch: &mut [i64], n: usize) -> usize {
+pub(crate) const fn right_inverse_in_place(
+    s: &mut [i64],
+    d: &mut [i64],
+    scratch: &mut [i64],
+    n: usize,
+) -> Result<usize, LayoutError> {
+    tri!(sort_for_right_inverse(s, d, scratch, n));
+    right_inverse_sorted(s, d, scratch, n)
+}
+
+/// The first half of [`right_inverse_in_place`]: writes each mode's column-major stride in the
+/// layout to `scratch` and sorts the modes by `(d, s, that stride)` as pycute does.
+pub(crate) const fn sort_for_right_inverse(
+    s: &mut [i64],
+    d: &mut [i64],
+    scratch: &mut [i64],
+    n: usize,
+) -> Result<(), LayoutError> {
     let mut acc = 1i64;
     let mut i = 0;
     while i < n {
         scratch[i] = acc;
-        acc = acc.wrapping_mul(s[i]);
+        // The running product past the last mode is not used, so only a product that is used
+        // can overflow the layout's size.
+        if i + 1 < n {
+            acc = tri!(checked_mul(acc, s[i]));
+        }
         i += 1;
     }
     let mut i = 1;
@@ -281,11 +352,51 @@ pub(crate) const fn right_inverse_in_place(s: &mut [i64], d: &mut [i64], scratch
         }
         i += 1;
     }
+    Ok(())
+}
+
+/// Whether the right inverse's chain over modes sorted by [`sort_for_right_inverse`] (each
+/// stride the product of the shapes and strides before it, as [`right_inverse_sorted`] takes
+/// them) takes in all `l_modes` non-trivial modes of a layout `L` of size `size_l`, told apart
+/// from the other modes by a column-major stride `r` below `size_l`. The chained modes then form
+/// a bijection onto `[0, product)` which `R` inverts, so `R(L(i)) == i` for every `i < size_l`.
+pub(crate) const fn chain_covers(s: &[i64], d: &[i64], r: &[i64], n: usize, size_l: i64, l_modes: usize) -> bool {
+    let mut current = 1i64;
+    let mut covered = 0;
+    let mut i = 0;
+    while i < n {
+        let (cs, cd, cr) = (s[i], d[i], r[i]);
+        i += 1;
+        if cs == 1 {
+            continue;
+        }
+        if cd != current {
+            break;
+        }
+        if cr < size_l {
+            covered += 1;
+        }
+        current = match cs.checked_mul(cd) {
+            Some(v) => v,
+            None => break,
+        };
+    }
+    covered == l_modes
+}
+
+/// The tail of [`right_inverse_in_place`]: modes `(s[i], d[i])` with their column-major strides
+/// `r[i]` in the layout, already sorted by `(d, s, r)`. Writes `R` to `s`/`d`; returns its count.
+pub(crate) const fn right_inverse_sorted(
+    s: &mut [i64],
+    d: &mut [i64],
+    r: &[i64],
+    n: usize,
+) -> Result<usize, LayoutError> {
     let mut current = 1i64;
     let mut k = 0;
     let mut i = 0;
     while i < n {
-        let (cs, cd, cr) = (s[i], d[i], scratch[i]);
+        let (cs, cd, cr) = (s[i], d[i], r[i]);
         i += 1;
         if cs == 1 {
             continue;
@@ -296,7 +407,11 @@ pub(crate) const fn right_inverse_in_place(s: &mut [i64], d: &mut [i64], scratch
         s[k] = cs;
         d[k] = cr;
         k += 1;
-        current = cs.wrapping_mul(cd);
+        // A next stride equal to a product outside `i64` cannot exist: the run ends here.
+        current = match cs.checked_mul(cd) {
+            Some(v) => v,
+            None => break,
+        };
     }
     coalesce_in_place(s, d, k)
 }
@@ -304,7 +419,9 @@ pub(crate) const fn right_inverse_in_place(s: &mut [i64], d: &mut [i64], scratch
 /// Largest layout size for which left inverses are verified element by element.
 pub(crate) const LEFT_INVERSE_CHECK_LIMIT: i64 = 1 << 22;
 
-/// Whether `R(L(i)) == i` for every `i < size(L)`.
+/// Whether `R(L(i)) == i` for every `i < size(L)`, evaluated element by element; `false` above
+/// [`LEFT_INVERSE_CHECK_LIMIT`] elements, where only [`chain_covers`] can prove it. Modes of size 1
+/// do not change the function, so callers may drop them first to keep each evaluation short.
 pub(crate) const fn is_left_inverse(
     l_s: &[i64],
     l_d: &[i64],
@@ -312,26 +429,26 @@ pub(crate) const fn is_left_inverse(
     r_s: &[i64],
     r_d: &[i64],
     r_n: usize,
-) -> bool {
+) -> Result<bool, LayoutError> {
     let mut i = 0;
     while i < l_n {
         if l_s[i] > 1 && l_d[i] == 0 {
-            return false;
+            return Ok(false);
         }
         i += 1;
     }
-    let size_l = product(l_s, l_n);
+    let size_l = tri!(product(l_s, l_n));
     if size_l > LEFT_INVERSE_CHECK_LIMIT {
-        return true;
+        return Ok(false);
     }
-    let size_r = product(r_s, r_n);
+    let size_r = tri!(product(r_s, r_n));
     let mut i = 0;
     while i < size_l {
-        let v = eval(l_s, l_d, l_n, i);
-        if v < 0 || v >= size_r || eval(r_s, r_d, r_n, v) != i {
-            return false;
+        let v = tri!(eval(l_s, l_d, l_n, i));
+        if v < 0 || v >= size_r || tri!(eval(r_s, r_d, r_n, v)) != i {
+            return Ok(false);
         }
         i += 1;
     }
-    true
+    Ok(true)
 }

@@ -3,6 +3,7 @@
 use alloc::vec::Vec;
 use core::slice;
 
+use crate::LayoutError;
 use crate::flat;
 
 /// An integer or a tuple of `IntTuple`s, e.g. `(2,(3,4))`. `Debug` prints CuTe notation too.
@@ -67,11 +68,11 @@ impl IntTuple {
         self.modes().get(i)
     }
 
-    /// Product of all leaves.
-    pub fn product(&self) -> i64 {
+    /// Product of all leaves; [`LayoutError::Overflow`] where it does not fit in an `i64`.
+    pub fn product(&self) -> Result<i64, LayoutError> {
         match self {
-            Self::Int(v) => *v,
-            Self::Tuple(items) => items.iter().fold(1i64, |acc, t| acc.wrapping_mul(t.product())),
+            Self::Int(v) => Ok(*v),
+            Self::Tuple(items) => items.iter().try_fold(1i64, |acc, t| flat::checked_mul(acc, t.product()?)),
         }
     }
 
@@ -106,13 +107,20 @@ impl IntTuple {
     }
 
     /// Exclusive prefix product congruent to `self`: the column-major strides of a shape.
-    pub fn prefix_product(&self) -> IntTuple {
-        let mut acc = 1i64;
-        self.map_leaves(&mut |s| {
-            let d = acc;
-            acc = acc.wrapping_mul(s);
+    /// [`LayoutError::Overflow`] where a stride does not fit in an `i64` (the product of all
+    /// leaves, which no stride needs, may).
+    pub fn prefix_product(&self) -> Result<IntTuple, LayoutError> {
+        let mut acc = Some(1i64);
+        let mut overflow = false;
+        let out = self.map_leaves(&mut |s| {
+            let Some(d) = acc else {
+                overflow = true;
+                return 0;
+            };
+            acc = d.checked_mul(s);
             d
-        })
+        });
+        if overflow { Err(LayoutError::Overflow) } else { Ok(out) }
     }
 
     /// The same structure with every leaf replaced by `f(leaf)`, leaves visited depth first.
@@ -164,9 +172,4 @@ impl Coord {
             Self::Tuple(items) => items.iter().map(Self::to_int_tuple).collect::<Option<Vec<_>>>().map(IntTuple::Tuple),
         }
     }
-}
-
-/// Python's `a % b` (the sign of `b`).
-pub(crate) fn py_mod(a: i64, b: i64) -> i64 {
-    a - flat::floor_div(a, b) * b
 }

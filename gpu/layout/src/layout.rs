@@ -2,8 +2,8 @@
 
 use alloc::vec::Vec;
 
-use crate::flat;
-use crate::int_tuple::{Coord, IntTuple, py_mod};
+use crate::flat::{checked_add, checked_mul, floor_div, py_mod};
+use crate::int_tuple::{Coord, IntTuple};
 use crate::{LayoutError, StaticLayout, Swizzle};
 
 /// `shape:stride`, a function from coordinates (or 1-D indices) to offsets. `Debug` prints
@@ -31,10 +31,11 @@ impl Layout {
         Self { shape: IntTuple::Int(shape), stride: IntTuple::Int(stride) }
     }
 
-    /// The compact column-major layout of `shape` (pycute's `Layout(shape)`).
-    pub fn col_major(shape: IntTuple) -> Self {
-        let stride = shape.prefix_product();
-        Self { shape, stride }
+    /// The compact column-major layout of `shape` (pycute's `Layout(shape)`);
+    /// [`LayoutError::Overflow`] where a stride does not fit in an `i64`.
+    pub fn col_major(shape: IntTuple) -> Result<Self, LayoutError> {
+        let stride = shape.prefix_product()?;
+        Ok(Self { shape, stride })
     }
 
     /// `make_layout(modes...)`: each layout becomes one top-level mode.
@@ -76,14 +77,15 @@ impl Layout {
         self.shape.depth()
     }
 
-    /// Size of the domain.
-    pub fn size(&self) -> i64 {
+    /// Size of the domain; [`LayoutError::Overflow`] where it does not fit in an `i64`.
+    pub fn size(&self) -> Result<i64, LayoutError> {
         self.shape.product()
     }
 
-    /// Size of the codomain, `L(size - 1) + 1`.
-    pub fn cosize(&self) -> i64 {
-        self.call(self.size() - 1) + 1
+    /// Size of the codomain, `L(size - 1) + 1`; [`LayoutError::Overflow`] where the size or the
+    /// offset does not fit in an `i64`.
+    pub fn cosize(&self) -> Result<i64, LayoutError> {
+        checked_add(self.call(self.size()? - 1)?, 1)
     }
 
     /// Top-level mode `i` (an integer-shaped layout is its own mode 0).
@@ -127,13 +129,14 @@ impl Layout {
         Self::from_modes(modes)
     }
 
-    /// The offset of 1-D index `idx` (colexicographic; the last mode takes any remainder).
-    pub fn call(&self, idx: i64) -> i64 {
+    /// The offset of 1-D index `idx` (colexicographic; the last mode takes any remainder);
+    /// [`LayoutError::Overflow`] where the offset does not fit in an `i64`.
+    pub fn call(&self, idx: i64) -> Result<i64, LayoutError> {
         // For an integer coordinate pycute's hierarchical split always leaves the remainder to
         // the very last leaf, so a flat walk over the leaves is the same function.
         let mut walk = LeafWalk { idx, leaves_left: self.shape.leaf_count(), offset: 0 };
-        walk.visit(&self.shape, &self.stride);
-        walk.offset
+        walk.visit(&self.shape, &self.stride)?;
+        Ok(walk.offset)
     }
 
     /// The offset of a coordinate: an integer (1-D) or a tuple congruent to the shape at the
@@ -142,9 +145,11 @@ impl Layout {
         crd2idx(crd, &self.shape, &self.stride)
     }
 
-    /// The natural (shape-congruent) coordinate of 1-D index `idx`.
-    pub fn idx2crd(&self, idx: i64) -> IntTuple {
-        let pstride = self.shape.prefix_product();
+    /// The natural (shape-congruent) coordinate of 1-D index `idx` (each leaf `idx // stride %
+    /// shape` with the column-major strides); [`LayoutError::Overflow`] where such a stride does
+    /// not fit in an `i64`.
+    pub fn idx2crd(&self, idx: i64) -> Result<IntTuple, LayoutError> {
+        let pstride = self.shape.prefix_product()?;
         idx2crd(idx, &self.shape, &pstride)
     }
 
@@ -199,45 +204,48 @@ struct LeafWalk {
 }
 
 impl LeafWalk {
-    fn visit(&mut self, shape: &IntTuple, stride: &IntTuple) {
+    fn visit(&mut self, shape: &IntTuple, stride: &IntTuple) -> Result<(), LayoutError> {
         match (shape, stride) {
             (IntTuple::Int(s), IntTuple::Int(d)) => {
                 self.leaves_left -= 1;
-                let coord = if self.leaves_left == 0 { self.idx } else { py_mod(self.idx, *s) };
-                self.offset = self.offset.wrapping_add(coord.wrapping_mul(*d));
-                self.idx = flat::floor_div(self.idx, *s);
+                let coord = if self.leaves_left == 0 { self.idx } else { py_mod(self.idx, *s)? };
+                self.offset = checked_add(self.offset, checked_mul(coord, *d)?)?;
+                self.idx = floor_div(self.idx, *s)?;
             }
             (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
-                ss.iter().zip(ds).for_each(|(s, d)| self.visit(s, d));
+                for (s, d) in ss.iter().zip(ds) {
+                    self.visit(s, d)?;
+                }
             }
             _ => {}
         }
+        Ok(())
     }
 }
 
-fn crd2idx_int(crd: i64, shape: &IntTuple, stride: &IntTuple) -> i64 {
+fn crd2idx_int(crd: i64, shape: &IntTuple, stride: &IntTuple) -> Result<i64, LayoutError> {
     match (shape, stride) {
         (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if !ss.is_empty() => {
             let mut crd = crd;
             let mut result = 0i64;
             for (s, d) in ss.iter().zip(ds).take(ss.len() - 1) {
-                let p = s.product();
-                result = result.wrapping_add(crd2idx_int(py_mod(crd, p), s, d));
-                crd = flat::floor_div(crd, p);
+                let p = s.product()?;
+                result = checked_add(result, crd2idx_int(py_mod(crd, p)?, s, d)?)?;
+                crd = floor_div(crd, p)?;
             }
-            result.wrapping_add(crd2idx_int(crd, &ss[ss.len() - 1], &ds[ds.len() - 1]))
+            checked_add(result, crd2idx_int(crd, &ss[ss.len() - 1], &ds[ds.len() - 1])?)
         }
-        (IntTuple::Int(_), IntTuple::Int(d)) => crd.wrapping_mul(*d),
-        _ => 0,
+        (IntTuple::Int(_), IntTuple::Int(d)) => checked_mul(crd, *d),
+        _ => Ok(0),
     }
 }
 
 fn crd2idx(crd: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<i64, LayoutError> {
     match crd {
-        IntTuple::Int(c) => Ok(crd2idx_int(*c, shape, stride)),
+        IntTuple::Int(c) => crd2idx_int(*c, shape, stride),
         IntTuple::Tuple(cs) => match (shape, stride) {
             (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => {
-                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| Ok(acc.wrapping_add(crd2idx(c, s, d)?)))
+                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| checked_add(acc, crd2idx(c, s, d)?))
             }
             _ => Err(LayoutError::NotCongruent),
         },
@@ -247,25 +255,23 @@ fn crd2idx(crd: &IntTuple, shape: &IntTuple, stride: &IntTuple) -> Result<i64, L
 fn crd2idx_wild(crd: &Coord, shape: &IntTuple, stride: &IntTuple) -> Result<i64, LayoutError> {
     match crd {
         Coord::Wildcard => Ok(0),
-        Coord::Int(c) => Ok(crd2idx_int(*c, shape, stride)),
+        Coord::Int(c) => crd2idx_int(*c, shape, stride),
         Coord::Tuple(cs) => match (shape, stride) {
-            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => cs
-                .iter()
-                .zip(ss)
-                .zip(ds)
-                .try_fold(0i64, |acc, ((c, s), d)| Ok(acc.wrapping_add(crd2idx_wild(c, s, d)?))),
+            (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if cs.len() == ss.len() => {
+                cs.iter().zip(ss).zip(ds).try_fold(0i64, |acc, ((c, s), d)| checked_add(acc, crd2idx_wild(c, s, d)?))
+            }
             _ => Err(LayoutError::NotCongruent),
         },
     }
 }
 
-fn idx2crd(idx: i64, shape: &IntTuple, pstride: &IntTuple) -> IntTuple {
+fn idx2crd(idx: i64, shape: &IntTuple, pstride: &IntTuple) -> Result<IntTuple, LayoutError> {
     match (shape, pstride) {
         (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
-            IntTuple::Tuple(ss.iter().zip(ds).map(|(s, d)| idx2crd(idx, s, d)).collect())
+            Ok(IntTuple::Tuple(ss.iter().zip(ds).map(|(s, d)| idx2crd(idx, s, d)).collect::<Result<_, _>>()?))
         }
-        (IntTuple::Int(s), IntTuple::Int(d)) => IntTuple::Int(py_mod(flat::floor_div(idx, *d), *s)),
-        _ => IntTuple::Int(0),
+        (IntTuple::Int(s), IntTuple::Int(d)) => Ok(IntTuple::Int(py_mod(floor_div(idx, *d)?, *s)?)),
+        _ => Ok(IntTuple::Int(0)),
     }
 }
 
@@ -297,16 +303,16 @@ pub struct ComposedLayout {
 
 impl ComposedLayout {
     /// The swizzled offset of 1-D index `idx`.
-    pub fn call(&self, idx: i64) -> i64 {
-        self.swizzle.apply(self.offset + self.layout.call(idx))
+    pub fn call(&self, idx: i64) -> Result<i64, LayoutError> {
+        Ok(self.swizzle.apply(checked_add(self.offset, self.layout.call(idx)?)?))
     }
 
     /// The swizzled offset of a coordinate.
     pub fn crd2idx(&self, crd: &IntTuple) -> Result<i64, LayoutError> {
-        Ok(self.swizzle.apply(self.offset + self.layout.crd2idx(crd)?))
+        Ok(self.swizzle.apply(checked_add(self.offset, self.layout.crd2idx(crd)?)?))
     }
 
-    pub fn size(&self) -> i64 {
+    pub fn size(&self) -> Result<i64, LayoutError> {
         self.layout.size()
     }
 }

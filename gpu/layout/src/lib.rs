@@ -7,11 +7,23 @@
 //!   with the full algebra in [`ops`] (pycute semantics), CuTe-notation [`parse`]/Display, the
 //!   [`batch`] runner and [`picture`]s.
 //!
-//! Undefined operations return [`LayoutError`]; nothing in the algebra asserts.
+//! Undefined operations return [`LayoutError`]; nothing in the algebra asserts. All arithmetic on
+//! shapes, strides, indices and offsets is checked: a value that does not fit in an `i64` is
+//! [`LayoutError::Overflow`], never a wrapped number or a panic.
 #![no_std]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
+
+/// `?` for `const fn`: unwraps `Ok` or returns the error.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return Err(e),
+        }
+    };
+}
 
 mod error;
 mod flat;

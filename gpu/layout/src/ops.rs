@@ -1,6 +1,12 @@
 //! The layout algebra on runtime layouts: coalesce, filter, composition, complement, inverses,
 //! divides, products and recasts, each with pycute's (CuTe's reference) semantics and result
-//! shapes. Undefined cases return a [`LayoutError`] instead of asserting.
+//! shapes. Undefined cases return a [`LayoutError`] instead of asserting, and so does arithmetic
+//! that leaves `i64` ([`LayoutError::Overflow`]).
+//!
+//! Cost: every operation here is linear in the number of leaf modes of its arguments, up to a
+//! sort (complement and the inverses sort the modes by stride, `O(n log n)`), and composition
+//! coalesces `A` once, then takes `O(63)` per mode of `B`: it requires `A`'s size to fit in an
+//! `i64`, so the coalesced `A` has at most 63 modes above size 1. [`left_inverse`] also checks its result on up to 2^22 elements of the domain.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -71,59 +77,75 @@ fn by_mode<T>(
     Ok(Layout::from_modes(out))
 }
 
-fn coalesced_leaves(l: &Layout) -> (Vec<i64>, Vec<i64>) {
+fn coalesced_leaves(l: &Layout) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
     let (mut s, mut d) = l.leaves();
+    if s.is_empty() {
+        s.push(1);
+        d.push(0);
+    }
     let len = s.len();
-    let n = flat::coalesce_in_place(&mut s, &mut d, len);
+    let n = flat::coalesce_in_place(&mut s, &mut d, len)?;
     s.truncate(n);
     d.truncate(n);
-    (s, d)
+    Ok((s, d))
 }
 
-/// Flattens and merges modes while preserving the function (`i -> L(i)`).
-pub fn coalesce(l: &Layout) -> Layout {
-    let (s, d) = coalesced_leaves(l);
-    Layout::from_flat(&s, &d)
+/// Flattens and merges modes while preserving the function (`i -> L(i)`);
+/// [`LayoutError::Overflow`] where a merged shape does not fit in an `i64`.
+pub fn coalesce(l: &Layout) -> Result<Layout, LayoutError> {
+    let (s, d) = coalesced_leaves(l)?;
+    Ok(Layout::from_flat(&s, &d))
 }
 
 /// Coalesce by mode: an integer in `profile` coalesces that whole mode; a tuple recurses.
 pub fn coalesce_by(l: &Layout, profile: &IntTuple) -> Result<Layout, LayoutError> {
     match profile {
-        IntTuple::Int(_) => Ok(coalesce(l)),
+        IntTuple::Int(_) => coalesce(l),
         IntTuple::Tuple(p) => by_mode(l, p, coalesce_by),
     }
 }
 
 /// Drops stride-0 and size-1 modes, then coalesces.
-pub fn filter(l: &Layout) -> Layout {
+pub fn filter(l: &Layout) -> Result<Layout, LayoutError> {
     let (mut s, mut d) = l.leaves();
     if s.is_empty() {
-        return Layout::int(1, 0);
+        return Ok(Layout::int(1, 0));
     }
     let len = s.len();
-    let n = flat::filter_in_place(&mut s, &mut d, len);
-    Layout::from_flat(&s[..n], &d[..n])
+    let n = flat::filter_in_place(&mut s, &mut d, len)?;
+    Ok(Layout::from_flat(&s[..n], &d[..n]))
 }
 
 /// Filter by mode, like [`coalesce_by`].
 pub fn filter_by(l: &Layout, profile: &IntTuple) -> Result<Layout, LayoutError> {
     match profile {
-        IntTuple::Int(_) => Ok(filter(l)),
+        IntTuple::Int(_) => filter(l),
         IntTuple::Tuple(p) => by_mode(l, p, filter_by),
     }
 }
 
-/// `A ∘ B`: `R(c) = A(B(c))` over `B`'s domain, shaped like `B`.
+/// `A ∘ B`: `R(c) = A(B(c))` over `B`'s domain, shaped like `B`. `A`'s size must fit in an
+/// `i64` ([`LayoutError::Overflow`] otherwise): its coalesced form then has at most 63 modes of
+/// size above 1, which bounds the work per mode of `B`.
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
+    a.size()?;
+    let (a_s, a_d) = coalesced_leaves(a)?;
+    compose_coalesced(&a_s, &a_d, b)
+}
+
+/// [`composition`] with `A` coalesced once for all of `B`'s modes.
+fn compose_coalesced(a_s: &[i64], a_d: &[i64], b: &Layout) -> Result<Layout, LayoutError> {
     match (b.shape(), b.stride()) {
         (IntTuple::Int(bs), IntTuple::Int(bd)) => {
-            let (a_s, a_d) = coalesced_leaves(a);
             let mut out_s = vec![0; a_s.len().max(1)];
             let mut out_d = vec![0; a_s.len().max(1)];
-            let n = flat::compose_mode(&a_s, &a_d, a_s.len(), *bs, *bd, &mut out_s, &mut out_d)?;
+            let n = flat::compose_mode(a_s, a_d, a_s.len(), *bs, *bd, &mut out_s, &mut out_d)?;
             Ok(Layout::from_flat(&out_s[..n], &out_d[..n]))
         }
-        _ => Ok(Layout::from_modes(b.modes().iter().map(|bi| composition(a, bi)).collect::<Result<Vec<_>, _>>()?)),
+        _ => {
+            let modes = b.modes().iter().map(|bi| compose_coalesced(a_s, a_d, bi)).collect::<Result<Vec<_>, _>>()?;
+            Ok(Layout::from_modes(modes))
+        }
     }
 }
 
@@ -138,50 +160,101 @@ pub fn composition_with(a: &Layout, tiler: &Tiler) -> Result<Layout, LayoutError
 
 /// `complement(A, cotarget)`: the ordered layout whose offsets, combined with `A`'s, fill
 /// `[0, cotarget)` without overlapping `A` (pycute's definition; `cotarget` 1 gives the minimal one).
+/// `cotarget` must be positive ([`LayoutError::InvalidArgument`] otherwise).
 pub fn complement(a: &Layout, cotarget: i64) -> Result<Layout, LayoutError> {
-    let (mut s, mut d) = a.leaves();
+    let (s, d) = a.leaves();
     let n = s.len();
+    // Sorted here in O(n log n), so that the const core's insertion sort finds nothing to move.
+    let mut modes: Vec<(i64, i64)> = d.into_iter().zip(s).collect();
+    // (stride, shape) tuples order exactly as the core's comparison does.
+    modes.sort_unstable();
+    let (mut d, mut s): (Vec<i64>, Vec<i64>) = modes.into_iter().unzip();
     s.push(0);
     d.push(0);
     let m = flat::complement_in_place(&mut s, &mut d, n, cotarget)?;
     Ok(Layout::from_flat(&s[..m], &d[..m]))
 }
 
-fn right_inverse_leaves(mut s: Vec<i64>, mut d: Vec<i64>) -> (Vec<i64>, Vec<i64>) {
+/// Flat modes sorted as pycute's right inverse sorts them, by `(stride, shape, column-major
+/// stride in L)`, with that last stride in `r`.
+struct SortedModes {
+    s: Vec<i64>,
+    d: Vec<i64>,
+    r: Vec<i64>,
+}
+
+/// Sorts in `O(n log n)`, so that the const core's insertion sort is not needed; the product
+/// past the last mode is not a stride and is not formed.
+fn sorted_modes(s: &[i64], d: &[i64]) -> Result<SortedModes, LayoutError> {
     let n = s.len();
-    let mut scratch = vec![0; n];
+    let mut modes = Vec::with_capacity(n);
+    let mut acc = 1i64;
+    for (i, (&si, &di)) in s.iter().zip(d).enumerate() {
+        modes.push((di, si, acc));
+        if i + 1 < n {
+            acc = flat::checked_mul(acc, si)?;
+        }
+    }
+    modes.sort_unstable();
+    Ok(SortedModes {
+        s: modes.iter().map(|m| m.1).collect(),
+        d: modes.iter().map(|m| m.0).collect(),
+        r: modes.iter().map(|m| m.2).collect(),
+    })
+}
+
+fn right_inverse_of_sorted(modes: &SortedModes) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    let n = modes.s.len();
+    let (mut s, mut d) = (modes.s.clone(), modes.d.clone());
     if n == 0 {
         s.push(0);
         d.push(0);
     }
-    let m = flat::right_inverse_in_place(&mut s, &mut d, &mut scratch, n);
+    let m = flat::right_inverse_sorted(&mut s, &mut d, &modes.r, n)?;
     s.truncate(m);
     d.truncate(m);
-    (s, d)
+    Ok((s, d))
+}
+
+fn right_inverse_leaves(s: Vec<i64>, d: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>), LayoutError> {
+    right_inverse_of_sorted(&sorted_modes(&s, &d)?)
 }
 
 /// A right inverse `R` with `L(R(i)) == i` for `i < size(R)` (pycute's: as far as `L`'s sorted
-/// strides stay contiguous from 1, so it always exists, possibly `1:0`).
-pub fn right_inverse(l: &Layout) -> Layout {
+/// strides stay contiguous from 1, so it always exists, possibly `1:0`, unless `L`'s size
+/// overflows `i64`).
+pub fn right_inverse(l: &Layout) -> Result<Layout, LayoutError> {
     let (s, d) = l.leaves();
-    let (s, d) = right_inverse_leaves(s, d);
-    Layout::from_flat(&s, &d)
+    let (s, d) = right_inverse_leaves(s, d)?;
+    Ok(Layout::from_flat(&s, &d))
 }
 
 /// pycute's left inverse `right_inverse(make_layout(L, complement(L)))`, checked to satisfy
-/// `R(L(i)) == i`; an error when `L` is not injective (or no layout inverts it).
+/// `R(L(i)) == i`; an error when `L` is not injective (or no layout inverts it). The check is
+/// exact and takes no evaluation when the right inverse's stride chain takes in all of `L`'s
+/// modes; otherwise `L` is evaluated element by element, up to 2^22 elements, and a larger
+/// such `L` is [`LayoutError::NoLeftInverse`].
 pub fn left_inverse(l: &Layout) -> Result<Layout, LayoutError> {
     let c = complement(l, 1).map_err(|e| match e {
         LayoutError::NotInjective => LayoutError::NoLeftInverse,
         e => e,
     })?;
+    let size_l = l.size()?;
     let (mut s, mut d) = l.leaves();
     let (cs, cd) = c.leaves();
     s.extend(cs);
     d.extend(cd);
-    let (rs, rd) = right_inverse_leaves(s, d);
-    let (ls, ld) = l.leaves();
-    if !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len()) {
+    let modes = sorted_modes(&s, &d)?;
+    let (rs, rd) = right_inverse_of_sorted(&modes)?;
+    // Size-1 modes do not change `L`'s function: dropping them keeps each evaluation of the
+    // check as short as the (at most 63) modes that do.
+    let (ls, ld): (Vec<i64>, Vec<i64>) = {
+        let (ls, ld) = l.leaves();
+        ls.into_iter().zip(ld).filter(|&(s, _)| s != 1).unzip()
+    };
+    // Exact when the chain takes in all of L's modes; otherwise checked element by element.
+    let proven = flat::chain_covers(&modes.s, &modes.d, &modes.r, modes.s.len(), size_l, ls.len());
+    if !proven && !flat::is_left_inverse(&ls, &ld, ls.len(), &rs, &rd, rs.len())? {
         return Err(LayoutError::NoLeftInverse);
     }
     Ok(Layout::from_flat(&rs, &rd))
@@ -192,7 +265,7 @@ pub fn logical_divide(a: &Layout, tiler: &Tiler) -> Result<Layout, LayoutError> 
     match tiler {
         Tiler::Skip => Ok(a.clone()),
         Tiler::Layout(b) => {
-            let rest = complement(b, a.size())?;
+            let rest = complement(b, a.size()?)?;
             composition(a, &Layout::from_modes([b.clone(), rest]))
         }
         Tiler::Modes(t) => by_mode(a, t, logical_divide),
@@ -204,7 +277,7 @@ pub fn logical_product(a: &Layout, tiler: &Tiler) -> Result<Layout, LayoutError>
     match tiler {
         Tiler::Skip => Ok(a.clone()),
         Tiler::Layout(b) => {
-            let cotarget = flat::checked_mul(a.size(), b.cosize())?;
+            let cotarget = flat::checked_mul(a.size()?, b.cosize()?)?;
             let rest = composition(&complement(a, cotarget)?, b)?;
             Ok(Layout::from_modes([a.clone(), rest]))
         }
@@ -291,7 +364,7 @@ fn zipped_rank_product(a: &Layout, b: &Layout, block_first: bool) -> Result<Layo
         let pair = if block_first { [x, y] } else { [y, x] };
         coalesce(&Layout::from_modes(pair))
     });
-    Ok(Layout::from_modes(modes))
+    Ok(Layout::from_modes(modes.collect::<Result<Vec<_>, _>>()?))
 }
 
 /// CuTe's `blocked_product`: mode `i` is `(A_i, B_i)` coalesced — `A` as a contiguous block,
@@ -309,7 +382,7 @@ pub fn raked_product(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
 /// The number of leading contiguous elements on which `a` and `b` agree as functions of the
 /// offsets of `b` (CuTe's `max_common_vector`): the vector width usable to copy `b` to `a`.
 pub fn max_common_vector(a: &Layout, b: &Layout) -> Result<i64, LayoutError> {
-    let common = coalesce(&composition(a, &right_inverse(b))?);
+    let common = coalesce(&composition(a, &right_inverse(b)?)?)?;
     let (s, d) = common.leaves();
     Ok(if d[0] == 1 { s[0] } else { 1 })
 }
@@ -317,8 +390,8 @@ pub fn max_common_vector(a: &Layout, b: &Layout) -> Result<i64, LayoutError> {
 /// CuTe's `max_common_layout`: the layout of `b`'s coordinates that `a` and `b` map identically
 /// and contiguously, `1:0` if none.
 pub fn max_common_layout(a: &Layout, b: &Layout) -> Result<Layout, LayoutError> {
-    let inv_b = right_inverse(b);
-    let common = coalesce(&composition(a, &inv_b)?);
+    let inv_b = right_inverse(b)?;
+    let common = coalesce(&composition(a, &inv_b)?)?;
     let (s, d) = common.leaves();
     if d[0] == 1 { composition(&inv_b, &Layout::int(s[0], 1)) } else { Ok(Layout::int(1, 0)) }
 }
@@ -348,10 +421,10 @@ pub fn upcast(l: &Layout, n: i64) -> Result<Layout, LayoutError> {
         if d == 0 {
             return Ok((s, 0));
         }
-        let per_step = flat::shape_div(n, d.abs())?;
+        let per_step = flat::shape_div(n, d.checked_abs().ok_or(LayoutError::Overflow)?)?;
         Ok((flat::shape_div(s, per_step)?, flat::shape_div(d, n)?))
     })?;
-    Ok(coalesce(&wide))
+    coalesce(&wide)
 }
 
 /// The layout over elements `n` times narrower (CuTe's `downcast<N>`), coalesced: the unit-stride
@@ -374,7 +447,7 @@ pub fn downcast(l: &Layout, n: i64) -> Result<Layout, LayoutError> {
             Ok((s, flat::checked_mul(d, n)?))
         }
     })?;
-    Ok(coalesce(&narrow))
+    coalesce(&narrow)
 }
 
 fn gcd(a: i64, b: i64) -> i64 {

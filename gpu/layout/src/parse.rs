@@ -213,7 +213,13 @@ impl<'a> Parser<'a> {
         let node = if self.eat('(') {
             Node::Tuple(self.list(')', depth, Self::node)?)
         } else {
-            self.number_or(Node::Int, "a number, '(', '[' or '_'")?
+            let n = self.number_or(|n| n, "a number, '(', '[' or '_'")?;
+            // An integer is the tile `n:1` (or a shape entry, once a ':' follows): positive.
+            if n < 1 {
+                self.pos = start;
+                return Err(self.error("a positive tile size"));
+            }
+            Node::Int(n)
         };
         if self.peek() != Some(':') {
             return Ok(node);

@@ -7,19 +7,24 @@
 use crate::flat;
 use crate::{LayoutError, Swizzle};
 
+/// Unwraps arithmetic that the bounds invariant of [`StaticLayout`] keeps inside `i64`, or that
+/// the caller asked for outside the layout's domain (a compile error in `const`).
+const fn exact(result: Result<i64, LayoutError>) -> i64 {
+    match result {
+        Ok(v) => v,
+        Err(_) => panic!("layout arithmetic overflows i64 (index or coordinate outside the layout)"),
+    }
+}
+
 /// Room for intermediate results (e.g. the `n + 1` modes of a complement) of const operations.
 pub const SCRATCH: usize = 64;
 
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => return Err(e),
-        }
-    };
-}
-
 /// A layout of at most `N` leaf modes, grouped into top-level modes.
+///
+/// Invariant, kept by every constructor and operation: the size and the cosize fit in an `i64`
+/// (`1 + Σ (s_i - 1)·|d_i| <= i64::MAX`), so [`size`](Self::size), [`cosize`](Self::cosize),
+/// [`mode_size`](Self::mode_size) and offsets of indices inside the domain are exact with plain
+/// arithmetic; a layout that would break it is [`LayoutError::Overflow`] where it is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StaticLayout<const N: usize> {
     shape: [i64; N],
@@ -28,10 +33,15 @@ pub struct StaticLayout<const N: usize> {
     /// `ends[k]` is one past the last leaf of top-level mode `k`.
     ends: [usize; N],
     rank: usize,
+    /// The product of the leaf shapes, kept as leaves are pushed.
+    size: i64,
+    /// `1 + Σ (s_i - 1)·|d_i|`, kept as leaves are pushed: every offset of the domain lies
+    /// strictly within `±cospan`, so it and the cosize fit in an `i64`.
+    cospan: i64,
 }
 
 impl<const N: usize> StaticLayout<N> {
-    const EMPTY: Self = Self { shape: [0; N], stride: [0; N], leaves: 0, ends: [0; N], rank: 0 };
+    const EMPTY: Self = Self { shape: [0; N], stride: [0; N], leaves: 0, ends: [0; N], rank: 0, size: 1, cospan: 1 };
 
     /// A flat layout, one top-level mode per entry. Panics (a compile error in `const`) on
     /// mismatched lengths, more than `N` modes, or a shape entry below 1.
@@ -91,20 +101,22 @@ impl<const N: usize> StaticLayout<N> {
         Ok(out)
     }
 
-    /// Column-major (left-most mode fastest) compact layout of `shape`.
+    /// Column-major (left-most mode fastest) compact layout of `shape`. Panics (a compile error
+    /// in `const`) like [`StaticLayout::new`], and when the size overflows `i64`.
     pub const fn col_major(shape: &[i64]) -> Self {
         let mut stride = [0i64; N];
         let mut acc = 1;
         let mut i = 0;
         while i < shape.len() && i < N {
             stride[i] = acc;
-            acc *= shape[i];
+            acc = exact(flat::checked_mul(acc, shape[i]));
             i += 1;
         }
         Self::new(shape, stride.split_at(shape.len()).0)
     }
 
-    /// Row-major (right-most mode fastest) compact layout of `shape`.
+    /// Row-major (right-most mode fastest) compact layout of `shape`. Panics (a compile error
+    /// in `const`) like [`StaticLayout::new`], and when the size overflows `i64`.
     pub const fn row_major(shape: &[i64]) -> Self {
         let mut stride = [0i64; N];
         let mut acc = 1;
@@ -114,7 +126,7 @@ impl<const N: usize> StaticLayout<N> {
             if i < N {
                 stride[i] = acc;
             }
-            acc *= shape[i];
+            acc = exact(flat::checked_mul(acc, shape[i]));
         }
         Self::new(shape, stride.split_at(shape.len()).0)
     }
@@ -134,17 +146,36 @@ impl<const N: usize> StaticLayout<N> {
             Err(LayoutError::NoLeftInverse) => panic!("left inverse undefined"),
             Err(LayoutError::NonPositiveShape(_)) => panic!("shape entries must be positive"),
             Err(LayoutError::NotCongruent) => panic!("shape, stride and grouping must agree"),
+            Err(LayoutError::Overflow) => panic!("layout size or offsets overflow i64"),
             Err(_) => panic!("layout operation undefined"),
         }
     }
 
+    /// The one place leaves are added: keeps the capacity and the bounds invariant, with two
+    /// checked products and a checked sum per leaf.
     const fn push_leaf(&mut self, s: i64, d: i64) -> Result<(), LayoutError> {
         if self.leaves >= N {
             return Err(LayoutError::Capacity { capacity: N, needed: self.leaves + 1 });
         }
+        if s < 1 {
+            return Err(LayoutError::NonPositiveShape(s));
+        }
+        // A size-1 leaf adds no offset, whatever its stride (`|i64::MIN|` included).
+        let reach = if s == 1 {
+            0
+        } else {
+            match d.checked_abs() {
+                Some(step) => tri!(flat::checked_mul(s - 1, step)),
+                None => return Err(LayoutError::Overflow),
+            }
+        };
+        let size = tri!(flat::checked_mul(self.size, s));
+        let cospan = tri!(flat::checked_add(self.cospan, reach));
         self.shape[self.leaves] = s;
         self.stride[self.leaves] = d;
         self.leaves += 1;
+        self.size = size;
+        self.cospan = cospan;
         Ok(())
     }
 
@@ -217,9 +248,10 @@ impl<const N: usize> StaticLayout<N> {
         let mut out = Self::EMPTY;
         let mut i = start;
         while i < end {
-            out.shape[out.leaves] = self.shape[i];
-            out.stride[out.leaves] = self.stride[i];
-            out.leaves += 1;
+            // A part of a layout that keeps the invariant keeps it too.
+            if out.push_leaf(self.shape[i], self.stride[i]).is_err() {
+                panic!("a mode of a const layout is within its bounds");
+            }
             out.end_mode();
             i += 1;
         }
@@ -250,7 +282,7 @@ impl<const N: usize> StaticLayout<N> {
 
     /// Size of the domain.
     pub const fn size(&self) -> i64 {
-        flat::product(&self.shape, self.leaves)
+        self.size
     }
 
     /// Size of top-level mode `k`.
@@ -259,7 +291,7 @@ impl<const N: usize> StaticLayout<N> {
         let mut p = 1;
         let mut i = start;
         while i < end {
-            p *= self.shape[i];
+            p = exact(flat::checked_mul(p, self.shape[i]));
             i += 1;
         }
         p
@@ -270,19 +302,28 @@ impl<const N: usize> StaticLayout<N> {
         self.call(self.size() - 1) + 1
     }
 
-    /// The offset of 1-D (colexicographic) index `idx`.
+    /// The offset of 1-D (colexicographic) index `idx`. Exact for `0 <= idx < size`; panics
+    /// (a compile error in `const`) where an index outside the domain overflows, see
+    /// [`StaticLayout::try_call`].
     pub const fn call(&self, idx: i64) -> i64 {
+        exact(self.try_call(idx))
+    }
+
+    /// [`StaticLayout::call`] for any index: [`LayoutError::Overflow`] where the offset does not
+    /// fit in an `i64`.
+    pub const fn try_call(&self, idx: i64) -> Result<i64, LayoutError> {
         flat::eval(&self.shape, &self.stride, self.leaves, idx)
     }
 
-    /// [`StaticLayout::call`] in 32-bit arithmetic, for device index math.
+    /// [`StaticLayout::call`] in 32-bit arithmetic, for device index math: the offset modulo
+    /// 2^32 (wrapping by design, so it costs what the kernel's own index math would).
     pub const fn index_u32(&self, mut idx: u32) -> u32 {
         let mut r = 0u32;
         let mut i = 0;
         while i + 1 < self.leaves {
-            let s = self.shape[i] as u32;
-            r = r.wrapping_add((idx % s).wrapping_mul(self.stride[i] as u32));
-            idx /= s;
+            let (c, rest) = split_u32(idx, self.shape[i]);
+            r = r.wrapping_add(c.wrapping_mul(self.stride[i] as u32));
+            idx = rest;
             i += 1;
         }
         r.wrapping_add(idx.wrapping_mul(self.stride[self.leaves - 1] as u32))
@@ -299,9 +340,9 @@ impl<const N: usize> StaticLayout<N> {
             let mut idx = crd[k];
             let mut i = start;
             while i + 1 < end {
-                let s = self.shape[i] as u32;
-                r = r.wrapping_add((idx % s).wrapping_mul(self.stride[i] as u32));
-                idx /= s;
+                let (c, rest) = split_u32(idx, self.shape[i]);
+                r = r.wrapping_add(c.wrapping_mul(self.stride[i] as u32));
+                idx = rest;
                 i += 1;
             }
             r = r.wrapping_add(idx.wrapping_mul(self.stride[end - 1] as u32));
@@ -310,19 +351,30 @@ impl<const N: usize> StaticLayout<N> {
         r
     }
 
-    /// The offset of a coordinate given as one 1-D index per top-level mode.
+    /// The offset of a coordinate given as one 1-D index per top-level mode. Exact for
+    /// coordinates inside the modes; panics (a compile error in `const`) where one outside
+    /// overflows, see [`StaticLayout::try_crd2idx`].
     pub const fn crd2idx(&self, crd: &[i64]) -> i64 {
         assert!(crd.len() == self.rank, "coordinate rank must equal layout rank");
+        exact(self.try_crd2idx(crd))
+    }
+
+    /// [`StaticLayout::crd2idx`] for any coordinate: [`LayoutError::RankMismatch`] for a
+    /// coordinate of another rank, [`LayoutError::Overflow`] where the offset does not fit.
+    pub const fn try_crd2idx(&self, crd: &[i64]) -> Result<i64, LayoutError> {
+        if crd.len() != self.rank {
+            return Err(LayoutError::RankMismatch { layout_rank: self.rank, tiler_rank: crd.len() });
+        }
         let mut r = 0;
         let mut k = 0;
         while k < self.rank {
             let (start, end) = self.mode_leaves(k);
             let s = self.shape.split_at(end).0.split_at(start).1;
             let d = self.stride.split_at(end).0.split_at(start).1;
-            r += flat::eval(s, d, end - start, crd[k]);
+            r = tri!(flat::checked_add(r, tri!(flat::eval(s, d, end - start, crd[k]))));
             k += 1;
         }
-        r
+        Ok(r)
     }
 
     /// The per-top-level-mode coordinate of 1-D index `idx` (entries past `rank` are 0).
@@ -333,7 +385,8 @@ impl<const N: usize> StaticLayout<N> {
         while k < self.rank {
             let size = self.mode_size(k);
             out[k] = (idx / below) % size;
-            below *= size;
+            // The product of the mode sizes is the size, which fits (bounds invariant).
+            below = exact(flat::checked_mul(below, size));
             k += 1;
         }
         out
@@ -346,7 +399,7 @@ impl<const N: usize> StaticLayout<N> {
         let mut i = 0;
         while i < self.leaves {
             out[i] = (idx / below) % self.shape[i];
-            below *= self.shape[i];
+            below = exact(flat::checked_mul(below, self.shape[i]));
             i += 1;
         }
         out
@@ -379,17 +432,24 @@ impl<const N: usize> StaticLayout<N> {
         Ok(out)
     }
 
-    /// Merges leaves while keeping the function; the result is flat.
+    /// Merges leaves while keeping the function; the result is flat. Merged shapes are products
+    /// of leaf shapes, which fit (bounds invariant).
     pub const fn coalesce(&self) -> Self {
         let (mut s, mut d) = (self.shape, self.stride);
-        let n = flat::coalesce_in_place(&mut s, &mut d, self.leaves);
+        let n = match flat::coalesce_in_place(&mut s, &mut d, self.leaves) {
+            Ok(n) => n,
+            Err(e) => return Self::expect(Err(e)),
+        };
         Self::expect(Self::from_flat(&s, &d, n))
     }
 
     /// Drops stride-0 and size-1 leaves, then coalesces.
     pub const fn filter(&self) -> Self {
         let (mut s, mut d) = (self.shape, self.stride);
-        let n = flat::filter_in_place(&mut s, &mut d, self.leaves);
+        let n = match flat::filter_in_place(&mut s, &mut d, self.leaves) {
+            Ok(n) => n,
+            Err(e) => return Self::expect(Err(e)),
+        };
         Self::expect(Self::from_flat(&s, &d, n))
     }
 
@@ -412,7 +472,7 @@ impl<const N: usize> StaticLayout<N> {
     /// each resulting leaf as a top-level mode.
     pub const fn composition<const M: usize>(&self, b: &StaticLayout<M>) -> Result<Self, LayoutError> {
         let (mut a_s, mut a_d) = (self.shape, self.stride);
-        let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
+        let a_n = tri!(flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves));
         let mut out = Self::EMPTY;
         if b.leaves == 1 {
             let (mut rs, mut rd) = ([0i64; SCRATCH], [0i64; SCRATCH]);
@@ -436,6 +496,10 @@ impl<const N: usize> StaticLayout<N> {
 
     /// `complement(self, cotarget)`: the ordered layout filling the gaps of `self` up to `cotarget`.
     pub const fn complement(&self, cotarget: i64) -> Result<Self, LayoutError> {
+        // The complement needs one mode more than the layout, in the fixed scratch room.
+        if self.leaves >= SCRATCH {
+            return Err(LayoutError::Capacity { capacity: SCRATCH, needed: self.leaves + 1 });
+        }
         let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
         let mut i = 0;
         while i < self.leaves {
@@ -450,12 +514,19 @@ impl<const N: usize> StaticLayout<N> {
     /// pycute's right inverse: `self(R(i)) == i` for `i < size(R)`.
     pub const fn right_inverse(&self) -> Self {
         let (mut s, mut d, mut r) = (self.shape, self.stride, [0i64; N]);
-        let n = flat::right_inverse_in_place(&mut s, &mut d, &mut r, self.leaves);
+        let n = match flat::right_inverse_in_place(&mut s, &mut d, &mut r, self.leaves) {
+            Ok(n) => n,
+            Err(e) => return Self::expect(Err(e)),
+        };
         Self::expect(Self::from_flat(&s, &d, n))
     }
 
     /// pycute's left inverse `right_inverse((self, complement(self)))`: `R(self(i)) == i`.
     pub const fn left_inverse(&self) -> Result<Self, LayoutError> {
+        // The complement needs one mode more than the layout, in the fixed scratch room.
+        if self.leaves >= SCRATCH {
+            return Err(LayoutError::Capacity { capacity: SCRATCH, needed: self.leaves + 1 });
+        }
         let (mut s, mut d) = ([0i64; SCRATCH], [0i64; SCRATCH]);
         let mut i = 0;
         while i < self.leaves {
@@ -480,8 +551,18 @@ impl<const N: usize> StaticLayout<N> {
             j += 1;
         }
         let mut scratch = [0i64; SCRATCH];
-        let m = flat::right_inverse_in_place(&mut s, &mut d, &mut scratch, n);
-        if !flat::is_left_inverse(&self.shape, &self.stride, self.leaves, &s, &d, m) {
+        tri!(flat::sort_for_right_inverse(&mut s, &mut d, &mut scratch, n));
+        let mut l_modes = 0;
+        let mut i = 0;
+        while i < self.leaves {
+            if self.shape[i] != 1 {
+                l_modes += 1;
+            }
+            i += 1;
+        }
+        let proven = flat::chain_covers(&s, &d, &scratch, n, self.size, l_modes);
+        let m = tri!(flat::right_inverse_sorted(&mut s, &mut d, &scratch, n));
+        if !proven && !tri!(flat::is_left_inverse(&self.shape, &self.stride, self.leaves, &s, &d, m)) {
             return Err(LayoutError::NoLeftInverse);
         }
         Self::from_flat(&s, &d, m)
@@ -491,7 +572,7 @@ impl<const N: usize> StaticLayout<N> {
     /// a tile, mode 1 over tiles.
     pub const fn logical_divide<const M: usize>(&self, b: &StaticLayout<M>) -> Result<Self, LayoutError> {
         let (mut a_s, mut a_d) = (self.shape, self.stride);
-        let a_n = flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves);
+        let a_n = tri!(flat::coalesce_in_place(&mut a_s, &mut a_d, self.leaves));
         let mut out = Self::EMPTY;
         tri!(Self::push_divided(&mut out, &a_s, &a_d, a_n, self.size(), b));
         Ok(out)
@@ -575,6 +656,17 @@ impl<const N: usize> StaticLayout<N> {
     }
 }
 
+/// `(idx % shape, idx / shape)` for a 32-bit index and a positive shape that may exceed `u32`
+/// (then the whole index is the coordinate). With a `const` layout the comparison folds away.
+const fn split_u32(idx: u32, shape: i64) -> (u32, u32) {
+    if shape > u32::MAX as i64 {
+        (idx, 0)
+    } else {
+        let s = shape as u32;
+        (idx % s, idx / s)
+    }
+}
+
 /// `swizzle ∘ offset ∘ layout` in const form: `index(c) = swizzle(offset + layout(c))`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StaticComposedLayout<const N: usize> {
@@ -584,14 +676,27 @@ pub struct StaticComposedLayout<const N: usize> {
 }
 
 impl<const N: usize> StaticComposedLayout<N> {
-    /// The swizzled offset of 1-D index `idx`.
+    /// The swizzled offset of 1-D index `idx`; panics (a compile error in `const`) where the
+    /// offset overflows `i64`, see [`StaticComposedLayout::try_call`].
     pub const fn call(&self, idx: i64) -> i64 {
-        self.swizzle.apply(self.offset + self.layout.call(idx))
+        exact(self.try_call(idx))
     }
 
-    /// The swizzled offset of a per-top-level-mode coordinate.
+    /// [`StaticComposedLayout::call`], [`LayoutError::Overflow`] where the offset does not fit.
+    pub const fn try_call(&self, idx: i64) -> Result<i64, LayoutError> {
+        Ok(self.swizzle.apply(tri!(flat::checked_add(self.offset, tri!(self.layout.try_call(idx))))))
+    }
+
+    /// The swizzled offset of a per-top-level-mode coordinate; panics (a compile error in
+    /// `const`) where the offset overflows `i64`.
     pub const fn crd2idx(&self, crd: &[i64]) -> i64 {
-        self.swizzle.apply(self.offset + self.layout.crd2idx(crd))
+        assert!(crd.len() == self.layout.rank, "coordinate rank must equal layout rank");
+        exact(self.try_crd2idx(crd))
+    }
+
+    /// [`StaticComposedLayout::crd2idx`] as a `Result`, like [`StaticLayout::try_crd2idx`].
+    pub const fn try_crd2idx(&self, crd: &[i64]) -> Result<i64, LayoutError> {
+        Ok(self.swizzle.apply(tri!(flat::checked_add(self.offset, tri!(self.layout.try_crd2idx(crd))))))
     }
 
     /// [`StaticComposedLayout::call`] in 32-bit arithmetic.

@@ -5,7 +5,7 @@ use oxtile_layout::{Layout, StaticComposedLayout, StaticLayout, Swizzle};
 
 #[test]
 fn grid_prints_offsets_by_row_and_column() {
-    let grid = render_grid(&"(2,3):(3,1)".parse().unwrap());
+    let grid = render_grid(&"(2,3):(3,1)".parse().unwrap()).unwrap();
     let expected = "\
 (2,3):(3,1)
       0  1  2
@@ -16,15 +16,15 @@ fn grid_prints_offsets_by_row_and_column() {
     +--+--+--+
 ";
     assert_eq!(grid, expected);
-    let row = render_grid(&"4:2".parse().unwrap());
+    let row = render_grid(&"4:2".parse().unwrap()).unwrap();
     assert!(row.contains("| 0| 2| 4| 6|"), "{row}");
-    let nested = render_grid(&"((2,2),(2,2)):((1,4),(2,8))".parse().unwrap());
+    let nested = render_grid(&"((2,2),(2,2)):((1,4),(2,8))".parse().unwrap()).unwrap();
     assert!(nested.contains(" 3  |  5|  7| 13| 15|"), "{nested}");
 }
 
 #[test]
 fn svg_has_one_cell_per_element() {
-    let svg = render_svg(&"(4,8):(8,1)".parse().unwrap());
+    let svg = render_svg(&"(4,8):(8,1)".parse().unwrap()).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<rect").count(), 32);
     assert!(svg.contains(">31</text>"));

@@ -8,9 +8,9 @@ use oxtile_layout::{Layout, run_batch_line};
 const PUBLIC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/layouts/public.txt");
 
 fn left_inverse_ok(input: &Layout, r: &Layout) -> Result<(), String> {
-    let n = r.size();
+    let n = r.size().unwrap();
     for (i, v) in image(input).into_iter().enumerate() {
-        if !(0..n).contains(&v) || r.call(v) != i as i64 {
+        if !(0..n).contains(&v) || r.call(v).unwrap() != i as i64 {
             return Err(format!("R(L({i})) != {i}"));
         }
     }

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use oxtile::Error;
-use oxtile_layout::{Layout, picture, run_batch_line};
-
-/// Pictures larger than this many cells are refused rather than printed.
-const MAX_CELLS: i64 = 1 << 16;
+use oxtile_layout::picture::MAX_CELLS;
+use oxtile_layout::{Layout, LayoutError, picture, run_batch_line};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, arg_required_else_help = true)]
@@ -90,11 +88,19 @@ fn parse_layout(text: &str) -> oxtile::Result<Layout> {
     text.parse().map_err(|e| bad_argument("layout show", format!("invalid layout \"{text}\": {e}")))
 }
 
-fn check_size(what: &str, cells: i64) -> oxtile::Result<()> {
-    if cells > MAX_CELLS {
-        return Err(bad_argument("layout show", format!("{what} has {cells} cells, more than the {MAX_CELLS} drawn")));
-    }
-    Ok(())
+/// Refuses a picture of more than [`MAX_CELLS`] cells (or (thread, value) pairs) before anything is drawn or
+/// allocated; `count` is an overflow where the number does not even fit in an `i64`.
+fn check_size(what: &str, unit: &str, count: Result<i64, LayoutError>) -> oxtile::Result<()> {
+    let message = match count {
+        Ok(n) if n <= MAX_CELLS => return Ok(()),
+        Ok(n) => format!("{what} has {n} {unit}, more than the {MAX_CELLS} a picture draws"),
+        Err(_) => format!("{what} has more {unit} than fit in 64 bits, more than the {MAX_CELLS} a picture draws"),
+    };
+    Err(bad_argument("layout show", message))
+}
+
+fn picture_error(what: &str, e: LayoutError) -> Error {
+    bad_argument("layout show", format!("{what}: {e}"))
 }
 
 fn show(args: &ShowArgs) -> oxtile::Result<ExitCode> {
@@ -111,8 +117,11 @@ fn show(args: &ShowArgs) -> oxtile::Result<ExitCode> {
                 tv_pictures(&title, &layout, rows, cols)?
             }
             None => {
-                check_size(&layout.to_string(), layout.size())?;
-                (picture::render_grid(&layout), picture::render_svg(&layout))
+                let name = layout.to_string();
+                check_size(&name, "cells", layout.size())?;
+                let grid = picture::render_grid(&layout).map_err(|e| picture_error(&name, e))?;
+                let svg = picture::render_svg(&layout).map_err(|e| picture_error(&name, e))?;
+                (grid, svg)
             }
         }
     };
@@ -127,7 +136,10 @@ fn show(args: &ShowArgs) -> oxtile::Result<ExitCode> {
 
 /// The text grid and the SVG of a TV layout over a `rows`×`cols` tile.
 fn tv_pictures(title: &str, tv: &Layout, rows: i64, cols: i64) -> oxtile::Result<(String, String)> {
-    check_size(&format!("a {rows}x{cols} tile"), rows.saturating_mul(cols))?;
+    check_size(&format!("a {rows}x{cols} tile"), "cells", rows.checked_mul(cols).ok_or(LayoutError::Overflow))?;
+    // A layout of another rank is refused by tv_cells with its own message.
+    let pairs = if tv.rank() == 2 { tv.size() } else { Ok(0) };
+    check_size(&format!("{tv} as a TV layout"), "(thread, value) pairs", pairs)?;
     let invalid = |e| bad_argument("layout show", format!("{tv} as a TV layout over {rows}x{cols}: {e}"));
     let cells = picture::tv_cells(tv, rows, cols).map_err(invalid)?;
     let svg = picture::render_tv_svg(tv, rows, cols).map_err(invalid)?;
