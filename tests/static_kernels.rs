@@ -425,7 +425,7 @@ fn tma_store_epilogues_sync_warps_not_warpgroups() {
 #[test]
 fn attention_kernels_reach_each_named_barrier_from_one_place() {
     // An aligned `bar.sync` reached by a warp's lanes through two copies hangs the kernel (the GEMM's TMA-store
-    // epilogue did, before the builder marked inline asm `convergent`). The ping-pong token is taken at four places
+    // epilogue did, before the builder marked collective asm `convergent`). The ping-pong token is taken at four places
     // (first tile, main loop, last P·V, exit) and passed at four (start, three issues); the epilogue's two
     // warpgroup barriers are unaligned `barrier.sync` at its two call sites (a work item with keys and one
     // without). A copied barrier shows up as a fifth. The rescale decision is one `bar.red.or` vote over the

@@ -1,4 +1,4 @@
-//! Marks every inline-assembly call in the linked LLVM IR `convergent`, as clang does for CUDA device code.
+//! Marks every collective inline-assembly call in the linked LLVM IR `convergent`.
 //!
 //! Much of what the kernels issue through `asm!` is collective: `wgmma.*.sync.aligned`, `bar.sync`,
 //! `stmatrix.sync.aligned`, `vote`, `shfl.sync`, `elect.sync`, `setmaxnreg`. The `.aligned` ones require every thread
@@ -7,21 +7,27 @@
 //! for inline assembly: without the attribute, tail duplication, jump threading, loop unswitching or sinking into
 //! both arms of a branch may copy one `wgmma.wait_group` into two program counters, which different warps then
 //! execute. Today's kernels happened to survive that only where the optimizer chose not to. With the attribute on
-//! every asm call site before `opt` runs, such a copy is impossible rather than unlikely.
+//! every collective asm call site before `opt` runs, such a copy is impossible rather than unlikely.
+//!
+//! Only collective instructions get it ([`is_collective`]: a mnemonic with `.sync` or `.aligned`, or of the `bar`,
+//! `barrier`, `wgmma`, `setmaxnreg`, `elect` and `tcgen05` families). Clang marks every asm statement, but
+//! `convergent` also forbids hoisting and sinking across branches, and the attention softmax is made of asm
+//! (`ex2.approx`, conversions, packing): marking those as well cost the attention kernels 5% (docs/perf-notes.md).
 //!
 //! The rewrite works on the textual IR that `llvm-link -S` writes: an inline-asm call reads
 //! `call <ty> asm [sideeffect] [alignstack] [inteldialect] [unwind] "<text>", "<constraints>"(<args>) [attrs]`,
 //! and LLVM accepts inline function attributes beside attribute-group references there, so ` convergent` goes right
 //! after the argument list. LLVM escapes `"` inside strings as `\22`, so a quoted string ends at the next `"`.
 
-/// The IR with ` convergent` after the argument list of every inline-asm call; the number of calls marked.
-/// Fails on an inline-asm call whose shape it does not recognise, so no call can stay unmarked unnoticed.
+/// The IR with ` convergent` after the argument list of every collective inline-asm call; the number of calls
+/// marked. Fails on an inline-asm call whose shape it does not recognise, so no call can stay unmarked unnoticed.
 pub fn mark_inline_asm_convergent(ir: &str) -> Result<(String, usize), String> {
     let mut out = String::with_capacity(ir.len() + ir.len() / 64);
     let mut marked = 0;
     for (number, line) in ir.split_inclusive('\n').enumerate() {
         match asm_call_arguments_end(line) {
-            Some(Ok(end)) => {
+            Some(Ok((_, text))) if !is_collective(text) => out.push_str(line),
+            Some(Ok((end, _))) => {
                 let rest = &line[end..];
                 out.push_str(&line[..end]);
                 if !starts_with_word(rest.trim_start(), "convergent") {
@@ -37,8 +43,25 @@ pub fn mark_inline_asm_convergent(ir: &str) -> Result<(String, usize), String> {
     Ok((out, marked))
 }
 
-/// For a line holding an inline-asm call: the byte index just past its argument list's `)`.
-fn asm_call_arguments_end(line: &str) -> Option<Result<usize, &'static str>> {
+/// Whether asm text (as LLVM IR writes it: `\0A` for newlines, `\09` for tabs) holds a collective instruction:
+/// one that threads of a warp, warpgroup, block or cluster execute together.
+pub fn is_collective(text: &str) -> bool {
+    let text = text.replace("\\0A", ";").replace("\\09", " ");
+    text.split([';', '{', '}', '\n']).any(|statement| {
+        let mut words = statement.split_whitespace();
+        let mut mnemonic = words.next().unwrap_or("");
+        if mnemonic.starts_with('@') {
+            mnemonic = words.next().unwrap_or("");
+        }
+        let family = mnemonic.split('.').next().unwrap_or("");
+        mnemonic.contains(".sync")
+            || mnemonic.contains(".aligned")
+            || matches!(family, "bar" | "barrier" | "wgmma" | "setmaxnreg" | "elect" | "tcgen05")
+    })
+}
+
+/// For a line holding an inline-asm call: the byte index just past its argument list's `)`, and the asm text.
+fn asm_call_arguments_end(line: &str) -> Option<Result<(usize, &str), &'static str>> {
     let call = find_word(line, "call")?;
     let asm = call + find_word(&line[call..], "asm")?;
     // Only `call ... asm "`: the keyword followed (after optional dialect/effect keywords) by the asm string.
@@ -53,7 +76,10 @@ fn asm_call_arguments_end(line: &str) -> Option<Result<usize, &'static str>> {
             None => return None,
         }
     }
-    Some(arguments_end(line, at))
+    Some(arguments_end(line, at).map(|end| {
+        let text = &line[at + 1..];
+        (end, &text[..text.find('"').unwrap_or(0)])
+    }))
 }
 
 /// From the opening quote of the asm text: skips the text and the constraint string, then the balanced
@@ -137,14 +163,44 @@ mod tests {
             "}\n",
         );
         let (marked, count) = mark_inline_asm_convergent(ir).unwrap();
-        assert_eq!(count, 3);
+        assert_eq!(count, 1);
         assert!(marked.contains("\"~{memory}\"() convergent #3, !srcloc !7\n"));
-        assert!(marked.contains("\"=r,r\"(i32 %0) convergent #4\n"));
-        assert!(marked.contains("@s, i64 4)) convergent\n"));
+        // Not collective: left free to move.
+        assert!(marked.contains("\"=r,r\"(i32 %0) #4\n"));
+        assert!(marked.contains("@s, i64 4))\n"));
         assert!(marked.contains("  call void @llvm.nvvm.barrier0()\n"));
         // Idempotent: a second pass finds the calls but adds nothing.
         let (again, count_again) = mark_inline_asm_convergent(&marked).unwrap();
-        assert_eq!((again, count_again), (marked, 3));
+        assert_eq!((again, count_again), (marked, 1));
+    }
+
+    #[test]
+    fn collective_instructions_are_told_from_the_rest() {
+        for text in [
+            "wgmma.fence.sync.aligned;",
+            "bar.sync $0, $1;",
+            "barrier.sync $0, $1;",
+            "bar.warp.sync -1;",
+            "{\\0A.reg .pred p, q;\\0Asetp.ne.u32 p, $1, 0;\\0Abar.red.or.pred q, $2, 128, p;\\0A}",
+            "{\\0A.reg .pred p;\\0A@p vote.sync.any.pred q, p, 0xffffffff;\\0A}",
+            "shfl.sync.idx.b32 $0, $1, 0, 0x1f, 0xffffffff;",
+            "setmaxnreg.inc.sync.aligned.u32 232;",
+            "barrier.cluster.arrive.release;",
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
+        ] {
+            assert!(is_collective(text), "{text}");
+        }
+        for text in [
+            "ex2.approx.ftz.f32 $0, $1;",
+            "mov.u32 $0, $1;",
+            "mbarrier.arrive.shared::cta.b64 _, [$0];",
+            "{\\0A.reg .pred p;\\0ALAB_WAIT:\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\\0A@!p bra LAB_WAIT;\\0A}",
+            "cp.async.bulk.commit_group;",
+            "fence.proxy.async.shared::cta;",
+            "trap;",
+        ] {
+            assert!(!is_collective(text), "{text}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! The pinned nightly compiles the device crate for `nvptx64-nvidia-cuda` (with `-Zbuild-std=core`, since
 //! rustup ships no prebuilt `core` for that target) and hands the link step to a linker of our choosing. We
 //! name the running build script itself as that linker: when rustc calls it, [`link_if_invoked_as_linker`]
-//! takes over, links the LLVM bitcode with `llvm-link`, marks every inline-assembly call `convergent` (which
+//! takes over, links the LLVM bitcode with `llvm-link`, marks every collective inline-assembly call `convergent` (which
 //! rustc does not), keeps only the kernels (`opt`), lowers to PTX (`llc`) and then adds what rustc cannot
 //! express: launch bounds and the module-scope dynamic shared memory symbol.
 //!

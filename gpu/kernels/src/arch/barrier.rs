@@ -24,8 +24,8 @@ pub fn named_sync_id(id: u32, threads: u32) {
 /// is not, and none where it can tell that the warp is converged.
 ///
 /// Use it for a barrier that follows lane-divergent code (e.g. after `if leader { … }`), where nothing but the
-/// compiler's reconvergence makes the warp arrive whole. The builder marks inline assembly `convergent` (rustc does
-/// not), so LLVM does not copy a barrier into both arms of the branch before it; this form also holds if a warp
+/// compiler's reconvergence makes the warp arrive whole. The builder marks collective inline assembly `convergent`
+/// (rustc does not), so LLVM does not copy a barrier into both arms of the branch before it; this form also holds if a warp
 /// arrives diverged for another reason.
 /// PTX ISA: "bar, barrier" (#parallel-synchronization-and-communication-instructions-bar).
 #[inline(always)]

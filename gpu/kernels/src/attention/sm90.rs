@@ -1011,7 +1011,7 @@ impl Warpgroup<'_> {
     }
 
     /// A barrier among this warpgroup's 128 threads only. The epilogue reaches it behind lane-divergent code (the
-    /// row leaders' LSE stores). The builder marks inline asm `convergent`, so LLVM no longer copies a barrier into
+    /// row leaders' LSE stores). The builder marks collective asm `convergent`, so LLVM no longer copies a barrier into
     /// both arms of such a branch; the unaligned form still keeps one arrival per warp should a warp arrive
     /// diverged, at no cost where ptxas sees it converged.
     #[inline(always)]
