@@ -233,8 +233,10 @@ pub const ATTN_FWD_BF16_D64_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d6
 pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
 pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
 /// Ablation: the bf16 d128 kernel with each tile's exponentials taken beside its row maximum, against the
-/// maximum already applied.
-pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_spec_sm90");
+/// maximum already applied. Not on a hot path: no variant Auto takes runs it, and since its recompute decision
+/// became a warpgroup vote (`bar.red.or`, issue 24) ptxas spills 44 bytes in it (docs/perf-notes.md), which its
+/// bench rows pay for.
+pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::hopper_cold("attn_fwd_bf16_d128_spec_sm90");
 
 /// The plain attention reference (gpu/kernels/src/attention/reference.rs): one warp per query row, f32.
 pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference_bf16_d128");

@@ -11,8 +11,9 @@
 //!
 //! Only collective instructions get it ([`is_collective`]: a mnemonic with `.sync` or `.aligned`, or of the `bar`,
 //! `barrier`, `wgmma`, `setmaxnreg`, `elect` and `tcgen05` families). Clang marks every asm statement, but
-//! `convergent` also forbids hoisting and sinking across branches, and the attention softmax is made of asm
-//! (`ex2.approx`, conversions, packing): marking those as well cost the attention kernels 5% (docs/perf-notes.md).
+//! `convergent` restricts how LLVM may move code across branches, and much of the kernels' arithmetic is asm too
+//! (`ex2.approx`, conversions, packing), which no rule of the ISA ties to the control flow of other threads.
+//! (On the H200 the two choices measured alike for the GEMM and attention kernels: docs/perf-notes.md.)
 //!
 //! The rewrite works on the textual IR that `llvm-link -S` writes: an inline-asm call reads
 //! `call <ty> asm [sideeffect] [alignstack] [inteldialect] [unwind] "<text>", "<constraints>"(<args>) [attrs]`,
