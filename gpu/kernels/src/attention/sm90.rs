@@ -838,7 +838,12 @@ fn opaque_u64(value: u64) -> u64 {
 /// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.
 ///
 /// Pipeline per tile t ≥ 1 (one wgmma group each, issued back to back under the ping-pong token):
-/// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S) → P_t (in place); wait for O; rescale O.
+/// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S) → P_t. The wait for that P·V and O's rescale
+/// ([`retire_pv`]) run at the top of the next iteration, or after the loop: the loop's back edge
+/// puts them in another basic block than the softmax. ptxas schedules a warpgroup wait as early as its block
+/// allows; in the softmax's block it would run before the softmax and serialize the two (docs/perf-notes.md,
+/// attention v3). Every branch around the wait depends only on the tile index, so the four warps of a warpgroup
+/// run it at one program counter (`.sync.aligned`) without meeting at a barrier first.
 #[inline(always)]
 unsafe fn consume<C: Config>(
     warpgroup: &Warpgroup,
@@ -869,10 +874,16 @@ unsafe fn consume<C: Config>(
     }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
     let mut p = pack::<C>(&s);
+    // The V stage of the next P·V to issue, and of the one in flight.
     let mut v_ring = *ring;
+    let mut v_in_flight = v_ring;
+    let mut factor = [1.0f32; 2];
     ring.advance();
 
     for kv_tile in 1..kv_tiles {
+        if kv_tile > 1 {
+            unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, v_in_flight.stage) };
+        }
         warpgroup.take_token();
         // Both waits before the fence: a spin loop between two wgmma issues would make ptxas fence again.
         unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
@@ -883,6 +894,8 @@ unsafe fn consume<C: Config>(
         warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
         wgmma::commit_group();
         warpgroup.pass_token();
+        v_in_flight = v_ring;
+        v_ring = *ring;
 
         wgmma::wait_group::<1>();
         wgmma::fence_operands(s.as_mut());
@@ -896,41 +909,24 @@ unsafe fn consume<C: Config>(
         } else {
             Some(softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem))
         };
-        let factor = match speculated {
+        factor = match speculated {
             Some(factor) => factor,
             None => {
                 state.recomputed_tiles += 1;
-                // P·V done first: P's registers are free for the recompute (the rescale branch's wait is then a
+                // P·V done first: P's registers are free for the recompute (the wait in `retire_pv` is then a
                 // no-op).
                 wgmma::wait_group::<0>();
                 unsafe { recompute_scores::<C>(&mut s, rows, work, key0, problem) };
                 softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem)
             }
         };
-
-        // The wait for P·V opens a basic block of its own: ptxas schedules a warpgroup wait as early as its block
-        // allows, and in the softmax's block it would run before the softmax, serializing the two. The branch is
-        // uniform over the warpgroup, so its four warps run the wait at one program counter (`.sync.aligned`).
-        let rescale = warpgroup.any(factor[0] != 1.0 || factor[1] != 1.0);
         state.tiles += 1;
-        if rescale {
-            state.rescaled_tiles += 1;
-            wgmma::wait_group::<0>();
-            let o = o.as_mut();
-            wgmma::fence_operands(o);
-            seq!(I in 0..64 {
-                if I < o.len() {
-                    o[I] *= factor[(I / 2) % 2];
-                }
-            });
-        } else {
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(o.as_mut());
-        }
-        warpgroup.release(smem.v_empty(v_ring.stage));
+        // Packed before the back edge: 32 registers rather than the 64 of S live across it.
         p = pack::<C>(&s);
-        v_ring = *ring;
         ring.advance();
+    }
+    if kv_tiles > 1 {
+        unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, v_in_flight.stage) };
     }
 
     // The last tile's P·V.
@@ -944,6 +940,31 @@ unsafe fn consume<C: Config>(
     wgmma::fence_operands(o.as_mut());
     warpgroup.release(smem.v_empty(v_ring.stage));
     (state, o)
+}
+
+/// Waits for the P·V in flight (reading V stage `v_stage`), hands that stage back and rescales O by the
+/// factor of the tile whose probabilities are issued next. The rescale is decided per warp: no warpgroup
+/// instruction sits in the branch, so warps may take it apart.
+#[inline(always)]
+unsafe fn retire_pv<C: Config>(
+    warpgroup: &Warpgroup,
+    o: &mut C::Out,
+    state: &mut Softmax,
+    factor: [f32; 2],
+    v_stage: u32,
+) {
+    wgmma::wait_group::<0>();
+    let o = o.as_mut();
+    wgmma::fence_operands(o);
+    warpgroup.release(warpgroup.smem.v_empty(v_stage));
+    if warp::any(factor[0] != 1.0 || factor[1] != 1.0) {
+        state.rescaled_tiles += 1;
+        seq!(I in 0..64 {
+            if I < o.len() {
+                o[I] *= factor[(I / 2) % 2];
+            }
+        });
+    }
 }
 
 /// What a consumer warpgroup needs to issue its matrix work and hand stages back.
