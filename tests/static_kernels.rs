@@ -248,9 +248,10 @@ fn gemm_epilogues_store_pairs_in_one_instruction_of_the_output_width() {
 }
 
 /// The attention kernels overlap each tile's softmax with the previous tile's P·V: in the main loop, the
-/// exponentials lie between the wait for S (`wait_group 1`) and the wait for P·V (`wait_group 0`). ptxas moves a
-/// warpgroup wait as early as its basic block allows, and waits for every group before it rewrites a register an
-/// in-flight wgmma reads; either would put the softmax behind P·V (the kernel's first versions had both).
+/// exponentials lie between the wait for S (`wait_group 1`) and the next wait for P·V (`wait_group 0`; it opens the
+/// next iteration, so in code order the next one found is the copy after the loop). ptxas moves a warpgroup wait as
+/// early as its basic block allows, and waits for every group before it rewrites a register an in-flight wgmma
+/// reads; either would put the softmax behind P·V (the kernel's first versions had both).
 #[test]
 fn attention_softmax_runs_under_the_previous_tiles_pv() {
     let is_wait = |instruction: &str, groups: &str| {
@@ -434,9 +435,9 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
     // epilogue did, before the builder marked collective asm `convergent`). The ping-pong token is taken at four places
     // (first tile, main loop, last P·V, exit) and passed at four (start, three issues); the epilogue's two
     // warpgroup barriers are unaligned `barrier.sync` at its two call sites (a work item with keys and one
-    // without). A copied barrier shows up as a fifth. The rescale decision is one `bar.red.or` vote over the
-    // warpgroup per key tile, plus the speculation vote in the `spec` kernels, so that each warpgroup takes the
-    // branches around its `wgmma.wait_group`s as one.
+    // without). A copied barrier shows up as a fifth. No branch around a `wgmma.wait_group` depends on a lane's
+    // data, so no warpgroup vote is needed, except the `spec` kernels' one `bar.red.or` per key tile: their
+    // recompute path (a wait, shuffles) is taken by a whole warpgroup or none of it.
     let count = |ptx: &str, opcode: &str| ptx.lines().filter(|l| l.trim_start().starts_with(opcode)).count();
     let mut checked = 0;
     for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")) {
@@ -445,7 +446,7 @@ fn attention_kernels_reach_each_named_barrier_from_one_place() {
         assert_eq!(count(ptx, "bar.sync %r"), turns, "`{}`: token barriers", kernel.name);
         assert_eq!(count(ptx, "bar.arrive %r"), turns, "`{}`: token hand-overs", kernel.name);
         assert_eq!(count(ptx, "barrier.sync %r"), 4, "`{}`: epilogue barriers", kernel.name);
-        let votes = if kernel.name.contains("spec") { 2 } else { 1 };
+        let votes = usize::from(kernel.name.contains("spec"));
         assert_eq!(count(ptx, "bar.red.or.pred"), votes, "`{}`: warpgroup votes", kernel.name);
         checked += 1;
     }

@@ -110,6 +110,17 @@ impl RingState {
         }
     }
 
+    /// The ring as it stood `n` buffers ago (`n` ≤ the stage count): the buffer and parity a consumer that trails
+    /// this one by `n` uses, derived rather than carried in registers of its own.
+    #[inline(always)]
+    pub fn behind(&self, n: u32) -> RingState {
+        if self.stage >= n {
+            RingState { stages: self.stages, stage: self.stage - n, phase: self.phase }
+        } else {
+            RingState { stages: self.stages, stage: self.stage + self.stages - n, phase: self.phase ^ 1 }
+        }
+    }
+
     /// Moves past `n` buffers at once, as `n` calls of [`advance`](Self::advance) would: for a consumer that
     /// skips the buffers another one reads.
     #[inline(always)]

@@ -89,7 +89,46 @@ pub fn fence_operands(fragment: &mut [f32]) {
 /// Defines `fn $name::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate)`: one `wgmma.mma_async` of the
 /// given shape with both operands in shared memory and f32 accumulators; `accumulate == false` overwrites `acc`
 /// (D = A·B). An operand is K-major unless its flag is 1 (the instruction's `imm-trans-a` / `imm-trans-b`).
+///
+/// With `overwrite = $overwrite`, also `fn $overwrite::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b)`: D = A·B with
+/// `acc` bound as an output only, so the values it held are dead before the instruction (the accumulate form
+/// reads them, and ptxas keeps them in registers up to it even when `accumulate` is false).
 macro_rules! mma_ss {
+    ($(#[$doc:meta])* $name:ident, overwrite = $overwrite:ident, $shape:literal, $input:literal, [$first:literal $($rest:literal)*]) => {
+        mma_ss!($(#[$doc])* $name, $shape, $input, [$first $($rest)*]);
+
+        /// D = A·B, overwriting `acc` (see the macro's note on `overwrite`).
+        ///
+        /// # Safety
+        /// As the accumulating form.
+        #[inline(always)]
+        pub unsafe fn $overwrite<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+            acc: &mut [f32; 1 + [$($rest),*].len()],
+            desc_a: u64,
+            desc_b: u64,
+        ) {
+            unsafe {
+                core::arch::asm!(
+                    "{{",
+                    ".reg .pred accumulate;",
+                    "setp.ne.b32 accumulate, {zero}, 0;",
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $input, ".", $input, " {{",
+                        "{", stringify!($first), "}" $(, ",{", stringify!($rest), "}")*,
+                        "}}, {desc_a}, {desc_b}, accumulate, 1, 1, {trans_a}, {trans_b};"
+                    ),
+                    "}}",
+                    out(reg32) acc[$first], $(out(reg32) acc[$rest],)*
+                    zero = in(reg32) 0u32,
+                    desc_a = in(reg64) desc_a,
+                    desc_b = in(reg64) desc_b,
+                    trans_a = const MN_MAJOR_A,
+                    trans_b = const MN_MAJOR_B,
+                    options(nostack),
+                );
+            }
+        }
+    };
     ($(#[$doc:meta])* $name:ident, $shape:literal, $input:literal, [$first:literal $($rest:literal)*]) => {
         $(#[$doc])*
         ///
@@ -137,11 +176,11 @@ mma_ss!(
 );
 mma_ss!(
     /// D(64×128, f32) += A(64×16, bf16) · B(16×128, bf16): 64 accumulators per thread.
-    mma_m64n128k16_f32_bf16, "m64n128k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+    mma_m64n128k16_f32_bf16, overwrite = mma_m64n128k16_f32_bf16_overwrite, "m64n128k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
 mma_ss!(
     /// D(64×128, f32) += A(64×16, f16) · B(16×128, f16): 64 accumulators per thread.
-    mma_m64n128k16_f32_f16, "m64n128k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
+    mma_m64n128k16_f32_f16, overwrite = mma_m64n128k16_f32_f16_overwrite, "m64n128k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63]
 );
 mma_ss!(
     /// D(64×64, f32) += A(64×16, bf16) · B(16×64, bf16): 32 accumulators per thread.

@@ -62,7 +62,8 @@ trait Config {
     /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O.
     type Out: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const OUT_ZERO: Self::Out;
-    /// S (+)= Q·Kᵀ for one k16 step of the head dimension; both operands K-major in shared memory.
+    /// S (+)= Q·Kᵀ for one k16 step of the head dimension; both operands K-major in shared memory. The first step
+    /// (`accumulate == false`) only writes S: the previous tile's scores are dead by then (packed into P).
     unsafe fn mma_qk(s: &mut Self::Scores, desc_q: u64, desc_k: u64, accumulate: bool);
     /// O += P·V for one k16 step of the keys; P from registers, V MN-major in shared memory.
     unsafe fn mma_pv(o: &mut Self::Out, p: &[u32; 4], desc_v: u64);
@@ -72,7 +73,7 @@ trait Config {
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal, speculate = $speculate:literal) => {
+    ($name:ident, $tile:path, $qk:ident / $qk_first:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal, speculate = $speculate:literal) => {
         struct $name;
 
         // The unrolled loops over S cover it; the k16 steps of P·V tile it.
@@ -93,7 +94,11 @@ macro_rules! config {
 
             #[inline(always)]
             unsafe fn mma_qk(s: &mut Self::Scores, desc_q: u64, desc_k: u64, accumulate: bool) {
-                unsafe { wgmma::$qk::<0, 0>(s, desc_q, desc_k, accumulate) }
+                if accumulate {
+                    unsafe { wgmma::$qk::<0, 0>(s, desc_q, desc_k, true) }
+                } else {
+                    unsafe { wgmma::$qk_first::<0, 0>(s, desc_q, desc_k) }
+                }
             }
 
             #[inline(always)]
@@ -118,23 +123,23 @@ macro_rules! config {
 // exponentials beat FA4's split at both head dims: an eighth on the polynomial costs 1–4%, a quarter 3–7%. The FMA
 // pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
 // critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
-config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
+config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
+config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = false);
-config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false, speculate = false);
-config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 
 /// Defines one exported kernel over [`attn_fwd`].
@@ -824,6 +829,17 @@ fn opaque(value: u32) -> u32 {
     out
 }
 
+/// `value` through a `mov` with side effects: LLVM neither moves it nor merges it with another, so what is computed
+/// from it is computed at this point of every iteration of the loops around it.
+#[inline(always)]
+fn opaque_here(value: u32) -> u32 {
+    let out: u32;
+    unsafe {
+        core::arch::asm!("mov.u32 {out}, {value};", out = out(reg32) out, value = in(reg32) value, options(nomem, nostack))
+    };
+    out
+}
+
 /// `value`, hidden from LLVM (a `mov`), so what is computed from it stays where it is used.
 #[inline(always)]
 fn opaque_u64(value: u64) -> u64 {
@@ -838,8 +854,8 @@ fn opaque_u64(value: u64) -> u64 {
 /// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.
 ///
 /// Pipeline per tile t ≥ 1 (one wgmma group each, issued back to back under the ping-pong token):
-/// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S) → P_t. The wait for that P·V and O's rescale
-/// ([`retire_pv`]) run at the top of the next iteration, or after the loop: the loop's back edge
+/// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S). The wait for that P·V, O's rescale ([`retire_pv`])
+/// and the packing of P_t run at the top of the next iteration, or after the loop: the loop's back edge
 /// puts them in another basic block than the softmax. ptxas schedules a warpgroup wait as early as its block
 /// allows; in the softmax's block it would run before the softmax and serialize the two (docs/perf-notes.md,
 /// attention v3). Every branch around the wait depends only on the tile index, so the four warps of a warpgroup
@@ -874,16 +890,17 @@ unsafe fn consume<C: Config>(
     }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
     let mut p = pack::<C>(&s);
-    // The V stage of the next P·V to issue, and of the one in flight.
-    let mut v_ring = *ring;
-    let mut v_in_flight = v_ring;
     let mut factor = [1.0f32; 2];
     ring.advance();
 
+    // In iteration t, `ring` is K_t's stage; V_{t−1} (the P·V issued now) and V_{t−2} (the one in flight) trail it.
     for kv_tile in 1..kv_tiles {
         if kv_tile > 1 {
-            unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, v_in_flight.stage) };
+            unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, ring.behind(2).stage) };
+            // After the wait: P_{t−2}'s registers are read by the P·V in flight until then.
+            p = pack::<C>(&s);
         }
+        let v_ring = ring.behind(1);
         warpgroup.take_token();
         // Both waits before the fence: a spin loop between two wgmma issues would make ptxas fence again.
         unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
@@ -894,8 +911,6 @@ unsafe fn consume<C: Config>(
         warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
         wgmma::commit_group();
         warpgroup.pass_token();
-        v_in_flight = v_ring;
-        v_ring = *ring;
 
         wgmma::wait_group::<1>();
         wgmma::fence_operands(s.as_mut());
@@ -921,15 +936,15 @@ unsafe fn consume<C: Config>(
             }
         };
         state.tiles += 1;
-        // Packed before the back edge: 32 registers rather than the 64 of S live across it.
-        p = pack::<C>(&s);
         ring.advance();
     }
     if kv_tiles > 1 {
-        unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, v_in_flight.stage) };
+        unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, ring.behind(2).stage) };
+        p = pack::<C>(&s);
     }
 
     // The last tile's P·V.
+    let v_ring = ring.behind(1);
     warpgroup.take_token();
     unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
     wgmma::fence();
@@ -1118,13 +1133,16 @@ unsafe fn store_output<C: Config>(
     tma::wait_group_read::<0>();
     warpgroup.sync();
     let smem = warpgroup.smem;
+    // The staging addresses depend on the thread only; computed from values opaque here, they are computed here
+    // instead of once before the work loop and held (spilled, at the main loop's register pressure) until now.
+    let (local, first_column) = (opaque_here(rows.local), opaque_here(rows.column));
     seq!(BLOCK in 0..16 {
         if 4 * BLOCK < o.len() {
-            let column = 8 * BLOCK as u32 + rows.column;
+            let column = 8 * BLOCK as u32 + first_column;
             let staging = smem.o(column / 64, warpgroup.q_rows_offset);
             seq!(HALF in 0..2 {
                 let (v0, v1) = (o[4 * BLOCK + 2 * HALF] * inverse[HALF], o[4 * BLOCK + 2 * HALF + 1] * inverse[HALF]);
-                let offset = SW128_64X64_B16.crd2idx_u32(&[rows.local(HALF), column % 64]);
+                let offset = SW128_64X64_B16.crd2idx_u32(&[local + 8 * HALF as u32, column % 64]);
                 unsafe { smem::store_u32(staging + offset, C::pack2(v0, v1)) };
             });
         }
