@@ -8,7 +8,10 @@ mod gpu_time;
 use criterion::{BenchmarkId, Throughput};
 use half::bf16;
 use oxtile::bench::device::{DeviceInfo, rotation_sets};
-use oxtile::bench::gemm::{self, Dtype, GemmProblem, InputPool, Layout, Operands};
+use oxtile::bench::contenders;
+use oxtile::bench::gemm::{GemmProblem, Operands};
+use oxtile::bench::inputs::InputPool;
+use oxtile::types::{Dtype, Layout};
 use oxtile::bench::suite::GemmShape;
 
 const SHAPES: [GemmShape; 3] =
@@ -19,8 +22,8 @@ fn main() {
     let info = DeviceInfo::query(&gpu).expect("device attributes");
     let stream = gpu.stream();
     let pool = InputPool::new(0x5eed);
-    let mut contenders = gemm::peer_contenders(&gpu).expect("cuBLAS");
-    contenders.extend(gemm::oxtile_contenders(&gpu).expect("oxtile GEMM"));
+    let mut contenders = contenders::peer_contenders(&gpu).expect("cuBLAS");
+    contenders.extend(contenders::oxtile_contenders(&gpu).expect("oxtile GEMM"));
     let mut criterion = gpu_time::criterion(&gpu);
     let mut group = criterion.benchmark_group("gemm_bf16_tn");
     for shape in SHAPES {

@@ -9,15 +9,16 @@ use half::{bf16, f16};
 use oxtile::Gpu;
 use oxtile::bench::copy;
 use oxtile::bench::device::block_placement;
-use oxtile::bench::gemm::{
-    self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
-};
+use oxtile::bench::contenders::{self, BASELINE};
+use oxtile::bench::gemm::{self, BenchElement, GemmBenchConfig, GemmContender, GemmProblem, Operands};
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::hold::{HoldOutcome, StreamHold};
 use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CUBLASLT_TUNED, CublasGemmEx, CublasLt};
 use oxtile::bench::suite::GemmShape;
 use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
 use oxtile::bench::{DeviceInfo, report};
 use oxtile::ops::elementwise;
+use oxtile::types::{Dtype, Layout};
 use oxtile::reference::{self, fresh_seed};
 use oxtile::runtime::ClusterShape;
 
@@ -50,7 +51,7 @@ fn under_sanitizer() -> bool {
 
 /// Runs `contender` once on fresh normal inputs of `problem` (output poisoned first) and returns the relative
 /// errors against the float64 reference: (‖out − ref‖ / ‖ref‖, max |out − ref| / max |ref|).
-fn run_against_reference<T: GemmElement>(
+fn run_against_reference<T: BenchElement>(
     gpu: &Gpu,
     contender: &mut dyn GemmContender,
     problem: &GemmProblem,
@@ -68,8 +69,8 @@ fn run_against_reference<T: GemmElement>(
     contender.bind(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
     stream.memcpy_htod(&poison, &mut c_dev).unwrap();
     contender.launch(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
-    let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(T::to_f32).collect();
-    let widen = |v: &[T]| v.iter().map(|&x| x.to_f32() as f64).collect::<Vec<f64>>();
+    let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(|v| v.to_f64() as f32).collect();
+    let widen = |v: &[T]| v.iter().map(|&x| x.to_f64()).collect::<Vec<f64>>();
     let want = gemm::reference_f64(problem, &widen(&a), &widen(&b));
     assert!(
         out.iter().all(|v| v.is_finite()),
@@ -142,7 +143,7 @@ fn operands_of_the_wrong_length_or_type_are_refused() {
     let a = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
     let short = stream.alloc_zeros::<bf16>(64 * 63).unwrap();
     let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
-    for mut contender in gemm::peer_contenders(&gpu).unwrap() {
+    for mut contender in contenders::peer_contenders(&gpu).unwrap() {
         let error = contender.launch(&gpu, &problem, Operands::Bf16 { a: &a, b: &short, c: &mut c }).unwrap_err();
         assert!(matches!(error, oxtile::Error::BadArgument { .. }), "{error}");
         let a16 = stream.alloc_zeros::<f16>(64 * 64).unwrap();
@@ -306,7 +307,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
     let info = DeviceInfo::query(&gpu).unwrap();
     assert!(info.l2_bytes > 0 && info.sm_count > 0, "{info:?}");
     let pool = InputPool::new(fresh_seed());
-    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
+    let mut contenders = contenders::peer_contenders(&gpu).unwrap();
     let config = GemmBenchConfig {
         timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
         ..Default::default()
@@ -329,7 +330,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
         assert!(steps.iter().zip(want).all(|(step, want)| step.ends_with(&want)), "{steps:?}");
         assert_eq!(rows.len(), peers.len());
         assert!(rows.iter().all(|r| r.runs == Some(5)), "{rows:?}");
-        assert_eq!(rows[0].implementation, gemm::BASELINE);
+        assert_eq!(rows[0].implementation, BASELINE);
         assert_eq!(rows[0].check.as_deref(), Some("ref"), "{rows:?}");
         for row in &rows[1..] {
             assert_eq!(row.check.as_deref(), Some("ok"), "{rows:?}");
@@ -346,7 +347,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             assert!(row.sets.unwrap() * problem.bytes_per_set() > 3 * info.l2_bytes, "{row:?}");
         }
         let mut rows = rows;
-        report::fill_ratios(&mut rows, gemm::BASELINE);
+        report::fill_ratios(&mut rows, BASELINE);
         assert_eq!(rows[0].ratio, Some(1.0));
     }
 }
@@ -376,8 +377,8 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
     let gpu = gpu();
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::new(fresh_seed());
-    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
-    contenders.extend(gemm::oxtile_contenders(&gpu).unwrap());
+    let mut contenders = contenders::peer_contenders(&gpu).unwrap();
+    contenders.extend(contenders::oxtile_contenders(&gpu).unwrap());
     let config = GemmBenchConfig {
         timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
         ..Default::default()
@@ -460,8 +461,8 @@ fn a_wrong_result_fails_the_cross_check() {
     assert_eq!(rows[1].check.as_deref(), Some("FAIL"), "{:?}", rows[1]);
     assert!(rows[1].max_rel_err.unwrap() > 0.1 && rows[1].failed_check());
     // The table says so.
-    report::fill_ratios(&mut rows, gemm::BASELINE);
-    assert!(report::render_table(&rows, gemm::BASELINE).contains("FAIL"));
+    report::fill_ratios(&mut rows, BASELINE);
+    assert!(report::render_table(&rows, BASELINE).contains("FAIL"));
 }
 
 #[test]

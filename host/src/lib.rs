@@ -16,6 +16,8 @@ pub mod reference;
 pub mod runtime;
 pub mod tma;
 pub mod tune;
+pub mod tune_cache;
+pub mod types;
 pub mod verify;
 
 pub use error::{Error, Result};

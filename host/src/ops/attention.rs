@@ -20,7 +20,7 @@ use oxtile_abi::{
     AttnTile,
 };
 
-use super::gemm::GemmElement;
+use crate::types::GemmElement;
 use super::{check_align, check_context, check_disjoint, strided_ptr, strided_ptr_mut};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
