@@ -136,8 +136,8 @@ const PING_PONG_SHAPES: [(usize, usize, usize); 5] =
 fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
     let gpu = gpu();
     let variants = [Variant::PingPong, Variant::PingPongCluster2];
-    assert_pass::<bf16, bf16>(&gpu, cases::<bf16, bf16>(&variants, |_, _| PING_PONG_SHAPES.to_vec()));
-    assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&variants, |_, _| PING_PONG_SHAPES.to_vec()));
+    assert_pass::<bf16, bf16>(&gpu, cases::<bf16, bf16>(&variants, |_| PING_PONG_SHAPES.to_vec()));
+    assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&variants, |_| PING_PONG_SHAPES.to_vec()));
 }
 
 /// Shapes for the stream-K schedule (wide tiles, one block per SM; the piece counts are an H200's, 132 SMs):
@@ -351,8 +351,8 @@ fn f16_matches_reference_in_every_layout_with_both_outputs() {
 #[ignore = "needs a CUDA GPU"]
 fn alpha_and_beta_scale_product_and_existing_output() {
     let gpu = gpu();
-    let odd = |a, b| {
-        let s = verify::odd_shape(a, b);
+    let odd = |layout| {
+        let s = verify::odd_shape(layout);
         vec![(s.m, s.n, s.k)]
     };
     for (alpha, beta) in [(2.0, 0.0), (1.0, 1.0), (-0.5, 0.75)] {

@@ -418,15 +418,17 @@ fn gib(bytes: usize) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::reference;
 
-    fn problem(m: usize, n: usize, k: usize, layout: Layout) -> GemmProblem {
+    /// A bf16 problem of this shape and layout.
+    pub(crate) fn problem(m: usize, n: usize, k: usize, layout: Layout) -> GemmProblem {
         GemmProblem { shape: GemmShape::new(m, n, k), dtype: Dtype::Bf16, layout }
     }
 
-    fn values(len: usize, seed: u64) -> Vec<f64> {
+    /// `len` normal random values (seeded), widened to f64.
+    pub(crate) fn values(len: usize, seed: u64) -> Vec<f64> {
         reference::randn(len, 1.0, seed).into_iter().map(f64::from).collect()
     }
 

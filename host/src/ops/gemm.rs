@@ -20,7 +20,6 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
-use half::{bf16, f16};
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,

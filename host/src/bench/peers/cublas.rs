@@ -576,16 +576,8 @@ impl GemmContender for CublasGemmEx {
 mod tests {
     use super::*;
     use crate::bench::gemm::reference_f64;
-    use crate::reference;
+    use crate::bench::gemm::tests::{problem, values};
     use crate::types::Layout;
-
-    fn problem(m: usize, n: usize, k: usize, layout: Layout) -> GemmProblem {
-        GemmProblem { shape: GemmShape::new(m, n, k), dtype: Dtype::Bf16, layout }
-    }
-
-    fn values(len: usize, seed: u64) -> Vec<f64> {
-        reference::randn(len, 1.0, seed).into_iter().map(f64::from).collect()
-    }
 
     /// A column-major BLAS GEMM on the CPU: C = op(first)·op(second), as cuBLAS defines it.
     fn blas_gemm(call: &BlasCall, first: &[f64], second: &[f64]) -> Vec<f64> {
