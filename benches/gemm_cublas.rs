@@ -7,12 +7,12 @@ mod gpu_time;
 
 use criterion::{BenchmarkId, Throughput};
 use half::bf16;
-use oxtile::bench::device::{DeviceInfo, rotation_sets};
 use oxtile::bench::contenders;
+use oxtile::bench::device::{DeviceInfo, rotation_sets};
 use oxtile::bench::gemm::{GemmProblem, Operands};
 use oxtile::bench::inputs::InputPool;
-use oxtile::types::{Dtype, Layout};
 use oxtile::bench::suite::GemmShape;
+use oxtile::types::{Dtype, Layout};
 
 const SHAPES: [GemmShape; 3] =
     [GemmShape::new(4096, 4096, 4096), GemmShape::new(8192, 8192, 8192), GemmShape::new(4096, 14336, 4096)];

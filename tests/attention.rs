@@ -391,8 +391,8 @@ fn scores_past_the_speculation_limit_are_recomputed_exactly() {
 fn bench_times_checks_and_counts_rescales() {
     use oxtile::bench::attention::{self as bench, AttnBenchConfig, AttnBenchProblem};
     use oxtile::bench::inputs::InputPool;
-    use oxtile::types::Dtype;
     use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode};
+    use oxtile::types::Dtype;
     let gpu = gpu();
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::with_len(1 << 20, fresh_seed());

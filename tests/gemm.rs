@@ -508,8 +508,9 @@ where
     let b = stream.clone_htod(&draw(problem.b_len(), seed + 1)).unwrap();
     let poisoned = |len| stream.clone_htod(&vec![<T as CheckValue>::POISON; len]).unwrap();
     let poisoned_f32 = |len| stream.clone_htod(&vec![f32::NAN; len]).unwrap();
-    let widen =
-        |c: &CudaSlice<T>| -> Vec<f32> { stream.clone_dtoh(c).unwrap().into_iter().map(|v| v.to_f64() as f32).collect() };
+    let widen = |c: &CudaSlice<T>| -> Vec<f32> {
+        stream.clone_dtoh(c).unwrap().into_iter().map(|v| v.to_f64() as f32).collect()
+    };
 
     let (mut ours, mut theirs) = (poisoned(problem.c_len()), poisoned(problem.c_len()));
     GemmPlan::<T, T>::new(gpu, shape, options, &a, &b).unwrap().launch(gpu, &a, &b, &mut ours).unwrap();

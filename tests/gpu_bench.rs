@@ -7,20 +7,20 @@ use std::time::Duration;
 
 use half::{bf16, f16};
 use oxtile::Gpu;
+use oxtile::bench::contenders::{self, BASELINE};
 use oxtile::bench::copy;
 use oxtile::bench::device::block_placement;
-use oxtile::bench::contenders::{self, BASELINE};
 use oxtile::bench::gemm::{self, BenchElement, GemmBenchConfig, GemmContender, GemmProblem, Operands};
-use oxtile::bench::inputs::InputPool;
 use oxtile::bench::hold::{HoldOutcome, StreamHold};
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CUBLASLT_TUNED, CublasGemmEx, CublasLt};
 use oxtile::bench::suite::GemmShape;
 use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
 use oxtile::bench::{DeviceInfo, report};
 use oxtile::ops::elementwise;
-use oxtile::types::{Dtype, Layout};
 use oxtile::reference::{self, fresh_seed};
 use oxtile::runtime::ClusterShape;
+use oxtile::types::{Dtype, Layout};
 
 /// The GPU, for one test at a time. The tests share the process's context, and a driver call that waits for the GPU
 /// (an allocation, freeing pinned memory, a cuBLAS handle) can stall another thread's launches while that thread holds

@@ -6,8 +6,8 @@
 use std::sync::LazyLock;
 
 use oxtile::inspect::{self, KernelStats, ModuleInspection};
-use oxtile::kernels::{self, Kernel};
 use oxtile::kernels::Variant;
+use oxtile::kernels::{self, Kernel};
 use oxtile::types::Order;
 
 /// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
@@ -486,9 +486,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         };
         let data_parallel = kernels::GEMM_SM90
             .iter()
-            .find(|w| {
-                w.variant == plain && (w.input, w.output, w.layout) == (gemm.input, gemm.output, gemm.layout)
-            })
+            .find(|w| w.variant == plain && (w.input, w.output, w.layout) == (gemm.input, gemm.output, gemm.layout))
             .unwrap_or_else(|| panic!("no {plain:?} kernel beside `{name}`"));
         let w = stats(data_parallel.kernel);
         assert!(s.registers <= w.registers, "`{name}`: {} registers, `{}` {}", s.registers, w.name, w.registers);

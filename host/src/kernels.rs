@@ -121,7 +121,6 @@ pub enum Variant {
     StreamKCluster2,
 }
 
-
 impl Variant {
     /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
     pub const CANDIDATES: [Variant; 13] = [

@@ -15,10 +15,10 @@ use crate::error::Result;
 use crate::exp2;
 use crate::ops::elementwise;
 use crate::ops::gemm::{self, GemmOptions, GemmShape, Variant};
-use crate::types::{GemmElement, GemmOutput, Layout, Order};
 use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
+use crate::types::{GemmElement, GemmOutput, Layout, Order};
 
 /// Lengths every elementwise kernel is checked at: empty-tail, odd, one short of and one past a vector, and
 /// large enough for the grid-stride loop to wrap.

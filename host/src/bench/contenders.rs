@@ -42,4 +42,3 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
 pub fn peer_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     Ok(vec![Box::new(CublasLt::new(gpu)?), Box::new(CublasLt::tuned(gpu)?), Box::new(CublasGemmEx::new(gpu)?)])
 }
-

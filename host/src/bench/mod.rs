@@ -43,6 +43,6 @@ pub mod timing;
 pub use device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo};
 pub use gemm::{GemmContender, GemmProblem, Operands};
 pub use report::Row;
-pub use suite::{AttnShape, GemmShape, ShapeError};
 pub use stats::Stats;
+pub use suite::{AttnShape, GemmShape, ShapeError};
 pub use timing::{TimingConfig, TimingMode};

@@ -27,8 +27,8 @@ use oxtile_abi::{
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel};
 pub use crate::kernels::Variant;
+use crate::kernels::{self, Kernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile2d};
 use crate::tune_cache;
@@ -203,7 +203,6 @@ impl Variant {
             chosen => chosen,
         }
     }
-
 }
 
 /// The stream-K schedule of `tile` in clusters of `cluster` blocks stacked along M ([`Variant::StreamK`],
