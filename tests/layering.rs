@@ -48,7 +48,7 @@ fn parse_file(files: &BTreeMap<String, String>, file: &str, module: ModPath, kra
     // The folder a `mod name;` of this file resolves in: lib.rs and mod.rs hold their folder's children, x.rs
     // holds the children in x/.
     let dir = match file.rsplit_once('/') {
-        Some((dir, name)) if name == "mod.rs" => format!("{dir}/"),
+        Some((dir, "mod.rs")) => format!("{dir}/"),
         None if file == "lib.rs" || file == "mod.rs" => String::new(),
         _ => format!("{}/", file.trim_end_matches(".rs")),
     };
@@ -165,10 +165,10 @@ fn use_tree(tokens: &[TokenTree], prefix: Vec<String>, leaves: &mut Vec<(Vec<Str
                     continue;
                 }
                 let mut binding = segment.to_string();
-                if is_ident(tokens.get(i), "as") {
-                    if let Some(TokenTree::Ident(alias)) = tokens.get(i + 1) {
-                        binding = alias.to_string();
-                    }
+                if is_ident(tokens.get(i), "as")
+                    && let Some(TokenTree::Ident(alias)) = tokens.get(i + 1)
+                {
+                    binding = alias.to_string();
                 }
                 if path.last().is_some_and(|s| s == "self") {
                     path.pop();
