@@ -517,8 +517,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
 fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
     // The consumer's k-tile loop, from its wait for a full stage to its wait for the previous wgmma group: the
     // descriptors of each stage and k16 slice are one add from stage 0's (`wgmma::desc_advance`). Rebuilt from the
-    // address they cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma: the loop
-    // was 76–78 instructions then, 51–58 after; with the epilogue's per-tile scaling it measured 2–10% faster
+    // address they would cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma
     // (docs/perf-notes.md, GEMM sm90 v9).
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
