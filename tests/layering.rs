@@ -1,16 +1,16 @@
 //! The host library's imports point down: its modules form no cycle. No GPU needed (CI runs it).
 //!
-//! What is checked, precisely. The modules are those of the `oxtile` library crate (host/src/lib.rs and the files
-//! its `mod` declarations reach; the `oxtile` binary in host/src/bin is another crate, on top of it), inline
-//! modules (`mod tests { … }`) included. Module X *names* module Y where code in X (tests included; comments,
-//! doc links and string literals are not code) holds a path that starts with `crate::`, `super::` or `self::`,
-//! or a relative `use` path, and leads to an item defined in Y. A path through a `use` or `pub use` binding (such
-//! as `crate::Error`, re-exported by lib.rs from `error`) leads to where that binding points. Each such naming is a
-//! dependency between the two children of the two modules' lowest common ancestor that hold them (none when one
-//! module contains the other: a module may use its parent's items and the items of its children). For every
-//! module — the crate root, whose children are the top-level modules (`error`, `types`, `kernels`, `ops`,
-//! `bench`, …), and every module with children (`bench`: `gemm`, `oxtile`, `peers`, …) — the dependencies among its
-//! children must form no cycle. So both the layers of docs/design.md and the files inside each of them are ordered.
+//! What is checked, precisely. The modules are those of the `oxtile` library crate (host/src/lib.rs and the files its
+//! `mod` declarations reach; the `oxtile` binary in host/src/bin is another crate, on top of it), inline modules (`mod
+//! tests { … }`) included. Module X *names* module Y where code in X (tests included; comments, doc links and string
+//! literals are not code) holds a path that starts with `crate::`, `super::` or `self::`, or a relative `use` path, and
+//! leads to an item defined in Y. A path through a `use` or `pub use` binding (such as `crate::Error`, re-exported by
+//! lib.rs from `error`) leads to where that binding points (glob imports, which only the test modules use, bind
+//! nothing). Each such naming is a dependency between the two children of the two modules' lowest common ancestor that
+//! hold them (none when one module contains the other: a module may use its parent's items and the items of its
+//! children). For every module — the crate root, whose children are the top-level modules (`error`, `types`, `kernels`,
+//! `ops`, `bench`, …), and every module with children (`bench`: `gemm`, `oxtile`, `peers`, …) — the dependencies among
+//! its children must form no cycle. So both the layers of docs/design.md and the files inside each of them are ordered.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,4 +1,6 @@
-//! The kernels the device crate exports, with the PTX modules that embed them.
+//! The kernels the device crate exports, with the PTX modules that embed them, and what each GEMM kernel computes:
+//! its types, layout and [`Variant`] (the tile, cluster and operand sharing of its configuration). The launch
+//! wrappers (crate::ops) choose among these; `Variant::Auto`'s heuristic is in crate::ops::gemm.
 
 pub use oxtile_builder::Target;
 

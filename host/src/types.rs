@@ -48,6 +48,12 @@ impl Layout {
         }
     }
 
+    /// The layout of A stored in `a_order` and B in `b_order`.
+    pub fn of(a_order: Order, b_order: Order) -> Layout {
+        let orders = |l: &Layout| (l.a_order(), l.b_order()) == (a_order, b_order);
+        Layout::ALL.into_iter().find(orders).expect("the four layouts are the four pairs of orders")
+    }
+
     /// Its BLAS letters, as tables, kernel names and the tune cache write it.
     pub const fn name(self) -> &'static str {
         match self {
@@ -162,9 +168,8 @@ mod tests {
 
     #[test]
     fn layouts_and_orders_correspond() {
-        let orders = Layout::ALL.map(|l| (l.a_order(), l.b_order()));
-        for (i, layout) in Layout::ALL.into_iter().enumerate() {
-            assert!(!orders[i + 1..].contains(&orders[i]), "{layout} shares its orders");
+        for layout in Layout::ALL {
+            assert_eq!(Layout::of(layout.a_order(), layout.b_order()), layout);
             assert_eq!(Layout::parse(layout.name()), Some(layout));
         }
         assert_eq!((Layout::Tn.a_order(), Layout::Tn.b_order()), (Order::RowMajor, Order::ColMajor));
