@@ -219,8 +219,9 @@ impl Variant {
     }
 
     /// The same tiles and clusters without stream-K: what [`Variant::Auto`] runs instead of a stream-K kernel when
-    /// stream-K is off ([`GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at once. Each exists for
-    /// every type pair and layout its stream-K kernel exists for. Other variants are returned as they are.
+    /// stream-K is off ([`crate::ops::gemm::GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at
+    /// once. Each exists for every type pair and layout its stream-K kernel exists for. Other variants are returned as
+    /// they are.
     pub fn data_parallel(self) -> Variant {
         match self {
             Variant::StreamK => Variant::Wide,
