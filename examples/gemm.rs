@@ -6,13 +6,13 @@
 use cudarc::driver::sys::CUevent_flags;
 use half::bf16;
 use oxtile::Gpu;
-use oxtile::ops::gemm::{GemmOptions, GemmPlan, GemmShape, Layout};
+use oxtile::ops::gemm::{GemmLayout, GemmOptions, GemmPlan, GemmShape};
 use oxtile::reference;
 use oxtile::verify;
 
 fn main() -> Result<(), oxtile::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let layout = Layout::parse(args.get(3).map_or("tn", String::as_str)).expect("LAYOUT is one of tn, tt, nt, nn");
+    let layout = GemmLayout::parse(args.get(3).map_or("tn", String::as_str)).expect("LAYOUT is one of tn, tt, nt, nn");
     let options = GemmOptions { layout, ..GemmOptions::default() };
     let dims: Vec<usize> = args.iter().take(3).map(|a| a.parse().expect("M N K as integers")).collect();
     let shape = match dims[..] {

@@ -9,7 +9,7 @@ use half::{bf16, f16};
 use oxtile::bench::gemm::{BenchElement, GemmContender, GemmProblem};
 use oxtile::bench::outputs::compare_outputs;
 use oxtile::bench::peers::cublas::CublasGemmEx;
-use oxtile::ops::gemm::{self, GemmElement, GemmOptions, GemmOutput, GemmPlan, GemmShape, Layout, Variant};
+use oxtile::ops::gemm::{self, GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmPlan, GemmShape, Variant};
 use oxtile::reference::{self, fresh_seed};
 use oxtile::verify::{self, CheckElement, CheckReport, CheckValue, GEMM_SHAPES};
 use oxtile::{Error, Gpu};
@@ -91,10 +91,10 @@ fn assert_pass<T: CheckElement, O: GemmOutput<T> + CheckValue>(
 /// ping-pong kernels exist for same-type outputs only) × the layout's shapes (from `shapes`).
 fn cases<T: GemmElement, O: GemmOutput<T>>(
     variants: &[Variant],
-    shapes: impl Fn(Layout) -> Vec<(usize, usize, usize)>,
+    shapes: impl Fn(GemmLayout) -> Vec<(usize, usize, usize)>,
 ) -> Vec<(GemmShape, GemmOptions)> {
     let mut cases = Vec::new();
-    for layout in Layout::ALL {
+    for layout in GemmLayout::ALL {
         let available = |v: &&Variant| v.available(<T as GemmElement>::NAME, O::NAME, layout);
         for &variant in variants.iter().filter(available) {
             let options = GemmOptions { layout, variant, ..GemmOptions::default() };
@@ -104,13 +104,13 @@ fn cases<T: GemmElement, O: GemmOutput<T>>(
     cases
 }
 
-fn all_shapes(layout: Layout) -> Vec<(usize, usize, usize)> {
+fn all_shapes(layout: GemmLayout) -> Vec<(usize, usize, usize)> {
     verify::gemm_shapes(layout).to_vec()
 }
 
 /// The layout's shapes but the 4096³ one: f16 takes the same data path as bf16 (another wgmma type and conversion),
 /// so the several-wave shape that bf16 covers adds time, not coverage.
-fn f16_shapes(layout: Layout) -> Vec<(usize, usize, usize)> {
+fn f16_shapes(layout: GemmLayout) -> Vec<(usize, usize, usize)> {
     all_shapes(layout).into_iter().filter(|&shape| shape != (4096, 4096, 4096)).collect()
 }
 
@@ -154,7 +154,7 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
 const STREAM_K_SHAPES: [(usize, usize, usize); 5] =
     [(2048, 2048, 2048), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
 
-/// Layout tn with N free: odd N writes D from registers (333×777×264: 12 tiles of 5 k-tiles on 60 blocks, one k-tile
+/// GemmLayout tn with N free: odd N writes D from registers (333×777×264: 12 tiles of 5 k-tiles on 60 blocks, one k-tile
 /// each, so every tile in five pieces; 4097×4095×4104: 528 tiles, exactly 4 waves, so no tail: the plain schedule
 /// in the stream-K kernel), and a 16-byte-row N with partial chunks (1000×1000×1000 above; 50×776×640: one tile row,
 /// consumer 1's rows wholly outside D, 4 tiles of 10 k-tiles on 40 blocks).
@@ -306,15 +306,15 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
 
 #[test]
 fn the_candidates_include_the_ping_pong_and_64x128_kernels_where_they_exist() {
-    let one = |_: Layout| vec![(64, 64, 64)];
+    let one = |_: GemmLayout| vec![(64, 64, 64)];
     let variants = |cases: Vec<(GemmShape, GemmOptions)>| cases.into_iter().map(|(_, o)| o.variant).collect::<Vec<_>>();
     let bf16_cases = variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one));
     for variant in [Variant::PingPong, Variant::PingPongCluster2, Variant::Flat] {
-        assert_eq!(bf16_cases.iter().filter(|&&v| v == variant).count(), Layout::ALL.len(), "{variant:?}");
+        assert_eq!(bf16_cases.iter().filter(|&&v| v == variant).count(), GemmLayout::ALL.len(), "{variant:?}");
     }
     let f16_cases = variants(cases::<f16, f16>(&Variant::CANDIDATES, one));
     for variant in [Variant::PingPong, Variant::Flat] {
-        assert_eq!(f16_cases.iter().filter(|&&v| v == variant).count(), Layout::ALL.len(), "{variant:?}");
+        assert_eq!(f16_cases.iter().filter(|&&v| v == variant).count(), GemmLayout::ALL.len(), "{variant:?}");
     }
     assert!(!f16_cases.contains(&Variant::PingPongCluster2));
     // f32 outputs keep the wide, wide-c2, narrow and 64×128 configurations in every layout, and stream-K from bf16.
@@ -322,14 +322,14 @@ fn the_candidates_include_the_ping_pong_and_64x128_kernels_where_they_exist() {
         (variants(cases::<bf16, f32>(&Variant::CANDIDATES, one)), 5),
         (variants(cases::<f16, f32>(&Variant::CANDIDATES, one)), 4),
     ] {
-        assert_eq!(output_cases.len(), expected * Layout::ALL.len());
-        assert_eq!(output_cases.iter().filter(|&&v| v == Variant::Flat).count(), Layout::ALL.len());
+        assert_eq!(output_cases.len(), expected * GemmLayout::ALL.len());
+        assert_eq!(output_cases.iter().filter(|&&v| v == Variant::Flat).count(), GemmLayout::ALL.len());
     }
     for cases in [
         variants(cases::<bf16, bf16>(&Variant::CANDIDATES, one)),
         variants(cases::<f16, f16>(&Variant::CANDIDATES, one)),
     ] {
-        assert_eq!(cases.iter().filter(|&&v| v == Variant::StreamK).count(), Layout::ALL.len());
+        assert_eq!(cases.iter().filter(|&&v| v == Variant::StreamK).count(), GemmLayout::ALL.len());
     }
 }
 
@@ -543,7 +543,7 @@ fn every_layout_and_output_type_agrees_with_cublas() {
     let gpu = gpu();
     let mut cublas = CublasGemmEx::new(&gpu).unwrap();
     let seed = fresh_seed();
-    for (l, layout) in Layout::ALL.into_iter().enumerate() {
+    for (l, layout) in GemmLayout::ALL.into_iter().enumerate() {
         for shape in [verify::odd_shape(layout), GemmShape::new(1000, 1000, 1000)] {
             for variant in Variant::CANDIDATES {
                 let options = GemmOptions { layout, variant, ..GemmOptions::default() };
@@ -578,10 +578,10 @@ fn bad_arguments_are_rejected_before_launch() {
 
     // Each layout refuses a contiguous dimension TMA cannot stride over, naming it, whatever the output type.
     for (layout, shape, dim) in [
-        (Layout::Tn, GemmShape::new(64, 64, 63), "K = 63"),
-        (Layout::Tt, GemmShape::new(64, 63, 64), "N = 63"),
-        (Layout::Nt, GemmShape::new(63, 64, 64), "M = 63"),
-        (Layout::Nn, GemmShape::new(64, 64, 63), "K = 63"),
+        (GemmLayout::Tn, GemmShape::new(64, 64, 63), "K = 63"),
+        (GemmLayout::Tt, GemmShape::new(64, 63, 64), "N = 63"),
+        (GemmLayout::Nt, GemmShape::new(63, 64, 64), "M = 63"),
+        (GemmLayout::Nn, GemmShape::new(64, 64, 63), "K = 63"),
     ] {
         let options = GemmOptions { layout, ..GemmOptions::default() };
         let (a_len, b_len, d_len) = (shape.m * shape.k, shape.k * shape.n, shape.m * shape.n);
@@ -616,7 +616,7 @@ fn persistent_grids_fit_the_gpu() {
     let (m, n, k) = (8192, 8192, 64);
     let a = stream.alloc_zeros::<bf16>(m * k).unwrap();
     let b = stream.alloc_zeros::<bf16>(k * n).unwrap();
-    for layout in Layout::ALL {
+    for layout in GemmLayout::ALL {
         for variant in Variant::CANDIDATES {
             let options = GemmOptions { layout, variant, ..GemmOptions::default() };
             let shape = GemmShape::new(m, n, k);
@@ -643,7 +643,7 @@ fn tuning_times_every_candidate_and_picks_the_fastest() {
     // Unblocked, as in tests/attention.rs's bench test: other tests of this binary share the context.
     let mode = oxtile::bench::TimingMode::Unblocked;
     let timing = oxtile::bench::TimingConfig { warmup: 2, runs: 5, mode, ..Default::default() };
-    let tt = GemmOptions { layout: Layout::Tt, ..GemmOptions::default() };
+    let tt = GemmOptions { layout: GemmLayout::Tt, ..GemmOptions::default() };
     let tuning =
         oxtile::tune::tune_gemm::<bf16, f32>(&gpu, GemmShape::new(1024, 1024, 1024), tt, &timing, 2, fresh_seed())
             .unwrap();

@@ -20,7 +20,7 @@ use oxtile::bench::{DeviceInfo, report};
 use oxtile::ops::elementwise;
 use oxtile::reference::{self, fresh_seed};
 use oxtile::runtime::ClusterShape;
-use oxtile::types::{Dtype, Layout};
+use oxtile::types::{Dtype, GemmLayout};
 
 /// The GPU, for one test at a time. The tests share the process's context, and a driver call that waits for the GPU
 /// (an allocation, freeing pinned memory, a cuBLAS handle) can stall another thread's launches while that thread holds
@@ -96,7 +96,7 @@ fn check_peer_in_every_layout(make: impl Fn(&Gpu) -> Box<dyn GemmContender>) {
     let mut contender = make(&gpu);
     let seed = fresh_seed();
     for dtype in [Dtype::Bf16, Dtype::F16] {
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let problem = GemmProblem { shape: ODD, dtype, layout };
             let (norm, max) = match dtype {
                 Dtype::Bf16 => run_against_reference::<bf16>(&gpu, contender.as_mut(), &problem, seed),
@@ -139,7 +139,7 @@ fn cublas_gemm_ex_matches_float64_in_every_layout_and_type() {
 fn operands_of_the_wrong_length_or_type_are_refused() {
     let gpu = gpu();
     let stream = gpu.stream();
-    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: GemmLayout::Tt };
     let a = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
     let short = stream.alloc_zeros::<bf16>(64 * 63).unwrap();
     let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
@@ -312,7 +312,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
         timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
         ..Default::default()
     };
-    for layout in Layout::ALL {
+    for layout in GemmLayout::ALL {
         let problem = GemmProblem { shape: GemmShape::new(256, 384, 320), dtype: Dtype::Bf16, layout };
         let mut steps = Vec::new();
         let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |s: &str| {
@@ -384,7 +384,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
         ..Default::default()
     };
     for dtype in [Dtype::Bf16, Dtype::F16] {
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             // Partial tiles in M and N; every dimension a multiple of 8, so TMA takes every layout.
             let problem = GemmProblem { shape: GemmShape::new(296, 520, 256), dtype, layout };
             let rows =
@@ -396,7 +396,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 // The multicast ablation exists for bf16 tn only; the cluster kernels but the wide one and stream-K on
                 // 64×128 tiles for bf16 only; elsewhere their rows say so.
                 let absent_here = match row.implementation.as_str() {
-                    "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, Layout::Tn),
+                    "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, GemmLayout::Tn),
                     "oxtile-pingpong-c2" | "oxtile-streamk-c2" | "oxtile-narrow-c2" | "oxtile-flat-sk"
                     | "oxtile-square" | "oxtile-square-c2" | "oxtile-square-sk" => dtype != Dtype::Bf16,
                     _ => false,
@@ -417,7 +417,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
         }
     }
     // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
-    let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: Layout::Nt };
+    let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: GemmLayout::Nt };
     let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
     let error = ours.error.as_deref().unwrap_or_default();
@@ -438,7 +438,7 @@ impl GemmContender for Wrong {
     }
 
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> oxtile::Result<()> {
-        let swapped = if problem.layout == Layout::Tt { Layout::Tn } else { Layout::Tt };
+        let swapped = if problem.layout == GemmLayout::Tt { GemmLayout::Tn } else { GemmLayout::Tt };
         self.0.launch(gpu, &GemmProblem { layout: swapped, ..*problem }, operands)
     }
 }
@@ -455,7 +455,7 @@ fn a_wrong_result_fails_the_cross_check() {
         timing: TimingConfig { warmup: 1, runs: 3, ..TimingConfig::default() },
         ..Default::default()
     };
-    let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: GemmLayout::Tt };
     let mut rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     assert_eq!(rows[0].check.as_deref(), Some("ref"));
     assert_eq!(rows[1].check.as_deref(), Some("FAIL"), "{:?}", rows[1]);

@@ -8,7 +8,7 @@ use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
 };
 
-use crate::types::Layout;
+use crate::types::GemmLayout;
 
 /// gpu/kernels compiled for one target by build.rs.
 #[derive(Clone, Copy, Debug)]
@@ -165,7 +165,7 @@ impl Variant {
     /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in `layout`: the cooperative
     /// tile configurations exist for every type pair and layout; the ping-pong and stream-K ones for fewer (see
     /// [`GEMM_SM90`]), and the multicast ablation only for bf16 tn.
-    pub fn available(self, input: &str, output: &str, layout: Layout) -> bool {
+    pub fn available(self, input: &str, output: &str, layout: GemmLayout) -> bool {
         find_gemm(input, output, layout, self).is_some()
     }
 
@@ -241,12 +241,12 @@ pub struct GemmKernel {
     pub input: &'static str,
     /// Element type of D (and of the C it reads when beta ≠ 0), as `GemmOutput::NAME` writes it.
     pub output: &'static str,
-    pub layout: Layout,
+    pub layout: GemmLayout,
     pub variant: Variant,
 }
 
 /// The kernel computing `input` → `output` GEMMs in `layout` with this (concrete) variant.
-pub fn find_gemm(input: &str, output: &str, layout: Layout, variant: Variant) -> Option<GemmKernel> {
+pub fn find_gemm(input: &str, output: &str, layout: GemmLayout, variant: Variant) -> Option<GemmKernel> {
     GEMM_SM90.iter().copied().find(|g| (g.input, g.output, g.layout, g.variant) == (input, output, layout, variant))
 }
 
@@ -266,10 +266,10 @@ macro_rules! gemm_sm90 {
             variant: Variant::$variant,
         }),*];
     };
-    (@layout tn) => { Layout::Tn };
-    (@layout tt) => { Layout::Tt };
-    (@layout nt) => { Layout::Nt };
-    (@layout nn) => { Layout::Nn };
+    (@layout tn) => { GemmLayout::Tn };
+    (@layout tt) => { GemmLayout::Tt };
+    (@layout nt) => { GemmLayout::Nt };
+    (@layout nn) => { GemmLayout::Nn };
 }
 
 gemm_sm90! {

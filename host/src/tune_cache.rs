@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::kernels::Variant;
 use crate::runtime::Gpu;
-use crate::types::{GemmShape, Layout};
+use crate::types::{GemmLayout, GemmShape};
 
 /// The version of the file format this oxtile reads and writes: `{"version": 1, "gemm": {key: variant, ...}}`. Files
 /// written before the field existed are version 1 too (the same map).
@@ -52,7 +52,14 @@ pub enum Saved {
 /// The cache key of a GEMM problem: the GPU by name and SM count (the choice depends on both), the input and output
 /// types, the layout in BLAS letters and the shape, e.g. `NVIDIA H200 (132 SMs) bf16->bf16 tt 4096x4096x4096`.
 /// (Keys written before layouts and output types existed, `... bf16 4096x4096x4096`, no longer match anything.)
-pub fn gemm_key(device: &str, sm_count: u32, input: &str, output: &str, layout: Layout, shape: GemmShape) -> String {
+pub fn gemm_key(
+    device: &str,
+    sm_count: u32,
+    input: &str,
+    output: &str,
+    layout: GemmLayout,
+    shape: GemmShape,
+) -> String {
     format!("{device} ({sm_count} SMs) {input}->{output} {layout} {}x{}x{}", shape.m, shape.n, shape.k)
 }
 
@@ -148,7 +155,7 @@ pub(crate) fn cached_gemm_variant(
     gpu: &Gpu,
     input: &str,
     output: &str,
-    layout: Layout,
+    layout: GemmLayout,
     shape: GemmShape,
 ) -> Option<Variant> {
     static CACHE: OnceLock<TuneCache> = OnceLock::new();
@@ -179,8 +186,8 @@ mod tests {
         assert_eq!(TuneCache::load(&path).unwrap(), TuneCache::default());
         let mut cache = TuneCache::default();
         let shape = GemmShape::new(4096, 4096, 4096);
-        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "bf16", Layout::Tn, shape), Variant::WideCluster2);
-        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "f32", Layout::Nt, shape), Variant::Wide);
+        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "bf16", GemmLayout::Tn, shape), Variant::WideCluster2);
+        cache.gemm.insert(gemm_key("NVIDIA H200", 132, "bf16", "f32", GemmLayout::Nt, shape), Variant::Wide);
         assert_eq!(cache.save(&path).unwrap(), Saved::Created);
         assert_eq!(TuneCache::load(&path).unwrap(), cache);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -190,8 +197,13 @@ mod tests {
     fn keys_tell_layouts_and_output_types_apart() {
         let shape = GemmShape::new(4096, 4096, 4096);
         let key = |output, layout| gemm_key("NVIDIA H200", 132, "bf16", output, layout, shape);
-        assert_eq!(key("bf16", Layout::Tt), "NVIDIA H200 (132 SMs) bf16->bf16 tt 4096x4096x4096");
-        let keys = [key("bf16", Layout::Tn), key("bf16", Layout::Tt), key("f32", Layout::Tn), key("f32", Layout::Tt)];
+        assert_eq!(key("bf16", GemmLayout::Tt), "NVIDIA H200 (132 SMs) bf16->bf16 tt 4096x4096x4096");
+        let keys = [
+            key("bf16", GemmLayout::Tn),
+            key("bf16", GemmLayout::Tt),
+            key("f32", GemmLayout::Tn),
+            key("f32", GemmLayout::Tt),
+        ];
         for (i, a) in keys.iter().enumerate() {
             assert!(keys[i + 1..].iter().all(|b| a != b), "{keys:?}");
         }

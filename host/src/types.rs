@@ -15,9 +15,10 @@ pub enum Order {
 
 /// How a GEMM's A (M×K) and B (K×N) are stored, in BLAS letters, A then B: `t` = row-major, `n` = column-major;
 /// D is row-major. `tn` has both operands K-major (`x @ W.T`), `tt` is torch's `a @ b`, `nt` has both MN-major.
+/// (The CuTe layouts of the layout algebra are `oxtile_layout::Layout`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Layout {
+pub enum GemmLayout {
     /// A row-major, B column-major: both K-major.
     Tn,
     /// A and B row-major: torch's `a @ b`.
@@ -28,49 +29,49 @@ pub enum Layout {
     Nn,
 }
 
-impl Layout {
+impl GemmLayout {
     /// The four layouts, in the order tables list them.
-    pub const ALL: [Layout; 4] = [Layout::Tn, Layout::Tt, Layout::Nt, Layout::Nn];
+    pub const ALL: [GemmLayout; 4] = [GemmLayout::Tn, GemmLayout::Tt, GemmLayout::Nt, GemmLayout::Nn];
 
     /// A's storage order.
     pub const fn a_order(self) -> Order {
         match self {
-            Layout::Tn | Layout::Tt => Order::RowMajor,
-            Layout::Nt | Layout::Nn => Order::ColMajor,
+            GemmLayout::Tn | GemmLayout::Tt => Order::RowMajor,
+            GemmLayout::Nt | GemmLayout::Nn => Order::ColMajor,
         }
     }
 
     /// B's storage order.
     pub const fn b_order(self) -> Order {
         match self {
-            Layout::Tt | Layout::Nt => Order::RowMajor,
-            Layout::Tn | Layout::Nn => Order::ColMajor,
+            GemmLayout::Tt | GemmLayout::Nt => Order::RowMajor,
+            GemmLayout::Tn | GemmLayout::Nn => Order::ColMajor,
         }
     }
 
     /// The layout of A stored in `a_order` and B in `b_order`.
-    pub fn of(a_order: Order, b_order: Order) -> Layout {
-        let orders = |l: &Layout| (l.a_order(), l.b_order()) == (a_order, b_order);
-        Layout::ALL.into_iter().find(orders).expect("the four layouts are the four pairs of orders")
+    pub fn of(a_order: Order, b_order: Order) -> GemmLayout {
+        let orders = |l: &GemmLayout| (l.a_order(), l.b_order()) == (a_order, b_order);
+        GemmLayout::ALL.into_iter().find(orders).expect("the four layouts are the four pairs of orders")
     }
 
     /// Its BLAS letters, as tables, kernel names and the tune cache write it.
     pub const fn name(self) -> &'static str {
         match self {
-            Layout::Tn => "tn",
-            Layout::Tt => "tt",
-            Layout::Nt => "nt",
-            Layout::Nn => "nn",
+            GemmLayout::Tn => "tn",
+            GemmLayout::Tt => "tt",
+            GemmLayout::Nt => "nt",
+            GemmLayout::Nn => "nn",
         }
     }
 
-    /// The layout named `name` ([`Layout::name`]), if it is one.
-    pub fn parse(name: &str) -> Option<Layout> {
-        Layout::ALL.into_iter().find(|l| l.name() == name)
+    /// The layout named `name` ([`GemmLayout::name`]), if it is one.
+    pub fn parse(name: &str) -> Option<GemmLayout> {
+        GemmLayout::ALL.into_iter().find(|l| l.name() == name)
     }
 }
 
-impl std::fmt::Display for Layout {
+impl std::fmt::Display for GemmLayout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
@@ -168,13 +169,13 @@ mod tests {
 
     #[test]
     fn layouts_and_orders_correspond() {
-        for layout in Layout::ALL {
-            assert_eq!(Layout::of(layout.a_order(), layout.b_order()), layout);
-            assert_eq!(Layout::parse(layout.name()), Some(layout));
+        for layout in GemmLayout::ALL {
+            assert_eq!(GemmLayout::of(layout.a_order(), layout.b_order()), layout);
+            assert_eq!(GemmLayout::parse(layout.name()), Some(layout));
         }
-        assert_eq!((Layout::Tn.a_order(), Layout::Tn.b_order()), (Order::RowMajor, Order::ColMajor));
-        assert_eq!((Layout::Nt.a_order(), Layout::Nt.b_order()), (Order::ColMajor, Order::RowMajor));
-        assert_eq!(Layout::parse("nx"), None);
+        assert_eq!((GemmLayout::Tn.a_order(), GemmLayout::Tn.b_order()), (Order::RowMajor, Order::ColMajor));
+        assert_eq!((GemmLayout::Nt.a_order(), GemmLayout::Nt.b_order()), (Order::ColMajor, Order::RowMajor));
+        assert_eq!(GemmLayout::parse("nx"), None);
     }
 
     #[test]
@@ -182,10 +183,10 @@ mod tests {
         use clap::ValueEnum;
         assert_eq!((<bf16 as GemmElement>::NAME, <f16 as GemmElement>::NAME), ("bf16", "f16"));
         assert_eq!(serde_json::to_string(&Dtype::F16).unwrap(), "\"f16\"");
-        assert_eq!(serde_json::to_string(&Layout::Nt).unwrap(), "\"nt\"");
+        assert_eq!(serde_json::to_string(&GemmLayout::Nt).unwrap(), "\"nt\"");
         // What a user types: the name, and fp16 for f16.
         assert_eq!(Dtype::from_str("fp16", false), Ok(Dtype::F16));
         assert_eq!(Dtype::from_str("f16", false), Ok(Dtype::F16));
-        assert_eq!(Layout::from_str("tt", false), Ok(Layout::Tt));
+        assert_eq!(GemmLayout::from_str("tt", false), Ok(GemmLayout::Tt));
     }
 }

@@ -18,7 +18,7 @@ use crate::ops::gemm::{self, GemmOptions, GemmShape, Variant};
 use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
-use crate::types::{GemmElement, GemmOutput, Layout, Order};
+use crate::types::{GemmElement, GemmLayout, GemmOutput, Order};
 
 /// Lengths every elementwise kernel is checked at: empty-tail, odd, one short of and one past a vector, and
 /// large enough for the grid-stride loop to wrap.
@@ -140,7 +140,7 @@ pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
     }
     // Every layout: every shape it takes with each tile configuration (bf16; the quick sweep only the odd shape),
     // then f32 output, f16 and the epilogue's scalars on the odd shape.
-    for (l, layout) in Layout::ALL.into_iter().enumerate() {
+    for (l, layout) in GemmLayout::ALL.into_iter().enumerate() {
         let seed = seed + 1000 * (l as u64 + 1);
         let odd = odd_shape(layout);
         let layout = GemmOptions { layout, ..GemmOptions::default() };
@@ -214,11 +214,11 @@ pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
 /// [`GEMM_SHAPES`] as each layout can take them ([`gemm::check_layout`]: the contiguous dimension of each operand
 /// is a multiple of 8). The others stay odd where the layout allows, and partial tiles stay partial: 4095 becomes
 /// 4088 (a partial 64-wide box as well as a partial tile), 4097 becomes 4104 (8 rows into a new tile), 1 becomes 8,
-/// 100 becomes 104. Layout nt takes any K, so it gets odd ones (1, 4097, 515).
-pub fn gemm_shapes(layout: Layout) -> &'static [(usize, usize, usize)] {
+/// 100 becomes 104. GemmLayout nt takes any K, so it gets odd ones (1, 4097, 515).
+pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
     match layout {
-        Layout::Tn => GEMM_SHAPES,
-        Layout::Tt => &[
+        GemmLayout::Tn => GEMM_SHAPES,
+        GemmLayout::Tt => &[
             (1, 8, 8),
             (1000, 1000, 1000),
             (4097, 4088, 4104),
@@ -227,7 +227,7 @@ pub fn gemm_shapes(layout: Layout) -> &'static [(usize, usize, usize)] {
             (128, 256, 8),
             (4096, 4096, 4096),
         ],
-        Layout::Nt => &[
+        GemmLayout::Nt => &[
             (8, 8, 1),
             (1000, 1000, 1000),
             (4104, 4088, 4097),
@@ -236,7 +236,7 @@ pub fn gemm_shapes(layout: Layout) -> &'static [(usize, usize, usize)] {
             (128, 256, 8),
             (4096, 4096, 4096),
         ],
-        Layout::Nn => &[
+        GemmLayout::Nn => &[
             (8, 1, 8),
             (1000, 1000, 1000),
             (4104, 4095, 4104),
@@ -250,12 +250,12 @@ pub fn gemm_shapes(layout: Layout) -> &'static [(usize, usize, usize)] {
 
 /// A mid-sized shape with partial tiles in M and N, odd wherever the layout allows it: for the epilogue's
 /// scalars, f32 output and f16.
-pub fn odd_shape(layout: Layout) -> GemmShape {
+pub fn odd_shape(layout: GemmLayout) -> GemmShape {
     let (m, n, k) = match layout {
-        Layout::Tn => (333, 777, 264),
-        Layout::Tt => (333, 776, 264),
-        Layout::Nt => (336, 776, 263),
-        Layout::Nn => (336, 777, 264),
+        GemmLayout::Tn => (333, 777, 264),
+        GemmLayout::Tt => (333, 776, 264),
+        GemmLayout::Nt => (336, 776, 263),
+        GemmLayout::Nn => (336, 777, 264),
     };
     GemmShape::new(m, n, k)
 }
@@ -590,7 +590,7 @@ mod tests {
 
     #[test]
     fn every_layouts_shapes_are_loadable_and_keep_the_edge_cases() {
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let shapes = gemm_shapes(layout);
             for &(m, n, k) in shapes.iter().chain([&(1000, 1000, 1000)]) {
                 gemm::check_layout(GemmShape::new(m, n, k), layout)
@@ -611,7 +611,7 @@ mod tests {
             assert!(has(&|m, n, _| m * n >= 4096 * 4096), "{layout}: nothing spans several waves");
         }
         // nt is the layout whose K is free: its shapes use odd K.
-        assert!(gemm_shapes(Layout::Nt).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
+        assert!(gemm_shapes(GemmLayout::Nt).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
     }
 
     #[test]
@@ -634,7 +634,7 @@ mod tests {
     fn transposed_operands_give_the_strided_products() {
         // Every layout of a small GEMM against the dot products read straight from the stored orders.
         let (m, n, k) = (70, 9, 131);
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let options = GemmOptions { layout, alpha: 0.5, beta: 2.0, ..GemmOptions::default() };
             let (a_order, b_order) = (layout.a_order(), layout.b_order());
             let shape = GemmShape::new(m, n, k);
@@ -696,7 +696,7 @@ mod tests {
             }
             let elementwise = since(start);
             let start = (Instant::now(), cpu());
-            for layout in Layout::ALL {
+            for layout in GemmLayout::ALL {
                 let odd = odd_shape(layout);
                 let layout = GemmOptions { layout, ..GemmOptions::default() };
                 for &(m, n, k) in gemm_shapes(layout.layout) {

@@ -3,7 +3,7 @@
 //! themselves are listed in [`super::contenders`].
 //!
 //! C (M×N) = A (M×K) · B (K×N), C always row-major, as in torch and `oxtile::ops::gemm`; A and B are stored as the
-//! problem's [`Layout`] says. `tt` is torch's `a @ b` (what torch_reference.py times).
+//! problem's [`GemmLayout`] says. `tt` is torch's `a @ b` (what torch_reference.py times).
 //!
 //! Every contender's output on input set 0 is compared with that of the first contender that ran correctly
 //! (cuBLASLt, unless it failed), within [`Dtype::check_bound`] ([`super::outputs`]). The output is poisoned (all
@@ -21,7 +21,7 @@ use super::timing::{
 };
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
-use crate::types::{Dtype, GemmElement, GemmShape, Layout, Order};
+use crate::types::{Dtype, GemmElement, GemmLayout, GemmShape, Order};
 use crate::verify::CheckElement;
 
 /// How the tuned contenders (`cublasLt-tuned`, `oxtile-tuned`) time each candidate: a few launches queued back to
@@ -55,7 +55,7 @@ pub fn fastest_candidate(gpu: &Gpu, candidates: usize, mut launch: impl FnMut(us
 pub struct GemmProblem {
     pub shape: GemmShape,
     pub dtype: Dtype,
-    pub layout: Layout,
+    pub layout: GemmLayout,
 }
 
 impl GemmProblem {
@@ -423,7 +423,7 @@ pub(crate) mod tests {
     use crate::reference;
 
     /// A bf16 problem of this shape and layout.
-    pub(crate) fn problem(m: usize, n: usize, k: usize, layout: Layout) -> GemmProblem {
+    pub(crate) fn problem(m: usize, n: usize, k: usize, layout: GemmLayout) -> GemmProblem {
         GemmProblem { shape: GemmShape::new(m, n, k), dtype: Dtype::Bf16, layout }
     }
 
@@ -435,14 +435,14 @@ pub(crate) mod tests {
     #[test]
     fn layouts_store_the_same_product() {
         let (m, n, k) = (5, 3, 4);
-        let base = problem(m, n, k, Layout::Tt);
+        let base = problem(m, n, k, GemmLayout::Tt);
         let a = values(m * k, 1);
         let b = values(k * n, 2);
         let want = reference_f64(&base, &a, &b);
         // Direct check of one element against the definition.
         let c01: f64 = (0..k).map(|p| a[p] * b[p * n + 1]).sum();
         assert!((want[1] - c01).abs() < 1e-12);
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let p = problem(m, n, k, layout);
             let mut a_stored = vec![0.0; p.a_len()];
             let mut b_stored = vec![0.0; p.b_len()];
@@ -465,7 +465,7 @@ pub(crate) mod tests {
 
     #[test]
     fn bytes_and_names() {
-        let p = GemmProblem { shape: GemmShape::new(128, 8192, 8192), dtype: Dtype::F16, layout: Layout::Nt };
+        let p = GemmProblem { shape: GemmShape::new(128, 8192, 8192), dtype: Dtype::F16, layout: GemmLayout::Nt };
         assert_eq!(p.bytes_per_set(), (128 * 8192 * 2 + 8192 * 8192) * 2);
         assert_eq!(p.to_string(), "128x8192x8192 f16 nt");
         assert_eq!(p.a_dims(), (8192, 128));

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::kernels::{self, Variant};
 use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan};
 use crate::runtime::{ClusterShape, Gpu};
-use crate::types::{Dtype, GemmElement, GemmOutput, Layout};
+use crate::types::{Dtype, GemmElement, GemmLayout, GemmOutput};
 
 pub const OXTILE: &str = "oxtile";
 pub const OXTILE_TUNED: &str = "oxtile-tuned";
@@ -75,7 +75,7 @@ impl OxtileSm90 {
     }
 
     /// This contender's options for a problem in `layout`.
-    fn options(&self, layout: Layout) -> GemmOptions {
+    fn options(&self, layout: GemmLayout) -> GemmOptions {
         GemmOptions { layout, variant: self.tuned.unwrap_or(self.options.variant), ..self.options }
     }
 }

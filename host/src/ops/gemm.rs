@@ -1,7 +1,7 @@
 //! D = alpha·A·B + beta·D on the Hopper GEMM kernels (gpu/kernels/src/gemm/sm90.rs).
 //!
 //! A is M×K and B is K×N, each stored row- or column-major ([`Order`]; the four combinations are the BLAS
-//! layouts tn, tt, nt, nn, see [`Layout`]); D is M×N row-major, in the input type or in f32
+//! layouts tn, tt, nt, nn, see [`GemmLayout`]); D is M×N row-major, in the input type or in f32
 //! ([`GemmOutput`]). The kernels load each operand with TMA as it lies and wgmma reads it in place: K-major (A
 //! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs 16-byte row
 //! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
@@ -32,7 +32,7 @@ use crate::kernels::{self, Kernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile2d};
 use crate::tune_cache;
-pub use crate::types::{GemmElement, GemmOutput, GemmShape, Layout, Order};
+pub use crate::types::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order};
 
 const OP: &str = "gemm";
 
@@ -174,7 +174,7 @@ impl Variant {
         shape: GemmShape,
         sm_count: u32,
         (input, output): (&str, &str),
-        layout: Layout,
+        layout: GemmLayout,
     ) -> Variant {
         match self.resolve(shape, sm_count) {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, layout) => {
@@ -271,7 +271,7 @@ impl StreamKWorkspace {
 /// default is layout tn (A row-major, B column-major: both K-major) with D = A·B, launched plainly.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOptions {
-    pub layout: Layout,
+    pub layout: GemmLayout,
     pub alpha: f32,
     pub beta: f32,
     pub variant: Variant,
@@ -307,7 +307,7 @@ fn no_stream_k(value: Option<&std::ffi::OsStr>) -> bool {
 impl Default for GemmOptions {
     fn default() -> Self {
         GemmOptions {
-            layout: Layout::Tn,
+            layout: GemmLayout::Tn,
             alpha: 1.0,
             beta: 0.0,
             variant: Variant::Auto,
@@ -344,7 +344,7 @@ fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, ou
 /// Whether TMA can load A and B in `layout`: the contiguous dimension of each (K for A row-major and B
 /// column-major, M for A column-major, N for B row-major) must be a multiple of 8, since rows must start 16 bytes
 /// apart. [`Error::Unsupported`] otherwise, naming the operand and dimension.
-pub fn check_layout(shape: GemmShape, layout: Layout) -> Result<()> {
+pub fn check_layout(shape: GemmShape, layout: GemmLayout) -> Result<()> {
     let GemmShape { m, n, k } = shape;
     let (a_order, b_order) = (layout.a_order(), layout.b_order());
     let a = match a_order {
@@ -813,49 +813,52 @@ mod tests {
         assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);
         // Only bf16 → bf16 has stream-K kernels in clusters: the others keep the plain cluster kernel.
         let big = GemmShape::new(8192, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), Layout::Tn), Variant::StreamKCluster2);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), Layout::Tn), Variant::WideCluster2);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), Layout::Tt), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::StreamKCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), GemmLayout::Tt), Variant::WideCluster2);
         // Ping-pong for many short tiles exists for same-type outputs, single blocks: else the wide tiles' choice.
         let short = GemmShape::new(4096, 4096, 2048);
-        assert_eq!(Variant::Auto.resolve_for(short, 132, ("f16", "f16"), Layout::Tn), Variant::PingPong);
-        assert_eq!(Variant::Auto.resolve_for(short, 132, ("bf16", "f32"), Layout::Tn), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("f16", "f16"), GemmLayout::Tn), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::WideCluster2);
         let mid = GemmShape::new(1536, 1536, 4096);
-        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), Layout::Tn), Variant::StreamK);
-        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), Layout::Tn), Variant::Wide);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), GemmLayout::Tn), Variant::StreamK);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), GemmLayout::Tn), Variant::Wide);
         // The cooperative 128×128 tiles are bf16 → bf16 only: the ping-pong ones for f16, and for f32 outputs (no
         // ping-pong kernel) the 64×128 tiles.
         let decode = GemmShape::new(256, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), Layout::Tn), Variant::Square);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), Layout::Tn), Variant::PingPong);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), Layout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::Square);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), GemmLayout::Tn), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::Flat);
         let deep = GemmShape::new(256, 4096, 14336);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), Layout::Tn), Variant::Flat);
-        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), Layout::Tn), Variant::SquareStreamK);
-        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), Layout::Tn), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), Layout::Tn), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), Layout::Tt), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), Layout::Tt), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(
+            Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), GemmLayout::Tn),
+            Variant::SquareStreamK
+        );
+        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tt), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), GemmLayout::Tt), Variant::Flat);
         // Small problems: the 64×128 tile in every layout and for every output.
         let small = GemmShape::new(1024, 1024, 1024);
         assert_eq!(Variant::Auto.resolve(small, 132), Variant::Flat);
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), layout), Variant::Flat);
         }
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), Layout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::Flat);
         let few_rows = GemmShape::new(128, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), Layout::Nn), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), Layout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), GemmLayout::Nn), Variant::Flat);
         // Stream-K on 64×128 tiles is bf16 → bf16 only: the data-parallel 64×128 tile for the other types.
         let idle_rows = GemmShape::new(128, 4096, 14336);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), Layout::Nn), Variant::FlatStreamK);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), Layout::Nn), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), Layout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), GemmLayout::Nn), Variant::FlatStreamK);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), GemmLayout::Nn), Variant::Flat);
     }
 
     #[test]
     fn each_operands_contiguous_dimension_must_be_a_multiple_of_8() {
-        use Layout::{Nn, Nt, Tn, Tt};
+        use GemmLayout::{Nn, Nt, Tn, Tt};
         let ok = |m, n, k, layout| check_layout(GemmShape::new(m, n, k), layout);
         // tn: K contiguous in both.
         ok(4097, 4095, 4104, Tn).unwrap();
@@ -880,7 +883,7 @@ mod tests {
     fn every_type_pair_and_layout_has_each_candidate_kernel() {
         // The cooperative configurations everywhere; ping-pong for same-type outputs (in clusters: bf16 only).
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
-            for layout in Layout::ALL {
+            for layout in GemmLayout::ALL {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
                         Variant::PingPong => input == output,
@@ -900,9 +903,9 @@ mod tests {
                 }
             }
         }
-        assert!(kernels::find_gemm("bf16", "f16", Layout::Tn, Variant::Wide).is_none());
-        assert!(kernels::find_gemm("bf16", "bf16", Layout::Tn, Variant::Auto).is_none());
-        let ablation = kernels::find_gemm("bf16", "bf16", Layout::Tn, Variant::WideCluster2Unshared);
+        assert!(kernels::find_gemm("bf16", "f16", GemmLayout::Tn, Variant::Wide).is_none());
+        assert!(kernels::find_gemm("bf16", "bf16", GemmLayout::Tn, Variant::Auto).is_none());
+        let ablation = kernels::find_gemm("bf16", "bf16", GemmLayout::Tn, Variant::WideCluster2Unshared);
         assert_eq!(ablation.unwrap().kernel.name, "gemm_bf16_tn_128x256_c2_nomc_sm90");
     }
 
@@ -1026,7 +1029,7 @@ mod tests {
             assert!(!fallback.is_stream_k(), "{variant:?}");
             assert_eq!((fallback.tile(), fallback.cluster_size()), (variant.tile(), variant.cluster_size()));
             for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
-                for layout in Layout::ALL {
+                for layout in GemmLayout::ALL {
                     if variant.available(input, output, layout) {
                         assert!(fallback.available(input, output, layout), "{variant:?} {input} → {output}");
                     }

@@ -577,7 +577,7 @@ mod tests {
     use super::*;
     use crate::bench::gemm::reference_f64;
     use crate::bench::gemm::tests::{problem, values};
-    use crate::types::Layout;
+    use crate::types::GemmLayout;
 
     /// A column-major BLAS GEMM on the CPU: C = op(first)·op(second), as cuBLAS defines it.
     fn blas_gemm(call: &BlasCall, first: &[f64], second: &[f64]) -> Vec<f64> {
@@ -600,7 +600,7 @@ mod tests {
     fn blas_arguments_compute_the_row_major_product() {
         // Odd sizes, M ≠ N ≠ K, so a swapped dimension or leading dimension cannot pass by accident.
         let (m, n, k) = (7, 5, 3);
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let p = problem(m, n, k, layout);
             let a = values(p.a_len(), 3);
             let b = values(p.b_len(), 4);
@@ -621,8 +621,8 @@ mod tests {
             let call = BlasCall::of(&problem(1, 1, 1, layout));
             [call.transa, call.transb].map(|t| if t { 'T' } else { 'N' })
         };
-        assert_eq!(Layout::ALL.map(letters), [['T', 'N'], ['N', 'N'], ['N', 'T'], ['T', 'T']]);
-        let call = BlasCall::of(&problem(7, 5, 3, Layout::Tt));
+        assert_eq!(GemmLayout::ALL.map(letters), [['T', 'N'], ['N', 'N'], ['N', 'T'], ['T', 'T']]);
+        let call = BlasCall::of(&problem(7, 5, 3, GemmLayout::Tt));
         assert_eq!((call.transa, call.transb, call.m, call.n, call.k), (false, false, 5, 7, 3));
     }
 }

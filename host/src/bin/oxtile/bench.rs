@@ -16,7 +16,7 @@ use oxtile::bench::inputs::InputPool;
 use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
 use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
-use oxtile::types::{Dtype, Layout};
+use oxtile::types::{Dtype, GemmLayout};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -150,7 +150,7 @@ struct GemmArgs {
     /// torch_reference.py times); tn has both operands K-major, nt both MN-major. oxtile and the cuBLAS peers run
     /// in each. Comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "tt,tn")]
-    layout: Vec<Layout>,
+    layout: Vec<GemmLayout>,
     /// Skip comparing each implementation's output with cuBLASLt's.
     #[arg(long)]
     no_check: bool,

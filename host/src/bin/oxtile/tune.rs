@@ -10,7 +10,7 @@ use oxtile::bench::suite::{self, GEMM_SUITE};
 use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Variant};
 use oxtile::tune::{self, GemmTuning};
 use oxtile::tune_cache::{self, Saved, TuneCache};
-use oxtile::types::{Dtype, Layout};
+use oxtile::types::{Dtype, GemmLayout};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,7 +38,7 @@ struct GemmArgs {
     output: String,
     /// Layouts of A then B (t = row-major, n = column-major), comma-separated; each gets its own entries.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "tn,tt,nt,nn")]
-    layout: Vec<Layout>,
+    layout: Vec<GemmLayout>,
     /// The cache file to update (default: $OXTILE_TUNE_CACHE, else ~/.cache/oxtile/gemm-tune.json).
     #[arg(long)]
     cache: Option<PathBuf>,
