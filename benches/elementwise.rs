@@ -5,7 +5,7 @@ mod gpu_time;
 
 use criterion::{BenchmarkId, Throughput};
 use half::bf16;
-use oxtile::bench::gemm::InputPool;
+use oxtile::bench::inputs::InputPool;
 use oxtile::ops::elementwise;
 
 const SIZES_MIB: [usize; 2] = [64, 512];

@@ -7,9 +7,12 @@ mod gpu_time;
 
 use criterion::{BenchmarkId, Throughput};
 use half::bf16;
+use oxtile::bench::contenders;
 use oxtile::bench::device::{DeviceInfo, rotation_sets};
-use oxtile::bench::gemm::{self, Dtype, GemmProblem, InputPool, Layout, Operands};
+use oxtile::bench::gemm::{GemmProblem, Operands};
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::suite::GemmShape;
+use oxtile::types::{Dtype, GemmLayout};
 
 const SHAPES: [GemmShape; 3] =
     [GemmShape::new(4096, 4096, 4096), GemmShape::new(8192, 8192, 8192), GemmShape::new(4096, 14336, 4096)];
@@ -19,12 +22,12 @@ fn main() {
     let info = DeviceInfo::query(&gpu).expect("device attributes");
     let stream = gpu.stream();
     let pool = InputPool::new(0x5eed);
-    let mut contenders = gemm::peer_contenders(&gpu).expect("cuBLAS");
-    contenders.extend(gemm::oxtile_contenders(&gpu).expect("oxtile GEMM"));
+    let mut contenders = contenders::peer_contenders(&gpu).expect("cuBLAS");
+    contenders.extend(contenders::oxtile_contenders(&gpu).expect("oxtile GEMM"));
     let mut criterion = gpu_time::criterion(&gpu);
     let mut group = criterion.benchmark_group("gemm_bf16_tn");
     for shape in SHAPES {
-        let problem = GemmProblem { shape, dtype: Dtype::Bf16, layout: Layout::Tn };
+        let problem = GemmProblem { shape, dtype: Dtype::Bf16, layout: GemmLayout::Tn };
         let sets = rotation_sets(problem.bytes_per_set(), info.l2_bytes, 3.0, 64, usize::MAX);
         let a: Vec<_> = (0..sets)
             .map(|i| stream.clone_htod(&pool.fill::<bf16>(problem.a_len(), InputPool::offset(i, 0))).expect("upload"))

@@ -5,7 +5,7 @@
 
 use cudarc::driver::sys::CUevent_flags;
 use half::{bf16, f16};
-use oxtile::bench::gemm::InputPool;
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::suite::AttnShape as SuiteShape;
 use oxtile::ops::attention::{AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant};
 use oxtile::reference;
@@ -41,7 +41,7 @@ fn main() -> Result<(), Error> {
 }
 
 /// Checks, then times the problem; whether the check passed.
-fn run<T: CheckElement + AttnElement + oxtile::bench::gemm::GemmElement>(
+fn run<T: CheckElement + AttnElement>(
     gpu: &Gpu,
     shape: AttnShape,
     causal: bool,

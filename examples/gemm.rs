@@ -6,15 +6,14 @@
 use cudarc::driver::sys::CUevent_flags;
 use half::bf16;
 use oxtile::Gpu;
-use oxtile::ops::gemm::{self, GemmOptions, GemmPlan, GemmShape};
+use oxtile::ops::gemm::{GemmLayout, GemmOptions, GemmPlan, GemmShape};
 use oxtile::reference;
 use oxtile::verify;
 
 fn main() -> Result<(), oxtile::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let layout = args.get(3).map_or("tn", String::as_str);
-    let (a_order, b_order) = gemm::parse_layout(layout).expect("LAYOUT is one of tn, tt, nt, nn");
-    let options = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+    let layout = GemmLayout::parse(args.get(3).map_or("tn", String::as_str)).expect("LAYOUT is one of tn, tt, nt, nn");
+    let options = GemmOptions { layout, ..GemmOptions::default() };
     let dims: Vec<usize> = args.iter().take(3).map(|a| a.parse().expect("M N K as integers")).collect();
     let shape = match dims[..] {
         [m, n, k] => GemmShape::new(m, n, k),

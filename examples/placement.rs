@@ -21,7 +21,7 @@ fn main() -> Result<(), oxtile::Error> {
     let gpu = Gpu::new(0)?;
     let plain = block_placement(&gpu, 1, ClusterShape::Plain)?;
     print_rows(&format!("plain launch, {} blocks: the SM of block b (rows start at b)", plain.len()), &plain);
-    // The same grid through the cluster launch path (cluster dimension 1), as the GEMM launched it until session 7.
+    // The same grid through the cluster launch path (cluster dimension 1): the GEMM's `single_block_launch` ablation.
     let as_clusters_of_one = block_placement(&gpu, 1, ClusterShape::Clusters)?;
     print_rows("clusters of one (the cluster launch path): the SM of block b", &as_clusters_of_one);
 

@@ -10,7 +10,8 @@ rm -rf "$out" && mkdir -p "$out/tests" "$out/benches" "$out/examples"
 
 collect() { # $1: folder under $out, rest: cargo build arguments
   local dest=$1; shift
-  # CPU-only test binaries (static kernel checks, layout CLI) run in CI; the GPU machine has no pip or ../shared.
+  # CPU-only test binaries (static kernel checks, layout CLI, layering) run in CI; the GPU machine has no pip,
+  # ../shared or source tree.
   cargo build --release "$@" --message-format=json-render-diagnostics |
     python3 -c '
 import json, sys
@@ -21,7 +22,7 @@ for line in sys.stdin:
             msg["target"]["kind"][0] in ("test", "bench", "example"):
         print(msg["target"]["name"], msg["executable"])
 ' | while read -r name exe; do
-      case "$dest/$name" in tests/static_kernels | tests/layout_cli) continue ;; esac
+      case "$dest/$name" in tests/static_kernels | tests/layout_cli | tests/layering) continue ;; esac
       cp "$exe" "$out/$dest/$name" && strip "$out/$dest/$name"
     done
 }

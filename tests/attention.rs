@@ -220,7 +220,7 @@ fn gpu_reference_handles_long_sequences_quickly() {
     };
     let stream = gpu.stream();
     let len = shape.batch * shape.seq_q * shape.heads_q * shape.head_dim;
-    let inputs = oxtile::bench::gemm::InputPool::with_len(1 << 20, fresh_seed());
+    let inputs = oxtile::bench::inputs::InputPool::with_len(1 << 20, fresh_seed());
     let q = stream.clone_htod(&inputs.fill::<bf16>(len, 0)).unwrap();
     let k = stream.clone_htod(&inputs.fill::<bf16>(len, 1_000_003)).unwrap();
     let v = stream.clone_htod(&inputs.fill::<bf16>(len, 2_000_003)).unwrap();
@@ -390,8 +390,9 @@ fn scores_past_the_speculation_limit_are_recomputed_exactly() {
 #[ignore = "needs a CUDA GPU"]
 fn bench_times_checks_and_counts_rescales() {
     use oxtile::bench::attention::{self as bench, AttnBenchConfig, AttnBenchProblem};
-    use oxtile::bench::gemm::{Dtype, InputPool};
+    use oxtile::bench::inputs::InputPool;
     use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode};
+    use oxtile::types::Dtype;
     let gpu = gpu();
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::with_len(1 << 20, fresh_seed());

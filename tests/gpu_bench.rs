@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use half::{bf16, f16};
 use oxtile::Gpu;
+use oxtile::bench::contenders::{self, BASELINE};
 use oxtile::bench::copy;
 use oxtile::bench::device::block_placement;
-use oxtile::bench::gemm::{
-    self, Dtype, GemmBenchConfig, GemmContender, GemmElement, GemmProblem, InputPool, Layout, Operands,
-};
+use oxtile::bench::gemm::{self, BenchElement, GemmBenchConfig, GemmContender, GemmProblem, Operands};
 use oxtile::bench::hold::{HoldOutcome, StreamHold};
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::peers::cublas::{CUBLAS_GEMM_EX, CUBLASLT, CUBLASLT_TUNED, CublasGemmEx, CublasLt};
 use oxtile::bench::suite::GemmShape;
 use oxtile::bench::timing::{GpuClock, TimingConfig, TimingMode, time_gpu};
@@ -20,6 +20,7 @@ use oxtile::bench::{DeviceInfo, report};
 use oxtile::ops::elementwise;
 use oxtile::reference::{self, fresh_seed};
 use oxtile::runtime::ClusterShape;
+use oxtile::types::{Dtype, GemmLayout};
 
 /// The GPU, for one test at a time. The tests share the process's context, and a driver call that waits for the GPU
 /// (an allocation, freeing pinned memory, a cuBLAS handle) can stall another thread's launches while that thread holds
@@ -50,7 +51,7 @@ fn under_sanitizer() -> bool {
 
 /// Runs `contender` once on fresh normal inputs of `problem` (output poisoned first) and returns the relative
 /// errors against the float64 reference: (‖out − ref‖ / ‖ref‖, max |out − ref| / max |ref|).
-fn run_against_reference<T: GemmElement>(
+fn run_against_reference<T: BenchElement>(
     gpu: &Gpu,
     contender: &mut dyn GemmContender,
     problem: &GemmProblem,
@@ -68,8 +69,8 @@ fn run_against_reference<T: GemmElement>(
     contender.bind(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
     stream.memcpy_htod(&poison, &mut c_dev).unwrap();
     contender.launch(gpu, problem, T::operands(&a_dev, &b_dev, &mut c_dev)).unwrap();
-    let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(T::to_f32).collect();
-    let widen = |v: &[T]| v.iter().map(|&x| x.to_f32() as f64).collect::<Vec<f64>>();
+    let out: Vec<f32> = stream.clone_dtoh(&c_dev).unwrap().into_iter().map(|v| v.to_f64() as f32).collect();
+    let widen = |v: &[T]| v.iter().map(|&x| x.to_f64()).collect::<Vec<f64>>();
     let want = gemm::reference_f64(problem, &widen(&a), &widen(&b));
     assert!(
         out.iter().all(|v| v.is_finite()),
@@ -95,7 +96,7 @@ fn check_peer_in_every_layout(make: impl Fn(&Gpu) -> Box<dyn GemmContender>) {
     let mut contender = make(&gpu);
     let seed = fresh_seed();
     for dtype in [Dtype::Bf16, Dtype::F16] {
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             let problem = GemmProblem { shape: ODD, dtype, layout };
             let (norm, max) = match dtype {
                 Dtype::Bf16 => run_against_reference::<bf16>(&gpu, contender.as_mut(), &problem, seed),
@@ -138,11 +139,11 @@ fn cublas_gemm_ex_matches_float64_in_every_layout_and_type() {
 fn operands_of_the_wrong_length_or_type_are_refused() {
     let gpu = gpu();
     let stream = gpu.stream();
-    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let problem = GemmProblem { shape: GemmShape::new(64, 64, 64), dtype: Dtype::Bf16, layout: GemmLayout::Tt };
     let a = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
     let short = stream.alloc_zeros::<bf16>(64 * 63).unwrap();
     let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
-    for mut contender in gemm::peer_contenders(&gpu).unwrap() {
+    for mut contender in contenders::peer_contenders(&gpu).unwrap() {
         let error = contender.launch(&gpu, &problem, Operands::Bf16 { a: &a, b: &short, c: &mut c }).unwrap_err();
         assert!(matches!(error, oxtile::Error::BadArgument { .. }), "{error}");
         let a16 = stream.alloc_zeros::<f16>(64 * 64).unwrap();
@@ -306,12 +307,12 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
     let info = DeviceInfo::query(&gpu).unwrap();
     assert!(info.l2_bytes > 0 && info.sm_count > 0, "{info:?}");
     let pool = InputPool::new(fresh_seed());
-    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
+    let mut contenders = contenders::peer_contenders(&gpu).unwrap();
     let config = GemmBenchConfig {
         timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
         ..Default::default()
     };
-    for layout in Layout::ALL {
+    for layout in GemmLayout::ALL {
         let problem = GemmProblem { shape: GemmShape::new(256, 384, 320), dtype: Dtype::Bf16, layout };
         let mut steps = Vec::new();
         let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |s: &str| {
@@ -329,7 +330,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
         assert!(steps.iter().zip(want).all(|(step, want)| step.ends_with(&want)), "{steps:?}");
         assert_eq!(rows.len(), peers.len());
         assert!(rows.iter().all(|r| r.runs == Some(5)), "{rows:?}");
-        assert_eq!(rows[0].implementation, gemm::BASELINE);
+        assert_eq!(rows[0].implementation, BASELINE);
         assert_eq!(rows[0].check.as_deref(), Some("ref"), "{rows:?}");
         for row in &rows[1..] {
             assert_eq!(row.check.as_deref(), Some("ok"), "{rows:?}");
@@ -346,7 +347,7 @@ fn gemm_bench_times_and_cross_checks_the_peers() {
             assert!(row.sets.unwrap() * problem.bytes_per_set() > 3 * info.l2_bytes, "{row:?}");
         }
         let mut rows = rows;
-        report::fill_ratios(&mut rows, gemm::BASELINE);
+        report::fill_ratios(&mut rows, BASELINE);
         assert_eq!(rows[0].ratio, Some(1.0));
     }
 }
@@ -376,14 +377,14 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
     let gpu = gpu();
     let info = DeviceInfo::query(&gpu).unwrap();
     let pool = InputPool::new(fresh_seed());
-    let mut contenders = gemm::peer_contenders(&gpu).unwrap();
-    contenders.extend(gemm::oxtile_contenders(&gpu).unwrap());
+    let mut contenders = contenders::peer_contenders(&gpu).unwrap();
+    contenders.extend(contenders::oxtile_contenders(&gpu).unwrap());
     let config = GemmBenchConfig {
         timing: TimingConfig { warmup: 2, runs: 5, ..TimingConfig::default() },
         ..Default::default()
     };
     for dtype in [Dtype::Bf16, Dtype::F16] {
-        for layout in Layout::ALL {
+        for layout in GemmLayout::ALL {
             // Partial tiles in M and N; every dimension a multiple of 8, so TMA takes every layout.
             let problem = GemmProblem { shape: GemmShape::new(296, 520, 256), dtype, layout };
             let rows =
@@ -395,7 +396,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 // The multicast ablation exists for bf16 tn only; the cluster kernels but the wide one and stream-K on
                 // 64×128 tiles for bf16 only; elsewhere their rows say so.
                 let absent_here = match row.implementation.as_str() {
-                    "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, Layout::Tn),
+                    "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, GemmLayout::Tn),
                     "oxtile-pingpong-c2" | "oxtile-streamk-c2" | "oxtile-narrow-c2" | "oxtile-flat-sk"
                     | "oxtile-square" | "oxtile-square-c2" | "oxtile-square-sk" => dtype != Dtype::Bf16,
                     _ => false,
@@ -416,7 +417,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
         }
     }
     // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
-    let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: Layout::Nt };
+    let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: GemmLayout::Nt };
     let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
     let error = ours.error.as_deref().unwrap_or_default();
@@ -437,7 +438,7 @@ impl GemmContender for Wrong {
     }
 
     fn launch(&mut self, gpu: &Gpu, problem: &GemmProblem, operands: Operands<'_>) -> oxtile::Result<()> {
-        let swapped = if problem.layout == Layout::Tt { Layout::Tn } else { Layout::Tt };
+        let swapped = if problem.layout == GemmLayout::Tt { GemmLayout::Tn } else { GemmLayout::Tt };
         self.0.launch(gpu, &GemmProblem { layout: swapped, ..*problem }, operands)
     }
 }
@@ -454,14 +455,14 @@ fn a_wrong_result_fails_the_cross_check() {
         timing: TimingConfig { warmup: 1, runs: 3, ..TimingConfig::default() },
         ..Default::default()
     };
-    let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: Layout::Tt };
+    let problem = GemmProblem { shape: GemmShape::new(512, 512, 512), dtype: Dtype::Bf16, layout: GemmLayout::Tt };
     let mut rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     assert_eq!(rows[0].check.as_deref(), Some("ref"));
     assert_eq!(rows[1].check.as_deref(), Some("FAIL"), "{:?}", rows[1]);
     assert!(rows[1].max_rel_err.unwrap() > 0.1 && rows[1].failed_check());
     // The table says so.
-    report::fill_ratios(&mut rows, gemm::BASELINE);
-    assert!(report::render_table(&rows, gemm::BASELINE).contains("FAIL"));
+    report::fill_ratios(&mut rows, BASELINE);
+    assert!(report::render_table(&rows, BASELINE).contains("FAIL"));
 }
 
 #[test]

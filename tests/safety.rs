@@ -179,7 +179,7 @@ fn auto_can_be_kept_off_stream_k() {
         let on = GemmPlan::<bf16, bf16>::new(&gpu, shape, GemmOptions::default(), &a, &b).unwrap();
         println!("{m}x{n}x{k}: Auto runs {}, with stream-K off {}", on.kernel().name, plan.kernel().name);
         // Auto's choice is the heuristic's unless a tune cache holds the shape.
-        let cached = oxtile::tune::TuneCache::default_path().is_some_and(|path| path.exists());
+        let cached = oxtile::tune_cache::TuneCache::default_path().is_some_and(|path| path.exists());
         if GemmOptions::default().auto_may_stream_k() && !cached {
             assert!(on.stream_k().is_some(), "{shape:?}: {} (is the tune cache choosing?)", on.kernel().name);
         }

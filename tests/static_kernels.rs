@@ -6,8 +6,9 @@
 use std::sync::LazyLock;
 
 use oxtile::inspect::{self, KernelStats, ModuleInspection};
+use oxtile::kernels::Variant;
 use oxtile::kernels::{self, Kernel};
-use oxtile::ops::gemm::{Order, Variant};
+use oxtile::types::Order;
 
 /// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
 /// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
@@ -174,7 +175,7 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
             s.instructions.iter().filter(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)) == "HGMMA").collect();
         // Four k16 steps per 64-deep k-tile.
         assert!(hgmma.len() >= 4, "`{}` has {} HGMMA", s.name, hgmma.len());
-        let (mn_a, mn_b) = (gemm.a_order == Order::ColMajor, gemm.b_order == Order::RowMajor);
+        let (mn_a, mn_b) = (gemm.layout.a_order() == Order::ColMajor, gemm.layout.b_order() == Order::RowMajor);
         for instruction in hgmma {
             assert_eq!(inspect::sass::opcode(instruction), want, "`{}`: {instruction}", s.name);
             assert_eq!(instruction.contains(".tnspA"), mn_a, "`{}` A majorness: {instruction}", s.name);
@@ -358,7 +359,7 @@ fn gemm_kernels_take_their_operand_tensor_maps_by_value() {
             assert!(ptx.contains(&format!(".param .align 64 .b8 {param}[128]")), "`{name}`: {param} is no aligned map");
             let addressed =
                 ptx.lines().any(|l| l.contains("cvta.param.u64") && l.trim_end().ends_with(&format!(", {param};")));
-            let used = index < 2 || gemm.a_order == Order::RowMajor;
+            let used = index < 2 || gemm.layout.a_order() == Order::RowMajor;
             assert_eq!(addressed, used, "`{name}` takes a generic address of {param}: {addressed}");
         }
         assert!(!ptx.contains(".local"), "`{name}` copies something to local memory");
@@ -486,11 +487,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         };
         let data_parallel = kernels::GEMM_SM90
             .iter()
-            .find(|w| {
-                w.variant == plain
-                    && (w.input, w.output, w.a_order, w.b_order)
-                        == (gemm.input, gemm.output, gemm.a_order, gemm.b_order)
-            })
+            .find(|w| w.variant == plain && (w.input, w.output, w.layout) == (gemm.input, gemm.output, gemm.layout))
             .unwrap_or_else(|| panic!("no {plain:?} kernel beside `{name}`"));
         let w = stats(data_parallel.kernel);
         assert!(s.registers <= w.registers, "`{name}`: {} registers, `{}` {}", s.registers, w.name, w.registers);
@@ -521,8 +518,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
 fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
     // The consumer's k-tile loop, from its wait for a full stage to its wait for the previous wgmma group: the
     // descriptors of each stage and k16 slice are one add from stage 0's (`wgmma::desc_advance`). Rebuilt from the
-    // address they cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma: the loop
-    // was 76–78 instructions then, 51–58 after; with the epilogue's per-tile scaling it measured 2–10% faster
+    // address they would cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma
     // (docs/perf-notes.md, GEMM sm90 v9).
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);

@@ -1,8 +1,14 @@
-//! The kernels the device crate exports, with the PTX modules that embed them.
+//! The kernels the device crate exports, with the PTX modules that embed them, and what each GEMM kernel computes:
+//! its types, layout and [`Variant`] (the tile, cluster and operand sharing of its configuration). The launch
+//! wrappers (crate::ops) choose among these; `Variant::Auto`'s heuristic is in crate::ops::gemm.
 
 pub use oxtile_builder::Target;
 
-use crate::ops::gemm::{Order, Variant};
+use oxtile_abi::{
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
+};
+
+use crate::types::GemmLayout;
 
 /// gpu/kernels compiled for one target by build.rs.
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +70,169 @@ pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::hopper("exp2_throughput_mi
 pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::hopper("exp2_throughput_mixed_3_8");
 pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::hopper("exp2_throughput_mixed_1_2");
 
+/// Which sm90 kernel runs a problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+pub enum Variant {
+    /// The heuristic's choice for the shape.
+    #[default]
+    Auto,
+    /// 128×256 tiles, one block each: large problems.
+    Wide,
+    /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
+    WideCluster2,
+    /// Ablation of [`Variant::WideCluster2`] (bf16, layout tn only): the same clusters and barriers, each block loading all
+    /// of B itself — separates the cost of multicast from the cost of coupling the blocks.
+    WideCluster2Unshared,
+    /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
+    Narrow,
+    /// [`Variant::Narrow`] in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
+    /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
+    /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
+    NarrowCluster2,
+    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
+    /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
+    /// the narrow tile's problems ([`Variant::resolve`]).
+    Flat,
+    /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
+    /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
+    /// deep). bf16 → bf16 only.
+    FlatStreamK,
+    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the
+    /// 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
+    Square,
+    /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two
+    /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.
+    SquareCluster2,
+    /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
+    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only; a tune
+    /// candidate, not [`Variant::Auto`]'s choice: one wave of 64×128 tiles is faster (see [`Variant::resolve`]).
+    SquareStreamK,
+    /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
+    /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
+    PingPong,
+    /// [`Variant::PingPong`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
+    /// bf16 → bf16 only.
+    PingPongCluster2,
+    /// 128×256 tiles, one block each, with the last partial wave (the tail) stream-K: its k-tiles are split evenly
+    /// between all blocks, several blocks summing a tile through a workspace ([`oxtile_abi::stream_k`]), so no SM
+    /// idles through the tail. bf16 and f16 to their own type, bf16 to f32 ([`Variant::available`]).
+    StreamK,
+    /// [`Variant::StreamK`] over clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast (the
+    /// [`Variant::WideCluster2`] pairing): whole waves of cluster tiles data-parallel, the tail split by k-tiles
+    /// between the clusters. bf16 → bf16 only.
+    StreamKCluster2,
+}
+
+impl Variant {
+    /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
+    pub const CANDIDATES: [Variant; 13] = [
+        Variant::Wide,
+        Variant::WideCluster2,
+        Variant::Narrow,
+        Variant::NarrowCluster2,
+        Variant::Flat,
+        Variant::FlatStreamK,
+        Variant::Square,
+        Variant::SquareCluster2,
+        Variant::SquareStreamK,
+        Variant::PingPong,
+        Variant::PingPongCluster2,
+        Variant::StreamK,
+        Variant::StreamKCluster2,
+    ];
+
+    /// The short name tables and contenders use (`oxtile-` + it in `oxtile bench`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::Auto => "auto",
+            Variant::Wide => "wide",
+            Variant::WideCluster2 => "wide-c2",
+            Variant::WideCluster2Unshared => "wide-c2-unshared",
+            Variant::Narrow => "narrow",
+            Variant::NarrowCluster2 => "narrow-c2",
+            Variant::Flat => "flat",
+            Variant::FlatStreamK => "flat-sk",
+            Variant::Square => "square",
+            Variant::SquareCluster2 => "square-c2",
+            Variant::SquareStreamK => "square-sk",
+            Variant::PingPong => "pingpong",
+            Variant::PingPongCluster2 => "pingpong-c2",
+            Variant::StreamK => "streamk",
+            Variant::StreamKCluster2 => "streamk-c2",
+        }
+    }
+
+    /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in `layout`: the cooperative
+    /// tile configurations exist for every type pair and layout; the ping-pong and stream-K ones for fewer (see
+    /// [`GEMM_SM90`]), and the multicast ablation only for bf16 tn.
+    pub fn available(self, input: &str, output: &str, layout: GemmLayout) -> bool {
+        find_gemm(input, output, layout, self).is_some()
+    }
+
+    pub(crate) fn tile(self) -> GemmTile {
+        match self {
+            Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
+            Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
+            Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => GEMM_SM90_128X128,
+            Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
+            _ => GEMM_SM90_128X256,
+        }
+    }
+
+    pub(crate) fn cluster_size(self) -> u32 {
+        match self {
+            Variant::WideCluster2
+            | Variant::WideCluster2Unshared
+            | Variant::NarrowCluster2
+            | Variant::PingPongCluster2
+            | Variant::SquareCluster2
+            | Variant::StreamKCluster2 => 2,
+            _ => 1,
+        }
+    }
+
+    /// Blocks that share one A tile by multicast (side by side along N).
+    pub(crate) fn a_sharers(self) -> u32 {
+        if self == Variant::NarrowCluster2 { 2 } else { 1 }
+    }
+
+    /// The cluster's blocks along M and along N.
+    pub(crate) fn cluster_shape(self) -> (u32, u32) {
+        if self.a_sharers() > 1 { (1, self.cluster_size()) } else { (self.cluster_size(), 1) }
+    }
+
+    /// Blocks that share one B tile by multicast (stacked along M).
+    pub(crate) fn b_sharers(self) -> u32 {
+        if matches!(
+            self,
+            Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::SquareCluster2 | Variant::StreamKCluster2
+        ) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
+    pub fn is_stream_k(self) -> bool {
+        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK)
+    }
+
+    /// The same tiles and clusters without stream-K: what [`Variant::Auto`] runs instead of a stream-K kernel when
+    /// stream-K is off ([`crate::ops::gemm::GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at
+    /// once. Each exists for every type pair and layout its stream-K kernel exists for. Other variants are returned as
+    /// they are.
+    pub fn data_parallel(self) -> Variant {
+        match self {
+            Variant::StreamK => Variant::Wide,
+            Variant::StreamKCluster2 => Variant::WideCluster2,
+            Variant::FlatStreamK => Variant::Flat,
+            Variant::SquareStreamK => Variant::Square,
+            other => other,
+        }
+    }
+}
+
 /// An sm90 GEMM kernel and the problems it computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmKernel {
@@ -72,9 +241,13 @@ pub struct GemmKernel {
     pub input: &'static str,
     /// Element type of D (and of the C it reads when beta ≠ 0), as `GemmOutput::NAME` writes it.
     pub output: &'static str,
-    pub a_order: Order,
-    pub b_order: Order,
+    pub layout: GemmLayout,
     pub variant: Variant,
+}
+
+/// The kernel computing `input` → `output` GEMMs in `layout` with this (concrete) variant.
+pub fn find_gemm(input: &str, output: &str, layout: GemmLayout, variant: Variant) -> Option<GemmKernel> {
+    GEMM_SM90.iter().copied().find(|g| (g.input, g.output, g.layout, g.variant) == (input, output, layout, variant))
 }
 
 /// Declares [`GEMM_SM90`], one line per kernel: `name: input -> output, layout, variant`, the layout in BLAS
@@ -85,22 +258,18 @@ macro_rules! gemm_sm90 {
         /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
         /// ablation; the 64×128 kernels; the ping-pong kernels, for same-type outputs only (clusters for bf16
         /// only); and the stream-K kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
-        pub const GEMM_SM90: &[GemmKernel] = &[$({
-            let (a_order, b_order) = gemm_sm90!(@orders $layout);
-            GemmKernel {
-                kernel: Kernel::hopper($name),
-                input: $input,
-                output: $output,
-                a_order,
-                b_order,
-                variant: Variant::$variant,
-            }
+        pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
+            kernel: Kernel::hopper($name),
+            input: $input,
+            output: $output,
+            layout: gemm_sm90!(@layout $layout),
+            variant: Variant::$variant,
         }),*];
     };
-    (@orders tn) => { (Order::RowMajor, Order::ColMajor) };
-    (@orders tt) => { (Order::RowMajor, Order::RowMajor) };
-    (@orders nt) => { (Order::ColMajor, Order::RowMajor) };
-    (@orders nn) => { (Order::ColMajor, Order::ColMajor) };
+    (@layout tn) => { GemmLayout::Tn };
+    (@layout tt) => { GemmLayout::Tt };
+    (@layout nt) => { GemmLayout::Nt };
+    (@layout nn) => { GemmLayout::Nn };
 }
 
 gemm_sm90! {
@@ -335,8 +504,7 @@ mod tests {
                 Variant::StreamKCluster2 => "128x256_sk_c2",
                 Variant::Auto => panic!("{} is registered as Auto", gemm.kernel.name),
             };
-            let layout = crate::ops::gemm::layout_name(gemm.a_order, gemm.b_order);
-            assert_eq!(gemm.kernel.name, format!("gemm_{}{output}_{layout}_{tile}_sm90", gemm.input));
+            assert_eq!(gemm.kernel.name, format!("gemm_{}{output}_{}_{tile}_sm90", gemm.input, gemm.layout));
         }
         let mut names: Vec<&str> = GEMM_SM90.iter().map(|g| g.kernel.name).collect();
         names.sort_unstable();

@@ -5,6 +5,11 @@
 //! - [`reference`] holds float64 CPU references the GPU results are compared with.
 //! - [`exp2`] mirrors the attention softmax's software exp2 on the CPU, with the derivation of its polynomial.
 //! - [`kernels`] lists the kernels and their PTX; [`inspect`] assembles that PTX with ptxas for static checks.
+//! - [`types`] holds what every layer shares: element types, GEMM layouts and shapes.
+//! - [`tune_cache`] reads (and [`tune`] fills) the measured GEMM kernel choices.
+//! - [`verify`] checks every kernel against its reference; [`bench`] times kernels beside cuBLAS.
+//!
+//! The modules are layered, each importing only those below it (docs/design.md; tests/layering.rs checks it).
 
 pub mod bench;
 pub mod error;
@@ -16,6 +21,8 @@ pub mod reference;
 pub mod runtime;
 pub mod tma;
 pub mod tune;
+pub mod tune_cache;
+pub mod types;
 pub mod verify;
 
 pub use error::{Error, Result};

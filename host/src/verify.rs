@@ -14,10 +14,11 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::exp2;
 use crate::ops::elementwise;
-use crate::ops::gemm::{self, GemmElement, GemmOptions, GemmOutput, GemmShape, LAYOUTS, Order, Variant};
+use crate::ops::gemm::{self, GemmOptions, GemmShape, Variant};
 use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
+use crate::types::{GemmElement, GemmLayout, GemmOutput, Order};
 
 /// Lengths every elementwise kernel is checked at: empty-tail, odd, one short of and one past a vector, and
 /// large enough for the grid-stride loop to wrap.
@@ -139,12 +140,12 @@ pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
     }
     // Every layout: every shape it takes with each tile configuration (bf16; the quick sweep only the odd shape),
     // then f32 output, f16 and the epilogue's scalars on the odd shape.
-    for (l, &(a_order, b_order)) in LAYOUTS.iter().enumerate() {
+    for (l, layout) in GemmLayout::ALL.into_iter().enumerate() {
         let seed = seed + 1000 * (l as u64 + 1);
-        let layout = GemmOptions { a_order, b_order, ..GemmOptions::default() };
-        let odd = odd_shape(a_order, b_order);
+        let odd = odd_shape(layout);
+        let layout = GemmOptions { layout, ..GemmOptions::default() };
         let shapes: Vec<(u64, GemmShape)> = match sweep {
-            Sweep::Full => gemm_shapes(a_order, b_order)
+            Sweep::Full => gemm_shapes(layout.layout)
                 .iter()
                 .enumerate()
                 .map(|(i, &(m, n, k))| (seed + 10 * i as u64, GemmShape::new(m, n, k)))
@@ -192,7 +193,7 @@ fn planned_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     let compared = if gemm_compares_all(shape) { m * n } else { GEMM_SAMPLES + 4 };
     let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
     let scalars = if options.beta == 0.0 { String::new() } else { format!(" a={} b={}", options.alpha, options.beta) };
-    let what = format!("gemm {} {m}x{n}x{k} {types} {}{scalars}", options.layout(), options.variant.label());
+    let what = format!("gemm {} {m}x{n}x{k} {types} {}{scalars}", options.layout, options.variant.label());
     PlannedCheck::new(what, (2 * draws + compared * k) as u64, move |gpu| {
         Ok(vec![gemm_check::<T, O>(gpu, shape, options, seed)?])
     })
@@ -213,11 +214,11 @@ pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
 /// [`GEMM_SHAPES`] as each layout can take them ([`gemm::check_layout`]: the contiguous dimension of each operand
 /// is a multiple of 8). The others stay odd where the layout allows, and partial tiles stay partial: 4095 becomes
 /// 4088 (a partial 64-wide box as well as a partial tile), 4097 becomes 4104 (8 rows into a new tile), 1 becomes 8,
-/// 100 becomes 104. Layout nt takes any K, so it gets odd ones (1, 4097, 515).
-pub fn gemm_shapes(a_order: Order, b_order: Order) -> &'static [(usize, usize, usize)] {
-    match gemm::layout_name(a_order, b_order) {
-        "tn" => GEMM_SHAPES,
-        "tt" => &[
+/// 100 becomes 104. GemmLayout nt takes any K, so it gets odd ones (1, 4097, 515).
+pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
+    match layout {
+        GemmLayout::Tn => GEMM_SHAPES,
+        GemmLayout::Tt => &[
             (1, 8, 8),
             (1000, 1000, 1000),
             (4097, 4088, 4104),
@@ -226,7 +227,7 @@ pub fn gemm_shapes(a_order: Order, b_order: Order) -> &'static [(usize, usize, u
             (128, 256, 8),
             (4096, 4096, 4096),
         ],
-        "nt" => &[
+        GemmLayout::Nt => &[
             (8, 8, 1),
             (1000, 1000, 1000),
             (4104, 4088, 4097),
@@ -235,7 +236,7 @@ pub fn gemm_shapes(a_order: Order, b_order: Order) -> &'static [(usize, usize, u
             (128, 256, 8),
             (4096, 4096, 4096),
         ],
-        _ => &[
+        GemmLayout::Nn => &[
             (8, 1, 8),
             (1000, 1000, 1000),
             (4104, 4095, 4104),
@@ -249,12 +250,12 @@ pub fn gemm_shapes(a_order: Order, b_order: Order) -> &'static [(usize, usize, u
 
 /// A mid-sized shape with partial tiles in M and N, odd wherever the layout allows it: for the epilogue's
 /// scalars, f32 output and f16.
-pub fn odd_shape(a_order: Order, b_order: Order) -> GemmShape {
-    let (m, n, k) = match gemm::layout_name(a_order, b_order) {
-        "tn" => (333, 777, 264),
-        "tt" => (333, 776, 264),
-        "nt" => (336, 776, 263),
-        _ => (336, 777, 264),
+pub fn odd_shape(layout: GemmLayout) -> GemmShape {
+    let (m, n, k) = match layout {
+        GemmLayout::Tn => (333, 777, 264),
+        GemmLayout::Tt => (333, 776, 264),
+        GemmLayout::Nt => (336, 776, 263),
+        GemmLayout::Nn => (336, 777, 264),
     };
     GemmShape::new(m, n, k)
 }
@@ -414,7 +415,7 @@ pub fn gemm_check_launches<T: CheckElement, O: GemmOutput<T> + CheckValue>(
         let repeat = if launches > 1 { format!(" launch {}/{launches}", launch + 1) } else { String::new() };
         reports.push(CheckReport {
             kernel: kernel.name,
-            problem: format!("{m}x{n}x{k} {} {types}{scalars}{repeat}", options.layout()),
+            problem: format!("{m}x{n}x{k} {} {types}{scalars}{repeat}", options.layout),
             comparison,
             bound: O::gemm_bound(k),
         });
@@ -456,8 +457,8 @@ pub fn gemm_reference<T: CheckValue, O: CheckValue>(
     let GemmShape { m, n, k } = shape;
     // A's rows and B's columns with their K values consecutive, so that each dot product streams through
     // memory instead of striding across it (one cache line per term in the MN-major layouts).
-    let a_rows = k_contiguous(a, m, k, options.a_order == Order::RowMajor);
-    let b_cols = k_contiguous(b, n, k, options.b_order == Order::ColMajor);
+    let a_rows = k_contiguous(a, m, k, options.layout.a_order() == Order::RowMajor);
+    let b_cols = k_contiguous(b, n, k, options.layout.b_order() == Order::ColMajor);
     // Each element alone, its terms summed in order of p: the same float64 values on any number of threads.
     let expected = |i: usize, j: usize| {
         let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
@@ -589,15 +590,14 @@ mod tests {
 
     #[test]
     fn every_layouts_shapes_are_loadable_and_keep_the_edge_cases() {
-        for (a_order, b_order) in LAYOUTS {
-            let layout = gemm::layout_name(a_order, b_order);
-            let shapes = gemm_shapes(a_order, b_order);
+        for layout in GemmLayout::ALL {
+            let shapes = gemm_shapes(layout);
             for &(m, n, k) in shapes.iter().chain([&(1000, 1000, 1000)]) {
-                gemm::check_layout(GemmShape::new(m, n, k), a_order, b_order)
+                gemm::check_layout(GemmShape::new(m, n, k), layout)
                     .unwrap_or_else(|e| panic!("{layout} {m}x{n}x{k}: {e}"));
             }
-            let odd = odd_shape(a_order, b_order);
-            gemm::check_layout(odd, a_order, b_order).unwrap();
+            let odd = odd_shape(layout);
+            gemm::check_layout(odd, layout).unwrap();
             // Partial tiles in both M and N on the odd shapes (tile 128×256 and 128×64).
             assert!(!odd.m.is_multiple_of(128) && !odd.n.is_multiple_of(64), "{layout} {odd:?}");
             let has = |f: &dyn Fn(usize, usize, usize) -> bool| shapes.iter().any(|&(m, n, k)| f(m, n, k));
@@ -611,7 +611,7 @@ mod tests {
             assert!(has(&|m, n, _| m * n >= 4096 * 4096), "{layout}: nothing spans several waves");
         }
         // nt is the layout whose K is free: its shapes use odd K.
-        assert!(gemm_shapes(Order::ColMajor, Order::RowMajor).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
+        assert!(gemm_shapes(GemmLayout::Nt).iter().any(|&(_, _, k)| !k.is_multiple_of(8)));
     }
 
     #[test]
@@ -634,8 +634,9 @@ mod tests {
     fn transposed_operands_give_the_strided_products() {
         // Every layout of a small GEMM against the dot products read straight from the stored orders.
         let (m, n, k) = (70, 9, 131);
-        for (a_order, b_order) in LAYOUTS {
-            let options = GemmOptions { a_order, b_order, alpha: 0.5, beta: 2.0, ..GemmOptions::default() };
+        for layout in GemmLayout::ALL {
+            let options = GemmOptions { layout, alpha: 0.5, beta: 2.0, ..GemmOptions::default() };
+            let (a_order, b_order) = (layout.a_order(), layout.b_order());
             let shape = GemmShape::new(m, n, k);
             let (a, b, d_in) = gemm_inputs::<bf16, f32>(shape, &options, 3);
             let (positions, want) = gemm_reference(shape, &options, &a, &b, &d_in, 3);
@@ -695,14 +696,15 @@ mod tests {
             }
             let elementwise = since(start);
             let start = (Instant::now(), cpu());
-            for (a_order, b_order) in LAYOUTS {
-                let layout = GemmOptions { a_order, b_order, ..GemmOptions::default() };
-                for &(m, n, k) in gemm_shapes(a_order, b_order) {
+            for layout in GemmLayout::ALL {
+                let odd = odd_shape(layout);
+                let layout = GemmOptions { layout, ..GemmOptions::default() };
+                for &(m, n, k) in gemm_shapes(layout.layout) {
                     for _ in Variant::CANDIDATES {
                         gemm_cpu_side::<bf16, bf16>(GemmShape::new(m, n, k), layout);
                     }
                 }
-                let (odd, scaled) = (odd_shape(a_order, b_order), GemmOptions { alpha: 0.5, beta: -1.25, ..layout });
+                let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..layout };
                 gemm_cpu_side::<bf16, bf16>(odd, scaled);
                 gemm_cpu_side::<bf16, f32>(odd, layout);
                 gemm_cpu_side::<bf16, f32>(odd, scaled);

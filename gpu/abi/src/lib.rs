@@ -150,9 +150,9 @@ pub const GEMM_SM90_128X64: GemmTile = GemmTile {
 /// Hopper GEMM for problems of few rows (M ≤ 64, or few tiles of 128 rows), and the small ones the 128×64 tile had:
 /// 64×128×64 tiles, 8 stages, one consumer warpgroup issuing m64n128k16 wgmma. Against the 128×64 tile, the same
 /// ring (8 × 24 KiB) holds twice the B bytes in flight, the operand such problems stream from DRAM, and no half-empty
-/// wgmma is issued where M ≤ 64. Until session 14 two consumers split the columns (m64n64k16 each); one wgmma twice
-/// as wide measured 4–11% faster (docs/perf-notes.md, GEMM sm90 v17). Shared memory as the 128×64 tile's: 213,120
-/// bytes.
+/// wgmma is issued where M ≤ 64. One consumer issues one wgmma as wide as the tile rather than two consumers
+/// splitting the columns, which is faster (docs/perf-notes.md, GEMM sm90 v17). Shared memory as the 128×64 tile's:
+/// 213,120 bytes.
 pub const GEMM_SM90_64X128: GemmTile = GemmTile {
     tile_m: 64,
     tile_n: 128,
@@ -164,13 +164,12 @@ pub const GEMM_SM90_64X128: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
-/// Hopper GEMM for problems of few rows that a 64-row tile would read B twice for (64 < M ≤ 256): 128×128×64 tiles,
-/// 6 stages, one consumer warpgroup issuing two m64n128k16 wgmma per k16 step (until session 14 two consumers of 64
-/// rows each; one measured the same data-parallel and 1–14% faster split by stream-K: docs/perf-notes.md, GEMM sm90
-/// v17). Against the 64×128 tile it reads each B element into shared memory once per 128 rows, and against the 128×64
-/// one each A element once per 128 columns; its stream-K form splits the few tiles such problems have by k-tiles over
-/// every SM. Shared memory: 6 × 32 KiB of ring + 2 × 8 KiB of staging + 96 bytes of barriers = 213,088 bytes (a 7th
-/// stage would need 245,872).
+/// Hopper GEMM for problems of few rows that a 64-row tile would read B twice for (64 < M ≤ 256): 128×128×64 tiles, 6
+/// stages, one consumer warpgroup issuing two m64n128k16 wgmma per k16 step (one consumer rather than two of 64 rows
+/// each: as fast data-parallel, faster split by stream-K; docs/perf-notes.md, GEMM sm90 v17). Against the 64×128 tile
+/// it reads each B element into shared memory once per 128 rows, and against the 128×64 one each A element once per 128
+/// columns; its stream-K form splits the few tiles such problems have by k-tiles over every SM. Shared memory: 6 × 32
+/// KiB of ring + 2 × 8 KiB of staging + 96 bytes of barriers = 213,088 bytes (a 7th stage would need 245,872).
 pub const GEMM_SM90_128X128: GemmTile = GemmTile {
     tile_m: 128,
     tile_n: 128,
@@ -186,9 +185,9 @@ pub const GEMM_SM90_128X128: GemmTile = GemmTile {
 /// m64n128k16 wgmma per k16 step, the same 128 accumulators per thread as the 128×256 kernel's 64 rows). While one
 /// consumer runs its main loop the producer already fills stages with the next tile's k-tiles, so the other consumer
 /// starts on loaded data when its turn comes. The ring is the one-consumer 128×128 tile's (6 stages), with staging for
-/// each consumer (its 128 rows staged 64 at a time): until session 12 the ring took a 7th stage and D was stored from
-/// registers, an epilogue so long that the last tile's, exposed, cost more than the hidden ones saved (2048³: tensor
-/// pipe active 69% against cuBLAS's ping-pong 85%).
+/// each consumer (its 128 rows staged 64 at a time) rather than a 7th stage: an epilogue that stores D from registers
+/// is so long that the last tile's, exposed, costs more than the hidden ones save (docs/perf-notes.md, GEMM sm90
+/// v16).
 pub const GEMM_SM90_128X128_PINGPONG: GemmTile =
     GemmTile { schedule: GemmSchedule::PingPong, consumers: 2, ..GEMM_SM90_128X128 };
 

@@ -7,22 +7,25 @@
 //! causal) over the median time, the count torch_reference.py uses, so rows line up with the peers'.
 //!
 //! Output check: every contender's O and LSE on input set 0 (poisoned first) against the plain GPU reference
-//! kernel (f32): O by max |out − ref| / max |ref| with GEMM's bounds (2^-6 bf16, 2^-9 fp16), LSE by max
+//! kernel (f32): O by max |out − ref| / max |ref| with GEMM's bounds (2^-6 bf16, 2^-9 f16), LSE by max
 //! |out − ref| under the same figure (its error is about the 16-bit rounding, in absolute terms), every element
 //! finite. With statistics on, one extra launch on set 0 counts the rescales: the fraction of (warp, key tile
 //! after the first) steps in which a warp rescaled its output.
 
-use cudarc::driver::{CudaSlice, DevicePtrMut};
+use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 
 use super::device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo, rotation_sets};
-use super::gemm::{Dtype, GemmElement, InputPool, compare_outputs};
+use super::inputs::InputPool;
+use super::outputs::{compare_outputs, poison};
 use super::report::{BenchObserver, Row, TurnRecord};
 use super::suite::AttnShape as SuiteShape;
 use super::timing::{DEFAULT_ROUNDS, TimingConfig, TurnEvent, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
 use crate::runtime::Gpu;
+use crate::types::Dtype;
+use crate::verify::CheckValue;
 
 /// The peer ratios are taken against (a torch_reference.py row).
 pub const BASELINE: &str = "cudnn";
@@ -155,7 +158,7 @@ struct Reference {
     lse: Vec<f32>,
 }
 
-fn bench_typed<T: AttnElement + GemmElement>(
+fn bench_typed<T: AttnElement + CheckValue>(
     gpu: &Gpu,
     info: &DeviceInfo,
     pool: &InputPool,
@@ -304,7 +307,7 @@ type AttnCheck = (f64, f64, usize);
 
 /// Makes `contender`'s plans (one per set: a plan's tensor maps hold its set's addresses) and, given the GPU
 /// reference's output, checks the contender's output on set 0 against it.
-fn prepare_and_check<T: AttnElement + GemmElement>(
+fn prepare_and_check<T: AttnElement + CheckValue>(
     gpu: &Gpu,
     problem: &AttnBenchProblem,
     contender: &AttnContender,
@@ -325,7 +328,7 @@ fn prepare_and_check<T: AttnElement + GemmElement>(
             poison(gpu, &mut set.o)?;
             poison(gpu, &mut set.lse)?;
             plans[0].launch(gpu, &set.q, &set.k, &set.v, &mut set.o, &mut set.lse)?;
-            let o: Vec<f32> = stream.clone_dtoh(&set.o)?.into_iter().map(GemmElement::to_f32).collect();
+            let o: Vec<f32> = stream.clone_dtoh(&set.o)?.into_iter().map(|v| v.to_f64() as f32).collect();
             let lse = stream.clone_dtoh(&set.lse)?;
             gpu.context().check_err()?;
             let diff = compare_outputs(&o, &reference.o);
@@ -358,16 +361,6 @@ pub fn lse_difference(out: &[f32], reference: &[f32]) -> (f64, usize) {
         }
     }
     (max, bad)
-}
-
-/// Sets every byte of `buffer` to 0xFF: NaN in bf16, fp16 and f32.
-fn poison<T>(gpu: &Gpu, buffer: &mut CudaSlice<T>) -> Result<()> {
-    let stream = gpu.stream();
-    let bytes = buffer.len() * std::mem::size_of::<T>();
-    let (ptr, _use) = buffer.device_ptr_mut(stream);
-    // SAFETY: `ptr` addresses `bytes` bytes of `buffer`, which outlives the memset on this stream.
-    unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, stream.cu_stream()) }?;
-    Ok(())
 }
 
 #[cfg(test)]

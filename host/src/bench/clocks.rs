@@ -74,7 +74,7 @@ impl ClockSamples {
     pub fn median_sm_mhz(&self) -> Option<f64> {
         let mut sorted: Vec<f64> = self.sm_mhz.iter().map(|&m| f64::from(m)).collect();
         sorted.sort_by(f64::total_cmp);
-        (!sorted.is_empty()).then(|| super::timing::median(&sorted))
+        (!sorted.is_empty()).then(|| super::stats::median(&sorted))
     }
 }
 

@@ -8,7 +8,7 @@ use cudarc::driver::CudaSlice;
 use half::bf16;
 
 use super::device::{DeviceInfo, rotation_sets};
-use super::gemm::InputPool;
+use super::inputs::InputPool;
 use super::report::Row;
 use super::suite::size_name;
 use super::timing::{TimingConfig, time_gpu};
@@ -51,7 +51,7 @@ pub fn bench_memory(
     let stream = gpu.stream();
     let shape = size_name(bytes);
     let mut rows = Vec::new();
-    let mut row = |name: &str, dtype: &str, moved: usize, result: Result<super::timing::Stats>| {
+    let mut row = |name: &str, dtype: &str, moved: usize, result: Result<super::stats::Stats>| {
         let mut row = Row::new("mem", shape.clone(), name);
         row.kind = Some(if name == BASELINE { "peer" } else { "oxtile" }.into());
         row.origin = Some("in-process".into());

@@ -3,10 +3,12 @@
 use cudarc::driver::{CudaSlice, DevicePtr};
 use half::{bf16, f16};
 
-use super::gemm::{Dtype, GemmContender, GemmProblem, Layout, Operands, fastest_candidate};
+use super::gemm::{GemmContender, GemmProblem, Operands, fastest_candidate};
 use crate::error::Result;
-use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, Order, Variant};
+use crate::kernels::{self, Variant};
+use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan};
 use crate::runtime::{ClusterShape, Gpu};
+use crate::types::{Dtype, GemmElement, GemmLayout, GemmOutput};
 
 pub const OXTILE: &str = "oxtile";
 pub const OXTILE_TUNED: &str = "oxtile-tuned";
@@ -15,7 +17,7 @@ pub const OXTILE_TUNED: &str = "oxtile-tuned";
 type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 
 /// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (every layout whose operands TMA can load,
-/// see [`ops_gemm::check_layout`]), C row-major, bf16 or fp16 in and out with fp32 accumulation, alpha = 1,
+/// see [`ops_gemm::check_layout`]), C row-major, bf16 or f16 in and out with fp32 accumulation, alpha = 1,
 /// beta = 0. One plan is made per input set, in [`GemmContender::bind`], with D's tensor map bound to the set's C
 /// there too, so the timed launches pay only the launch.
 pub struct OxtileSm90 {
@@ -73,15 +75,14 @@ impl OxtileSm90 {
     }
 
     /// This contender's options for a problem in `layout`.
-    fn options(&self, layout: Layout) -> GemmOptions {
-        let (a_order, b_order) = orders(layout);
-        GemmOptions { a_order, b_order, variant: self.tuned.unwrap_or(self.options.variant), ..self.options }
+    fn options(&self, layout: GemmLayout) -> GemmOptions {
+        GemmOptions { layout, variant: self.tuned.unwrap_or(self.options.variant), ..self.options }
     }
 }
 
 /// Times every tune candidate that has a kernel for this problem on these operands, as cublasLt-tuned times its
 /// algorithms ([`fastest_candidate`]), and returns the fastest.
-fn fastest_variant<T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
+fn fastest_variant<T: GemmElement + GemmOutput<T>>(
     gpu: &Gpu,
     problem: &GemmProblem,
     options: GemmOptions,
@@ -89,10 +90,9 @@ fn fastest_variant<T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
     b: &CudaSlice<T>,
     c: &mut CudaSlice<T>,
 ) -> Result<Variant> {
-    let (a_order, b_order) = (options.a_order, options.b_order);
-    let name = <T as ops_gemm::GemmElement>::NAME;
+    let name = <T as GemmElement>::NAME;
     let candidates: Vec<Variant> =
-        Variant::CANDIDATES.into_iter().filter(|v| v.available(name, name, a_order, b_order)).collect();
+        Variant::CANDIDATES.into_iter().filter(|v| v.available(name, name, options.layout)).collect();
     // A candidate that cannot plan or run here is left out, as `oxtile tune gemm` leaves it out.
     let mut planned: Vec<(Variant, GemmPlan<T>)> = Vec::new();
     for variant in candidates {
@@ -113,12 +113,6 @@ impl Default for OxtileSm90 {
     }
 }
 
-/// The storage orders of A and B in `layout`.
-fn orders(layout: Layout) -> (Order, Order) {
-    let order = |col_major| if col_major { Order::ColMajor } else { Order::RowMajor };
-    (order(layout.a_col_major()), order(layout.b_col_major()))
-}
-
 fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
     let (a_address, _a_use) = a.device_ptr(gpu.stream());
     let (b_address, _b_use) = b.device_ptr(gpu.stream());
@@ -126,7 +120,7 @@ fn addresses<T>(gpu: &Gpu, a: &CudaSlice<T>, b: &CudaSlice<T>) -> (u64, u64) {
 }
 
 /// The plan for these buffers, made on first use.
-fn plan_for<'p, T: ops_gemm::GemmElement + ops_gemm::GemmOutput<T>>(
+fn plan_for<'p, T: GemmElement + GemmOutput<T>>(
     plans: &'p mut Plans<T>,
     options: GemmOptions,
     gpu: &Gpu,
@@ -155,26 +149,18 @@ impl GemmContender for OxtileSm90 {
     }
 
     fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
-        let (a_order, b_order) = orders(problem.layout);
-        match ops_gemm::check_layout(problem.shape, a_order, b_order) {
+        match ops_gemm::check_layout(problem.shape, problem.layout) {
             Ok(()) => {}
             Err(crate::Error::Unsupported { message, .. }) => return Err(message),
             Err(other) => return Err(other.to_string()),
         }
         // A forced variant may exist for some types and layouts only (the multicast ablation: bf16 tn; the
         // ping-pong kernels: same-type outputs, clusters for bf16).
-        let input = match problem.dtype {
-            Dtype::Bf16 => <bf16 as ops_gemm::GemmElement>::NAME,
-            Dtype::F16 => <f16 as ops_gemm::GemmElement>::NAME,
-        };
+        let input = problem.dtype.name();
         if self.options.variant != Variant::Auto
-            && ops_gemm::find_kernel(input, input, a_order, b_order, self.options.variant).is_none()
+            && kernels::find_gemm(input, input, problem.layout, self.options.variant).is_none()
         {
-            return Err(format!(
-                "no {:?} kernel for {input} in layout {}",
-                self.options.variant,
-                problem.layout.name()
-            ));
+            return Err(format!("no {:?} kernel for {input} in layout {}", self.options.variant, problem.layout));
         }
         Ok(())
     }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::clocks::{ClockMeter, ClockSamples};
 use super::device::DATASHEET_DENSE_BF16_TFLOPS;
+use super::stats::Stats;
 use super::suite::{AttnShape, GemmShape};
-use super::timing::Stats;
 use crate::error::{Error, Result};
 
 /// One implementation on one problem.

@@ -34,8 +34,8 @@ fn dimension(text: &str, field: &str) -> Result<usize, ShapeError> {
     Ok(value)
 }
 
-/// The GEMM problem shape is the launch API's ([`crate::ops::gemm::GemmShape`]); the benchmark adds its text form.
-pub use crate::ops::gemm::GemmShape;
+/// The GEMM problem shape is the launch API's ([`crate::types::GemmShape`]); the benchmark adds its text form.
+pub use crate::types::GemmShape;
 
 impl fmt::Display for GemmShape {
     /// `MxNxK`, the spelling torch_reference.py uses, so rows from both line up.

@@ -20,12 +20,12 @@ use oxtile_abi::{
     AttnTile,
 };
 
-use super::gemm::GemmElement;
 use super::{check_align, check_context, check_disjoint, strided_ptr, strided_ptr_mut};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::Gpu;
 use crate::tma::{self, Tile4d};
+use crate::types::GemmElement;
 
 const OP: &str = "attention";
 const REFERENCE_OP: &str = "attention_reference";

@@ -1,7 +1,7 @@
 //! D = alpha·A·B + beta·D on the Hopper GEMM kernels (gpu/kernels/src/gemm/sm90.rs).
 //!
 //! A is M×K and B is K×N, each stored row- or column-major ([`Order`]; the four combinations are the BLAS
-//! layouts tn, tt, nt, nn, see [`layout_name`]); D is M×N row-major, in the input type or in f32
+//! layouts tn, tt, nt, nn, see [`GemmLayout`]); D is M×N row-major, in the input type or in f32
 //! ([`GemmOutput`]). The kernels load each operand with TMA as it lies and wgmma reads it in place: K-major (A
 //! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs 16-byte row
 //! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
@@ -20,7 +20,6 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
-use half::{bf16, f16};
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
@@ -28,148 +27,33 @@ use oxtile_abi::{
 
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
-use crate::kernels::{self, GemmKernel, Kernel};
+pub use crate::kernels::Variant;
+use crate::kernels::{self, Kernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile2d};
+use crate::tune_cache;
+pub use crate::types::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order};
 
 const OP: &str = "gemm";
 
-/// Storage order of a matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Order {
-    RowMajor,
-    ColMajor,
-}
-
-/// A then B's storage orders in BLAS letters (t = row-major, n = column-major), D row-major: "tn" has both
-/// operands K-major (`x @ W.T`), "tt" is torch's `a @ b`, "nt" has both MN-major, "nn" the rest.
-pub fn layout_name(a_order: Order, b_order: Order) -> &'static str {
-    match (a_order, b_order) {
-        (Order::RowMajor, Order::ColMajor) => "tn",
-        (Order::RowMajor, Order::RowMajor) => "tt",
-        (Order::ColMajor, Order::RowMajor) => "nt",
-        (Order::ColMajor, Order::ColMajor) => "nn",
-    }
-}
-
-/// The orders of a layout named by [`layout_name`], if it is one.
-pub fn parse_layout(name: &str) -> Option<(Order, Order)> {
-    let order = |letter| match letter {
-        't' => Some(Order::RowMajor),
-        'n' => Some(Order::ColMajor),
-        _ => None,
-    };
-    match name.chars().collect::<Vec<_>>()[..] {
-        [a, b] => Some((order(a)?, order(b)?)),
-        _ => None,
-    }
-}
-
-/// The four layouts, in the order tables list them.
-pub const LAYOUTS: [(Order, Order); 4] = [
-    (Order::RowMajor, Order::ColMajor),
-    (Order::RowMajor, Order::RowMajor),
-    (Order::ColMajor, Order::RowMajor),
-    (Order::ColMajor, Order::ColMajor),
-];
-
-/// Problem size: D is M×N, the contraction runs over K. Text form `MxNxK` (bench::suite).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GemmShape {
-    pub m: usize,
-    pub n: usize,
-    pub k: usize,
-}
-
-impl GemmShape {
-    pub const fn new(m: usize, n: usize, k: usize) -> Self {
-        GemmShape { m, n, k }
-    }
-
-    /// 2·M·N·K: one multiply and one add per term, the count torch_reference.py and every GEMM benchmark use.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
-    }
-}
-
-/// Which sm90 kernel runs a problem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
-pub enum Variant {
-    /// The heuristic's choice for the shape.
-    #[default]
-    Auto,
-    /// 128×256 tiles, one block each: large problems.
-    Wide,
-    /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
-    WideCluster2,
-    /// Ablation of [`Variant::WideCluster2`] (bf16, layout tn only): the same clusters and barriers, each block loading all
-    /// of B itself — separates the cost of multicast from the cost of coupling the blocks.
-    WideCluster2Unshared,
-    /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
-    Narrow,
-    /// [`Variant::Narrow`] in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
-    /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
-    /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
-    NarrowCluster2,
-    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
-    /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
-    /// the narrow tile's problems ([`Variant::resolve`]).
-    Flat,
-    /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
-    /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
-    /// deep). bf16 → bf16 only.
-    FlatStreamK,
-    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the
-    /// 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
-    Square,
-    /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two
-    /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.
-    SquareCluster2,
-    /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
-    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only; a tune
-    /// candidate since session 15, when one wave of 64×128 tiles overtook it (see [`Variant::resolve`]).
-    SquareStreamK,
-    /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
-    /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
-    PingPong,
-    /// [`Variant::PingPong`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
-    /// bf16 → bf16 only.
-    PingPongCluster2,
-    /// 128×256 tiles, one block each, with the last partial wave (the tail) stream-K: its k-tiles are split evenly
-    /// between all blocks, several blocks summing a tile through a workspace ([`oxtile_abi::stream_k`]), so no SM
-    /// idles through the tail. bf16 and f16 to their own type, bf16 to f32 ([`Variant::available`]).
-    StreamK,
-    /// [`Variant::StreamK`] over clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast (the
-    /// [`Variant::WideCluster2`] pairing): whole waves of cluster tiles data-parallel, the tail split by k-tiles
-    /// between the clusters. bf16 → bf16 only.
-    StreamKCluster2,
-}
-
 /// Idle time, in k-tiles per worker (an SM, or a cluster), that the last wave of tiles must leave for
 /// [`Variant::Auto`] to take stream-K: about what its fixup (partials stored, waited for, read back) costs on the H200.
-/// Measured (sessions 5 and 9), idle k-tiles and stream-K against the data-parallel kernel: single blocks 8.7
-/// (2048×1536×2048) −9%, 10.9 (1536³) −15%, 19.4 (2560³) +3%, 21.8 (3072×1536×1536) +22%, 29 (1536×1536×4096)
-/// +13%; clusters 7.8 (4096³) −2%, 23 (6144×4096×8192) +0.5–1.3%, 31 (4096×4096×16384) +0.5–1.7%, 54
-/// (8192×4096×14336) +2–4%.
+/// Below it stream-K lost to the data-parallel kernel on the H200 (down to −15% at 11 idle k-tiles), above it won (up
+/// to +22%), single blocks and clusters alike (docs/perf-notes.md, "The GEMM heuristic's measurements").
 const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
 
-/// [`STREAM_K_MIN_IDLE_K_TILES`] for the 64×128 tiles of few-row problems ([`Variant::FlatStreamK`]). Measured (session
-/// 10, bf16 tt / tn, burst): 170 idle k-tiles (64×4096×14336, 32 tiles of 224) +33% / +10%, 115 (128×4096×14336, 64
-/// of 224) +19% / +3%; but 66 (64×8192×8192, 64 of 128) −17% / −15%, 33 (96×4096×4096) −13% / −21%, 3.9
-/// (128×8192×8192) −21%. Where the data-parallel tiles already stream B at the rate the memory system gives
-/// (64×8192×8192 reads 0.98–1.0 of cuBLASLt on half the SMs), more SMs only add the fixup.
+/// [`STREAM_K_MIN_IDLE_K_TILES`] for the 64×128 tiles of few-row problems ([`Variant::FlatStreamK`]): far higher,
+/// because where the data-parallel tiles already stream B at the rate the memory system gives (64×8192×8192 reads
+/// 0.98–1.0 of cuBLASLt on half the SMs), more SMs only add the fixup. Stream-K won from 115 idle k-tiles on and lost
+/// at 66 and below (docs/perf-notes.md, "The GEMM heuristic's measurements").
 const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 
 /// Waves of 128×128 tiles from which [`Variant::Auto`] runs them ping-pong ([`Variant::PingPong`]) rather than as
 /// wide cooperative tiles, where K is at most [`PING_PONG_MAX_K_TILES`] deep. Each consumer's epilogue then runs under
 /// the other's main loop, which pays where tiles are short; the 128×128 tiles read a third more operand bytes per
-/// FLOP than the 128×256 ones, which costs where they are deep. Measured in session 12 (docs/perf-notes.md, GEMM
-/// sm90 v16, bf16 tn / tt against Auto's choice before): from 2.2 waves at K ≤ 2048, +1% to +24% (3072×3072×1024
-/// +24% / +22%, 4096×4096×1024 +7% / +4%), with two losses (6144×6144×2048 −4.1% / −1.9% at the power cap,
-/// 1536×3072×2048 −1.4% / −1.9%); 2048³ (1.94 waves) a tie; at K = 4096 the sign changed from call to call, and
-/// deeper K lost (2048×2048×8192 −3.6% / −4.5%, 5120³ −4.0% / −3.7%). Since each warp stores its own rows of the
-/// staging chunks (session 16), 2048³ runs 1.5–2.5% faster ping-pong than on the 128×256 tiles, tn and tt, in all six
-/// `oxtile tune` passes (GEMM sm90 v19), so the threshold is 1.9 waves, in tenths.
+/// FLOP than the 128×256 ones, which costs where they are deep. On the H200 ping-pong won from 1.9 waves (2048³,
+/// 1.94 waves, included) at K ≤ 2048, and lost or tied from K = 4096 on (docs/perf-notes.md, "The GEMM heuristic's
+/// measurements").
 const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
 /// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
@@ -182,9 +66,9 @@ fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
 }
 
 /// The most pieces split-K cuts a tile into ([`stream_k_schedule`]): the reducing block adds the other pieces'
-/// partials one after another. 8 is the most measured (72×1024×8192 on 64×128 tiles, 16 tiles on 128 blocks:
-/// 1.4× the data-parallel kernel, still 0.5 of cuBLASLt); beyond it a tile of a few-tile problem (256×256×16384: 4
-/// tiles of 128×128 on 132 SMs) would be cut in 33 pieces, its reducer reading 32 partials.
+/// partials one after another. 8 is the most measured (docs/perf-notes.md, "The GEMM heuristic's measurements");
+/// beyond it a tile of a few-tile problem (256×256×16384: 4 tiles of 128×128 on 132 SMs) would be cut in 33 pieces,
+/// its reducer reading 32 partials.
 const MAX_SPLIT_K_PIECES: usize = 8;
 
 /// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
@@ -197,51 +81,6 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
 }
 
 impl Variant {
-    /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 13] = [
-        Variant::Wide,
-        Variant::WideCluster2,
-        Variant::Narrow,
-        Variant::NarrowCluster2,
-        Variant::Flat,
-        Variant::FlatStreamK,
-        Variant::Square,
-        Variant::SquareCluster2,
-        Variant::SquareStreamK,
-        Variant::PingPong,
-        Variant::PingPongCluster2,
-        Variant::StreamK,
-        Variant::StreamKCluster2,
-    ];
-
-    /// The short name tables and contenders use (`oxtile-` + it in `oxtile bench`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Variant::Auto => "auto",
-            Variant::Wide => "wide",
-            Variant::WideCluster2 => "wide-c2",
-            Variant::WideCluster2Unshared => "wide-c2-unshared",
-            Variant::Narrow => "narrow",
-            Variant::NarrowCluster2 => "narrow-c2",
-            Variant::Flat => "flat",
-            Variant::FlatStreamK => "flat-sk",
-            Variant::Square => "square",
-            Variant::SquareCluster2 => "square-c2",
-            Variant::SquareStreamK => "square-sk",
-            Variant::PingPong => "pingpong",
-            Variant::PingPongCluster2 => "pingpong-c2",
-            Variant::StreamK => "streamk",
-            Variant::StreamKCluster2 => "streamk-c2",
-        }
-    }
-
-    /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in layout (`a_order`,
-    /// `b_order`): the cooperative tile configurations exist for every type pair and layout; the ping-pong and
-    /// stream-K ones for fewer (see [`kernels::GEMM_SM90`]), and the multicast ablation only for bf16 tn.
-    pub fn available(self, input: &str, output: &str, a_order: Order, b_order: Order) -> bool {
-        find_kernel(input, output, a_order, b_order, self).is_some()
-    }
-
     /// The concrete kernel for `shape` on a GPU with `sm_count` SMs. The same for every layout and output type:
     /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
     /// change which tiling fills the GPU best (docs/perf-notes.md); `oxtile tune gemm` records per-layout
@@ -254,24 +93,19 @@ impl Variant {
         if self != Variant::Auto {
             return self;
         }
-        // Measured 2026-11-30 on tn (docs/perf-notes.md): with under half an SM's worth of wide tiles per SM, four
-        // times as many narrow ones do better; from two waves of wide tiles on, clusters sharing B by multicast win
-        // (L2 → SM traffic is what limits the wide kernel); in between, single wide blocks. In both wide regions
-        // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many and short,
-        // 128×128 ping-pong tiles, whose epilogues hide under main loops (session 12, see
-        // PING_PONG_MIN_TENTHS_OF_WAVES).
+        // With under half an SM's worth of wide tiles per SM, smaller tiles fill the GPU better; from two waves of
+        // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel); in
+        // between, single wide blocks. In both wide regions stream-K takes over where the last wave would leave the
+        // GPU idle for long. Where tiles are many and short, 128×128 ping-pong tiles, whose epilogues hide under main
+        // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). The measurements behind each rule: docs/perf-notes.md, "The GEMM
+        // heuristic's measurements".
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
-            // Measured 2026-11-30 (sessions 7 and 11): where the narrow tiles take more than one wave and 128×128 tiles
-            // fit in one, one wave of cooperative 128×128 tiles (256×8192×8192: 0.98 of cuBLASLt, against 0.94–0.96
-            // for the ping-pong ones and 0.77 for narrow; 128×14336×4096: 0.97–1.00 against 0.89–0.93). Else one wave
-            // of small tiles: 64×128 ones where all of M fits in one 128×64 tile row (session 8: 64×8192×8192
-            // 0.98–1.01 of cuBLASLt against 0.55–0.60, 128×8192×8192 0.96–0.99 against 0.95–0.98: the same ring
-            // holds twice the B bytes in flight), and from there on too. Since session 15's warp-wide producer the
-            // 64×128 tile beats the 128×64 one in every layout measured (1024³, 1024×1024×4096, 256×4096×4096, tt
-            // and tn: +2–15%), and 128×128 tiles split-K (`Variant::SquareStreamK`, Auto's choice for 128 < M ≤ 256
-            // and deep K from session 11 to 14) by 4–17% (160–256 × 4096 × 8192–14336). Not the narrow tile in
-            // clusters: sharing A measured 7–13% slower (sessions 5 and 7).
+            // Where the narrow tiles take more than one wave and 128×128 tiles fit in one: one wave of cooperative
+            // 128×128 tiles, which beat the ping-pong and narrow ones there. Else one wave of 64×128 tiles: their ring
+            // holds twice the B bytes in flight of the 128×64 tile's, and they beat the 128×64 tiles in every layout
+            // and the 128×128 tiles split-K ([`Variant::SquareStreamK`]) for 128 < M ≤ 256 and deep K. Not the narrow
+            // tile in clusters: sharing A is slower.
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms {
@@ -323,14 +157,14 @@ impl Variant {
                 Variant::WideCluster2
             }
         } else if idle_k_tiles(wide_tiles, k_tiles, sms) >= STREAM_K_MIN_IDLE_K_TILES {
-            // The same rule for single wide blocks (session 9: 1536×1536×4096 +13%, 3072×1536×1536 +22%).
+            // The same rule for single wide blocks.
             Variant::StreamK
         } else {
             Variant::Wide
         }
     }
 
-    /// [`Variant::resolve`] for `input` → `output` GEMMs in layout (`a_order`, `b_order`): where the heuristic's
+    /// [`Variant::resolve`] for `input` → `output` GEMMs in `layout`: where the heuristic's
     /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
@@ -340,96 +174,33 @@ impl Variant {
         shape: GemmShape,
         sm_count: u32,
         (input, output): (&str, &str),
-        a_order: Order,
-        b_order: Order,
+        layout: GemmLayout,
     ) -> Variant {
         match self.resolve(shape, sm_count) {
-            Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, a_order, b_order) => {
+            Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, layout) => {
                 Variant::WideCluster2
             }
-            Variant::StreamK if !Variant::StreamK.available(input, output, a_order, b_order) => Variant::Wide,
-            Variant::FlatStreamK if !Variant::FlatStreamK.available(input, output, a_order, b_order) => {
-                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            Variant::StreamK if !Variant::StreamK.available(input, output, layout) => Variant::Wide,
+            Variant::FlatStreamK if !Variant::FlatStreamK.available(input, output, layout) => {
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::Square if !Variant::Square.available(input, output, a_order, b_order) => {
-                Variant::PingPong.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            Variant::Square if !Variant::Square.available(input, output, layout) => {
+                Variant::PingPong.resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::SquareStreamK if !Variant::SquareStreamK.available(input, output, a_order, b_order) => {
-                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            Variant::SquareStreamK if !Variant::SquareStreamK.available(input, output, layout) => {
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::PingPong
                 if !Variant::few_tiles(shape, sm_count as usize)
-                    && !Variant::PingPong.available(input, output, a_order, b_order) =>
+                    && !Variant::PingPong.available(input, output, layout) =>
             {
-                Variant::wide(shape, sm_count as usize).resolve_for(shape, sm_count, (input, output), a_order, b_order)
+                Variant::wide(shape, sm_count as usize).resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::PingPong if !Variant::PingPong.available(input, output, a_order, b_order) => {
-                Variant::Flat.resolve_for(shape, sm_count, (input, output), a_order, b_order)
+            Variant::PingPong if !Variant::PingPong.available(input, output, layout) => {
+                Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::Flat if !Variant::Flat.available(input, output, a_order, b_order) => Variant::Narrow,
+            Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
             chosen => chosen,
-        }
-    }
-
-    fn tile(self) -> GemmTile {
-        match self {
-            Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
-            Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
-            Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => GEMM_SM90_128X128,
-            Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
-            _ => GEMM_SM90_128X256,
-        }
-    }
-
-    fn cluster_size(self) -> u32 {
-        match self {
-            Variant::WideCluster2
-            | Variant::WideCluster2Unshared
-            | Variant::NarrowCluster2
-            | Variant::PingPongCluster2
-            | Variant::SquareCluster2
-            | Variant::StreamKCluster2 => 2,
-            _ => 1,
-        }
-    }
-
-    /// Blocks that share one A tile by multicast (side by side along N).
-    fn a_sharers(self) -> u32 {
-        if self == Variant::NarrowCluster2 { 2 } else { 1 }
-    }
-
-    /// The cluster's blocks along M and along N.
-    fn cluster_shape(self) -> (u32, u32) {
-        if self.a_sharers() > 1 { (1, self.cluster_size()) } else { (self.cluster_size(), 1) }
-    }
-
-    /// Blocks that share one B tile by multicast (stacked along M).
-    fn b_sharers(self) -> u32 {
-        if matches!(
-            self,
-            Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::SquareCluster2 | Variant::StreamKCluster2
-        ) {
-            2
-        } else {
-            1
-        }
-    }
-
-    /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
-    pub fn is_stream_k(self) -> bool {
-        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK)
-    }
-
-    /// The same tiles and clusters without stream-K: what [`Variant::Auto`] runs instead of a stream-K kernel when
-    /// stream-K is off ([`GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at once. Each exists for
-    /// every type pair and layout its stream-K kernel exists for. Other variants are returned as they are.
-    pub fn data_parallel(self) -> Variant {
-        match self {
-            Variant::StreamK => Variant::Wide,
-            Variant::StreamKCluster2 => Variant::WideCluster2,
-            Variant::FlatStreamK => Variant::Flat,
-            Variant::SquareStreamK => Variant::Square,
-            other => other,
         }
     }
 }
@@ -441,10 +212,9 @@ impl Variant {
 /// `sk_tiles` it is given. The grid:
 /// - at most half as many tiles as resident blocks: split-K. Each tile gets the same number S = ⌊resident / tiles⌋ of
 ///   blocks (at most one per k-tile, at most [`MAX_SPLIT_K_PIECES`]), so the `tiles × S` ranges cut every tile into S
-///   contiguous pieces that start at
-///   S places of K only. Spread over every resident block instead, the ranges start all over K (128×8192×8192 on
-///   128×128 tiles: ~64 places), and problems that stream an operand from DRAM lost 10–30% to it (session 11: 64 blocks
-///   of whole tiles beat 132 such ranges);
+///   contiguous pieces that start at S places of K only. Spread over every resident block instead, the ranges would
+///   start all over K (128×8192×8192 on 128×128 tiles: ~64 places), which costs problems that stream an operand from
+///   DRAM 10–30% (docs/perf-notes.md, GEMM sm90 v14);
 /// - otherwise every resident block (never more than k-tiles of work, so each has some), the tail that
 ///   [`StreamK::split`] makes stream-K spread evenly over them.
 pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32) -> StreamK {
@@ -497,12 +267,11 @@ impl StreamKWorkspace {
     }
 }
 
-/// Operand orders, the epilogue's scalars, the kernel variant and how a grid of single blocks is launched. The default
-/// is A row-major, B column-major (layout tn, both K-major) with D = A·B, launched plainly.
+/// The operand layout, the epilogue's scalars, the kernel variant and how a grid of single blocks is launched. The
+/// default is layout tn (A row-major, B column-major: both K-major) with D = A·B, launched plainly.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmOptions {
-    pub a_order: Order,
-    pub b_order: Order,
+    pub layout: GemmLayout,
     pub alpha: f32,
     pub beta: f32,
     pub variant: Variant,
@@ -521,11 +290,6 @@ pub struct GemmOptions {
 }
 
 impl GemmOptions {
-    /// The operand layout in BLAS letters ([`layout_name`]).
-    pub fn layout(&self) -> &'static str {
-        layout_name(self.a_order, self.b_order)
-    }
-
     /// Whether [`Variant::Auto`] may pick a stream-K kernel: [`GemmOptions::auto_stream_k`], unless the process runs
     /// with `OXTILE_NO_STREAM_K` set to anything but empty or `0`.
     pub fn auto_may_stream_k(&self) -> bool {
@@ -543,8 +307,7 @@ fn no_stream_k(value: Option<&std::ffi::OsStr>) -> bool {
 impl Default for GemmOptions {
     fn default() -> Self {
         GemmOptions {
-            a_order: Order::RowMajor,
-            b_order: Order::ColMajor,
+            layout: GemmLayout::Tn,
             alpha: 1.0,
             beta: 0.0,
             variant: Variant::Auto,
@@ -553,46 +316,6 @@ impl Default for GemmOptions {
             auto_stream_k: true,
         }
     }
-}
-
-/// The 16-bit input types the tensor-core kernels take.
-pub trait GemmElement: cudarc::driver::DeviceRepr {
-    /// `bf16` or `f16`, as tables, kernel names and the tune cache write it.
-    const NAME: &'static str;
-    const TENSOR_MAP_TYPE: CUtensorMapDataType;
-}
-
-impl GemmElement for bf16 {
-    const NAME: &'static str = "bf16";
-    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-}
-
-impl GemmElement for f16 {
-    const NAME: &'static str = "f16";
-    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-}
-
-/// The types D (and the C read when beta ≠ 0) can have for inputs of type `T`: `T` itself, or f32.
-pub trait GemmOutput<T: GemmElement>: cudarc::driver::DeviceRepr {
-    /// `bf16`, `f16` or `f32`.
-    const NAME: &'static str;
-    /// D's element type in its tensor map (the TMA-store epilogue's).
-    const TENSOR_MAP_TYPE: CUtensorMapDataType;
-}
-
-impl GemmOutput<bf16> for bf16 {
-    const NAME: &'static str = "bf16";
-    const TENSOR_MAP_TYPE: CUtensorMapDataType = <bf16 as GemmElement>::TENSOR_MAP_TYPE;
-}
-
-impl GemmOutput<f16> for f16 {
-    const NAME: &'static str = "f16";
-    const TENSOR_MAP_TYPE: CUtensorMapDataType = <f16 as GemmElement>::TENSOR_MAP_TYPE;
-}
-
-impl<T: GemmElement> GemmOutput<T> for f32 {
-    const NAME: &'static str = "f32";
-    const TENSOR_MAP_TYPE: CUtensorMapDataType = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
 /// Whether the kernel of a concrete `variant` writes a D of `n` columns of `output_bytes`-byte elements through
@@ -618,19 +341,12 @@ fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, ou
     }
 }
 
-/// The kernel computing `input` → `output` GEMMs of this layout with this (concrete) variant.
-pub fn find_kernel(input: &str, output: &str, a_order: Order, b_order: Order, variant: Variant) -> Option<GemmKernel> {
-    kernels::GEMM_SM90
-        .iter()
-        .copied()
-        .find(|g| (g.input, g.output, g.a_order, g.b_order, g.variant) == (input, output, a_order, b_order, variant))
-}
-
-/// Whether TMA can load A and B in these orders: the contiguous dimension of each (K for A row-major and B
+/// Whether TMA can load A and B in `layout`: the contiguous dimension of each (K for A row-major and B
 /// column-major, M for A column-major, N for B row-major) must be a multiple of 8, since rows must start 16 bytes
 /// apart. [`Error::Unsupported`] otherwise, naming the operand and dimension.
-pub fn check_layout(shape: GemmShape, a_order: Order, b_order: Order) -> Result<()> {
+pub fn check_layout(shape: GemmShape, layout: GemmLayout) -> Result<()> {
     let GemmShape { m, n, k } = shape;
+    let (a_order, b_order) = (layout.a_order(), layout.b_order());
     let a = match a_order {
         Order::RowMajor => ("K", k),
         Order::ColMajor => ("M", m),
@@ -647,7 +363,7 @@ pub fn check_layout(shape: GemmShape, a_order: Order, b_order: Order) -> Result<
                 format!(
                     "layout {}: {operand} is {order}, so {dim} = {extent} is its contiguous dimension, and it is not a \
                      multiple of 8: TMA needs 16-byte row strides",
-                    layout_name(a_order, b_order)
+                    layout
                 ),
             ));
         }
@@ -746,32 +462,31 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         b: &impl DevicePtr<T>,
     ) -> Result<Self> {
         check_shape(shape)?;
-        let (a_order, b_order) = (options.a_order, options.b_order);
-        check_layout(shape, a_order, b_order)?;
+        check_layout(shape, options.layout)?;
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
             Variant::Auto => {
-                let chosen = crate::tune::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout(), shape)
+                let chosen = tune_cache::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout, shape)
                     .unwrap_or_else(|| {
-                        Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), a_order, b_order)
+                        Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout)
                     });
                 if options.auto_may_stream_k() { chosen } else { chosen.data_parallel() }
             }
             chosen => chosen,
         };
-        let kernel = find_kernel(T::NAME, O::NAME, a_order, b_order, variant)
+        let kernel = kernels::find_gemm(T::NAME, O::NAME, options.layout, variant)
             .ok_or_else(|| {
                 Error::unsupported(
                     OP,
-                    format!("no {variant:?} kernel for {} → {} in layout {}", T::NAME, O::NAME, options.layout()),
+                    format!("no {variant:?} kernel for {} → {} in layout {}", T::NAME, O::NAME, options.layout),
                 )
             })?
             .kernel;
         let (tile, cluster) = (variant.tile(), variant.cluster_size());
         // In a cluster each block loads (and multicasts) its share of the tile in common. A K-major A whose rows end
         // inside a box has a second map for that box: only as many rows as are left, rounded up to a swizzle atom.
-        let (a_k_major, a_box) = (a_order == Order::RowMajor, tile.tile_m / variant.a_sharers());
+        let (a_k_major, a_box) = (options.layout.a_order() == Order::RowMajor, tile.tile_m / variant.a_sharers());
         let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, shape.m, shape.k, box_rows);
         let a_tail = a_map(if a_k_major { last_box_rows(shape.m, a_box) } else { a_box });
         let tensor_maps = [
@@ -779,7 +494,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             operand_map(
                 T::TENSOR_MAP_TYPE,
                 b_address,
-                b_order == Order::ColMajor,
+                options.layout.b_order() == Order::ColMajor,
                 shape.n,
                 shape.k,
                 tile.tile_n / variant.b_sharers(),
@@ -1097,88 +812,78 @@ mod tests {
         assert_eq!(pick(8192, 8192, 8192), Variant::Auto.resolve(GemmShape::new(8192, 8192, 8192), 120));
         assert_eq!(Variant::Wide.resolve(GemmShape::new(1, 1, 8), 132), Variant::Wide);
         // Only bf16 → bf16 has stream-K kernels in clusters: the others keep the plain cluster kernel.
-        let (t, n) = (Order::RowMajor, Order::ColMajor);
         let big = GemmShape::new(8192, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), t, n), Variant::StreamKCluster2);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
-        assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), t, t), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::StreamKCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(big, 132, ("f16", "f16"), GemmLayout::Tt), Variant::WideCluster2);
         // Ping-pong for many short tiles exists for same-type outputs, single blocks: else the wide tiles' choice.
         let short = GemmShape::new(4096, 4096, 2048);
-        assert_eq!(Variant::Auto.resolve_for(short, 132, ("f16", "f16"), t, n), Variant::PingPong);
-        assert_eq!(Variant::Auto.resolve_for(short, 132, ("bf16", "f32"), t, n), Variant::WideCluster2);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("f16", "f16"), GemmLayout::Tn), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(short, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::WideCluster2);
         let mid = GemmShape::new(1536, 1536, 4096);
-        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), t, n), Variant::StreamK);
-        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), t, n), Variant::Wide);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f16"), GemmLayout::Tn), Variant::StreamK);
+        assert_eq!(Variant::Auto.resolve_for(mid, 132, ("f16", "f32"), GemmLayout::Tn), Variant::Wide);
         // The cooperative 128×128 tiles are bf16 → bf16 only: the ping-pong ones for f16, and for f32 outputs (no
         // ping-pong kernel) the 64×128 tiles.
         let decode = GemmShape::new(256, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), t, n), Variant::Square);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), t, n), Variant::PingPong);
-        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), t, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::Square);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("f16", "f16"), GemmLayout::Tn), Variant::PingPong);
+        assert_eq!(Variant::Auto.resolve_for(decode, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::Flat);
         let deep = GemmShape::new(256, 4096, 14336);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::Flat);
-        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), t, n), Variant::SquareStreamK);
-        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), t, t), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), t, t), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("bf16", "bf16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(
+            Variant::SquareStreamK.resolve_for(deep, 132, ("bf16", "bf16"), GemmLayout::Tn),
+            Variant::SquareStreamK
+        );
+        assert_eq!(Variant::SquareStreamK.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f16"), GemmLayout::Tt), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(deep, 132, ("f16", "f32"), GemmLayout::Tt), Variant::Flat);
         // Small problems: the 64×128 tile in every layout and for every output.
         let small = GemmShape::new(1024, 1024, 1024);
         assert_eq!(Variant::Auto.resolve(small, 132), Variant::Flat);
-        for (a, b) in [(t, n), (n, n), (n, t), (t, t)] {
-            assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), a, b), Variant::Flat);
+        for layout in GemmLayout::ALL {
+            assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "bf16"), layout), Variant::Flat);
         }
-        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), t, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(small, 132, ("bf16", "f32"), GemmLayout::Tn), Variant::Flat);
         let few_rows = GemmShape::new(128, 8192, 8192);
-        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), n, n), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_rows, 132, ("f16", "f32"), GemmLayout::Nn), Variant::Flat);
         // Stream-K on 64×128 tiles is bf16 → bf16 only: the data-parallel 64×128 tile for the other types.
         let idle_rows = GemmShape::new(128, 4096, 14336);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), n, n), Variant::FlatStreamK);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), n, n), Variant::Flat);
-        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), n, n), Variant::Flat);
-    }
-
-    #[test]
-    fn layouts_have_names_and_round_trip() {
-        let names: Vec<&str> = LAYOUTS.iter().map(|&(a, b)| layout_name(a, b)).collect();
-        assert_eq!(names, ["tn", "tt", "nt", "nn"]);
-        for (a, b) in LAYOUTS {
-            assert_eq!(parse_layout(layout_name(a, b)), Some((a, b)));
-        }
-        assert_eq!(parse_layout("tx"), None);
-        assert_eq!(parse_layout("ttt"), None);
-        assert_eq!(GemmOptions::default().layout(), "tn");
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), GemmLayout::Nn), Variant::FlatStreamK);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), GemmLayout::Nn), Variant::Flat);
     }
 
     #[test]
     fn each_operands_contiguous_dimension_must_be_a_multiple_of_8() {
-        use Order::{ColMajor as N, RowMajor as T};
-        let ok = |m, n, k, a, b| check_layout(GemmShape::new(m, n, k), a, b);
+        use GemmLayout::{Nn, Nt, Tn, Tt};
+        let ok = |m, n, k, layout| check_layout(GemmShape::new(m, n, k), layout);
         // tn: K contiguous in both.
-        ok(4097, 4095, 4104, T, N).unwrap();
-        assert!(ok(64, 64, 63, T, N).unwrap_err().to_string().contains("K = 63"));
+        ok(4097, 4095, 4104, Tn).unwrap();
+        assert!(ok(64, 64, 63, Tn).unwrap_err().to_string().contains("K = 63"));
         // tt: A by K, B by N.
-        ok(4097, 4088, 4104, T, T).unwrap();
-        let err = ok(4097, 4095, 4104, T, T).unwrap_err();
+        ok(4097, 4088, 4104, Tt).unwrap();
+        let err = ok(4097, 4095, 4104, Tt).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }), "{err}");
         assert!(err.to_string().contains("B is row-major, so N = 4095") && err.to_string().contains("multiple of 8"));
         // nt: M and N; K is free.
-        ok(4104, 4088, 4097, N, T).unwrap();
-        ok(8, 8, 1, N, T).unwrap();
-        assert!(ok(4097, 4088, 8, N, T).unwrap_err().to_string().contains("A is column-major, so M = 4097"));
-        assert!(ok(8, 1, 8, N, T).unwrap_err().to_string().contains("N = 1"));
+        ok(4104, 4088, 4097, Nt).unwrap();
+        ok(8, 8, 1, Nt).unwrap();
+        assert!(ok(4097, 4088, 8, Nt).unwrap_err().to_string().contains("A is column-major, so M = 4097"));
+        assert!(ok(8, 1, 8, Nt).unwrap_err().to_string().contains("N = 1"));
         // nn: A by M, B by K.
-        ok(4104, 4095, 4104, N, N).unwrap();
-        assert!(ok(4104, 4095, 4097, N, N).unwrap_err().to_string().contains("B is column-major, so K = 4097"));
-        assert!(ok(1, 8, 8, N, N).unwrap_err().to_string().contains("M = 1"));
+        ok(4104, 4095, 4104, Nn).unwrap();
+        assert!(ok(4104, 4095, 4097, Nn).unwrap_err().to_string().contains("B is column-major, so K = 4097"));
+        assert!(ok(1, 8, 8, Nn).unwrap_err().to_string().contains("M = 1"));
     }
 
     #[test]
     fn every_type_pair_and_layout_has_each_candidate_kernel() {
         // The cooperative configurations everywhere; ping-pong for same-type outputs (in clusters: bf16 only).
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
-            for (a, b) in LAYOUTS {
+            for layout in GemmLayout::ALL {
                 for variant in Variant::CANDIDATES {
                     let expected = match variant {
                         Variant::PingPong => input == output,
@@ -1192,15 +897,15 @@ mod tests {
                         Variant::StreamK => (input, output) != ("f16", "f32"),
                         _ => true,
                     };
-                    let found = find_kernel(input, output, a, b, variant);
-                    assert_eq!(found.is_some(), expected, "{variant:?} {input} → {output} {}", layout_name(a, b));
-                    assert_eq!(variant.available(input, output, a, b), expected);
+                    let found = kernels::find_gemm(input, output, layout, variant);
+                    assert_eq!(found.is_some(), expected, "{variant:?} {input} → {output} {layout}");
+                    assert_eq!(variant.available(input, output, layout), expected);
                 }
             }
         }
-        assert!(find_kernel("bf16", "f16", Order::RowMajor, Order::ColMajor, Variant::Wide).is_none());
-        assert!(find_kernel("bf16", "bf16", Order::RowMajor, Order::ColMajor, Variant::Auto).is_none());
-        let ablation = find_kernel("bf16", "bf16", Order::RowMajor, Order::ColMajor, Variant::WideCluster2Unshared);
+        assert!(kernels::find_gemm("bf16", "f16", GemmLayout::Tn, Variant::Wide).is_none());
+        assert!(kernels::find_gemm("bf16", "bf16", GemmLayout::Tn, Variant::Auto).is_none());
+        let ablation = kernels::find_gemm("bf16", "bf16", GemmLayout::Tn, Variant::WideCluster2Unshared);
         assert_eq!(ablation.unwrap().kernel.name, "gemm_bf16_tn_128x256_c2_nomc_sm90");
     }
 
@@ -1324,9 +1029,9 @@ mod tests {
             assert!(!fallback.is_stream_k(), "{variant:?}");
             assert_eq!((fallback.tile(), fallback.cluster_size()), (variant.tile(), variant.cluster_size()));
             for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
-                for (a, b) in LAYOUTS {
-                    if variant.available(input, output, a, b) {
-                        assert!(fallback.available(input, output, a, b), "{variant:?} {input} → {output}");
+                for layout in GemmLayout::ALL {
+                    if variant.available(input, output, layout) {
+                        assert!(fallback.available(input, output, layout), "{variant:?} {input} → {output}");
                     }
                 }
             }

@@ -15,9 +15,10 @@ use cudarc::cublaslt::result as lt;
 use cudarc::cublaslt::sys as lt_sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use crate::bench::gemm::{BlasCall, Dtype, GemmContender, GemmElement, GemmProblem, Operands, fastest_candidate};
+use crate::bench::gemm::{GemmContender, GemmProblem, Operands, fastest_candidate};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
+use crate::types::{Dtype, GemmElement, GemmShape, Order};
 
 pub const CUBLASLT: &str = "cublasLt";
 pub const CUBLASLT_TUNED: &str = "cublasLt-tuned";
@@ -67,6 +68,51 @@ fn check_dtype(name: &'static str, problem: &GemmProblem, operands: &Operands<'_
         Ok(())
     } else {
         Err(Error::bad_argument(name, format!("{problem}: operands are {}", given.name())))
+    }
+}
+
+/// The arguments of a column-major BLAS GEMM (cublasGemmEx, cublasLtMatmul) that computes `problem`'s row-major
+/// C = A·B. Row-major C is column-major Cᵀ = Bᵀ·Aᵀ, so BLAS's first operand is our B buffer and its second our
+/// A buffer; `m`, `n`, `k` and the leading dimensions are in BLAS's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlasCall {
+    /// op(first) = firstᵀ: our B is column-major.
+    pub transa: bool,
+    /// op(second) = secondᵀ: our A is column-major.
+    pub transb: bool,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub lda: usize,
+    pub ldb: usize,
+    pub ldc: usize,
+}
+
+impl BlasCall {
+    pub fn of(problem: &GemmProblem) -> BlasCall {
+        let GemmShape { m, n, k } = problem.shape;
+        let transa = problem.layout.b_order() == Order::ColMajor;
+        let transb = problem.layout.a_order() == Order::ColMajor;
+        BlasCall {
+            transa,
+            transb,
+            m: n,
+            n: m,
+            k,
+            lda: if transa { k } else { n },
+            ldb: if transb { m } else { k },
+            ldc: n,
+        }
+    }
+
+    /// Rows and columns of the first operand as stored, column-major (what a cuBLASLt matrix layout describes).
+    pub fn first_dims(&self) -> (usize, usize) {
+        if self.transa { (self.k, self.m) } else { (self.m, self.k) }
+    }
+
+    /// Rows and columns of the second operand as stored, column-major.
+    pub fn second_dims(&self) -> (usize, usize) {
+        if self.transb { (self.n, self.k) } else { (self.k, self.n) }
     }
 }
 
@@ -523,5 +569,60 @@ impl GemmContender for CublasGemmEx {
             Operands::Bf16 { a, b, c } => self.gemm(gpu, problem, a, b, c),
             Operands::F16 { a, b, c } => self.gemm(gpu, problem, a, b, c),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::gemm::reference_f64;
+    use crate::bench::gemm::tests::{problem, values};
+    use crate::types::GemmLayout;
+
+    /// A column-major BLAS GEMM on the CPU: C = op(first)·op(second), as cuBLAS defines it.
+    fn blas_gemm(call: &BlasCall, first: &[f64], second: &[f64]) -> Vec<f64> {
+        let mut c = vec![0.0; call.ldc * call.n];
+        for j in 0..call.n {
+            for i in 0..call.m {
+                let mut sum = 0.0;
+                for p in 0..call.k {
+                    let x = if call.transa { first[p + i * call.lda] } else { first[i + p * call.lda] };
+                    let y = if call.transb { second[j + p * call.ldb] } else { second[p + j * call.ldb] };
+                    sum += x * y;
+                }
+                c[i + j * call.ldc] = sum;
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn blas_arguments_compute_the_row_major_product() {
+        // Odd sizes, M ≠ N ≠ K, so a swapped dimension or leading dimension cannot pass by accident.
+        let (m, n, k) = (7, 5, 3);
+        for layout in GemmLayout::ALL {
+            let p = problem(m, n, k, layout);
+            let a = values(p.a_len(), 3);
+            let b = values(p.b_len(), 4);
+            let call = BlasCall::of(&p);
+            let (rows, cols) = call.first_dims();
+            assert_eq!(rows * cols, p.b_len());
+            assert!(call.lda >= rows, "{layout:?}: lda {} < rows {rows}", call.lda);
+            let (rows, cols) = call.second_dims();
+            assert_eq!(rows * cols, p.a_len());
+            assert!(call.ldb >= rows, "{layout:?}: ldb {} < rows {rows}", call.ldb);
+            // BLAS's first operand is our B, its second our A; its column-major C is our row-major C.
+            let got = blas_gemm(&call, &b, &a);
+            let want = reference_f64(&p, &a, &b);
+            assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{layout:?}");
+        }
+        // torch's a @ b is cuBLAS NN on swapped operands; our kernel's tn is cuBLAS TN.
+        let letters = |layout| {
+            let call = BlasCall::of(&problem(1, 1, 1, layout));
+            [call.transa, call.transb].map(|t| if t { 'T' } else { 'N' })
+        };
+        assert_eq!(GemmLayout::ALL.map(letters), [['T', 'N'], ['N', 'N'], ['N', 'T'], ['T', 'T']]);
+        let call = BlasCall::of(&problem(7, 5, 3, GemmLayout::Tt));
+        assert_eq!((call.transa, call.transb, call.m, call.n, call.k), (false, false, 5, 7, 3));
     }
 }

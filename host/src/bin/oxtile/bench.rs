@@ -10,10 +10,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oxtile::Gpu;
 use oxtile::bench::attention::{self, AttnBenchConfig, AttnBenchProblem};
 use oxtile::bench::clocks::ClockMeter;
-use oxtile::bench::gemm::{self, Dtype, GemmBenchConfig, GemmProblem, InputPool, Layout};
+use oxtile::bench::contenders::{self, BASELINE};
+use oxtile::bench::gemm::{self, GemmBenchConfig, GemmProblem};
+use oxtile::bench::inputs::InputPool;
 use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
 use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
+use oxtile::types::{Dtype, GemmLayout};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -147,7 +150,7 @@ struct GemmArgs {
     /// torch_reference.py times); tn has both operands K-major, nt both MN-major. oxtile and the cuBLAS peers run
     /// in each. Comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "tt,tn")]
-    layout: Vec<Layout>,
+    layout: Vec<GemmLayout>,
     /// Skip comparing each implementation's output with cuBLASLt's.
     #[arg(long)]
     no_check: bool,
@@ -361,8 +364,8 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         ..GemmBenchConfig::default()
     };
 
-    let mut contenders = gemm::peer_contenders(&gpu)?;
-    let ours = gemm::oxtile_contenders(&gpu)?;
+    let mut contenders = contenders::peer_contenders(&gpu)?;
+    let ours = contenders::oxtile_contenders(&gpu)?;
     contenders.extend(ours);
     if !args.only.is_empty() {
         let known: Vec<String> = contenders.iter().map(|c| c.name().to_string()).collect();
@@ -416,15 +419,15 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();
     merge_peers(&args.output, &mut rows, |row| row.op == "gemm" && names.contains(&row.shape))?;
     report::group_by_problem(&mut rows);
-    report::fill_ratios(&mut rows, gemm::BASELINE);
+    report::fill_ratios(&mut rows, BASELINE);
     println!();
-    print!("{}", report::render_table(&rows, gemm::BASELINE));
+    print!("{}", report::render_table(&rows, BASELINE));
     println!(
         "# vs {0}: TFLOP/s over {0}'s for the same problem; ±%: (p90 - p10) / median of the timed launches;\n\
-         # max rel err: max |out - ref| / max |ref| against the output marked ref (bound 2^-6 bf16, 2^-9 fp16)",
-        gemm::BASELINE
+         # max rel err: max |out - ref| / max |ref| against the output marked ref (bound 2^-6 bf16, 2^-9 f16)",
+        BASELINE
     );
-    print!("{}", report::suite_summary(&rows, gemm::BASELINE));
+    print!("{}", report::suite_summary(&rows, BASELINE));
     let dtypes: Vec<&str> = args.dtype.iter().map(|d| d.name()).collect();
     write_outputs(&args.output, &rows, &format!("GEMM {} on {}", dtypes.join("/"), info.name))?;
 
@@ -504,7 +507,7 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
     println!(
         "# vs {0}: TFLOP/s over {0}'s for the same problem (with --peers); rescale: share of (warp, key tile after\n\
          # the first) steps that rescaled the output (lazy: only when a row maximum grew by more than 8 in log2 units);\n\
-         # max rel err: max |O - ref| / max |ref| against the GPU reference kernel (bound 2^-6 bf16, 2^-9 fp16; LSE\n\
+         # max rel err: max |O - ref| / max |ref| against the GPU reference kernel (bound 2^-6 bf16, 2^-9 f16; LSE\n\
          # within the same, absolute)",
         attention::BASELINE
     );

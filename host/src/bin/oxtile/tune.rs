@@ -8,7 +8,9 @@ use oxtile::Gpu;
 use oxtile::bench::TimingConfig;
 use oxtile::bench::suite::{self, GEMM_SUITE};
 use oxtile::ops::gemm::{self, GemmOptions, GemmShape, Variant};
-use oxtile::tune::{self, GemmTuning, Saved, TuneCache};
+use oxtile::tune::{self, GemmTuning};
+use oxtile::tune_cache::{self, Saved, TuneCache};
+use oxtile::types::{Dtype, GemmLayout};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,14 +31,14 @@ struct GemmArgs {
     #[arg(long)]
     shapes: Option<String>,
     /// Element type of A and B.
-    #[arg(long, default_value = "bf16", value_parser = ["bf16", "fp16"])]
-    dtype: String,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: Dtype,
     /// Element type of D: that of A and B, or f32.
     #[arg(long, default_value = "same", value_parser = ["same", "f32"])]
     output: String,
     /// Layouts of A then B (t = row-major, n = column-major), comma-separated; each gets its own entries.
-    #[arg(long, value_delimiter = ',', default_value = "tn,tt,nt,nn", value_parser = ["tn", "tt", "nt", "nn"])]
-    layout: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "tn,tt,nt,nn")]
+    layout: Vec<GemmLayout>,
     /// The cache file to update (default: $OXTILE_TUNE_CACHE, else ~/.cache/oxtile/gemm-tune.json).
     #[arg(long)]
     cache: Option<PathBuf>,
@@ -74,13 +76,12 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
     let mut cache = TuneCache::default();
     let columns: Vec<String> = Variant::CANDIDATES.iter().map(|v| format!(" {:>11}", v.label())).collect();
     println!("{:<20} {:<6} {}  best (ms)", "shape", "layout", columns.join(""));
-    let input = if args.dtype == "fp16" { "f16" } else { "bf16" };
+    let input = args.dtype.name();
     let output = if args.output == "f32" { "f32" } else { input };
-    for layout in &args.layout {
-        let (a_order, b_order) = gemm::parse_layout(layout).expect("clap accepts the four layouts only");
-        let options = GemmOptions { a_order, b_order, ..GemmOptions::default() };
+    for &layout in &args.layout {
+        let options = GemmOptions { layout, ..GemmOptions::default() };
         for (i, &shape) in shapes.iter().enumerate() {
-            if let Err(reason) = gemm::check_layout(shape, a_order, b_order) {
+            if let Err(reason) = gemm::check_layout(shape, layout) {
                 println!("{:<20} {layout:<6} skipped: {reason}", format!("{}x{}x{}", shape.m, shape.n, shape.k));
                 continue;
             }
@@ -93,7 +94,7 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
             };
             println!("{}", row(&tuning));
             if let Some(best) = tuning.best() {
-                cache.gemm.insert(tune::gemm_key(gpu.name(), gpu.sm_count(), input, output, layout, shape), best);
+                cache.gemm.insert(tune_cache::gemm_key(gpu.name(), gpu.sm_count(), input, output, layout, shape), best);
             }
         }
     }
@@ -117,5 +118,5 @@ fn row(tuning: &GemmTuning) -> String {
     let GemmShape { m, n, k } = tuning.shape;
     let best = tuning.best().map_or("none", Variant::label);
     let columns: Vec<String> = Variant::CANDIDATES.iter().map(|&v| format!(" {:>11}", ms(v))).collect();
-    format!("{:<20} {:<6} {}  {best}", format!("{m}x{n}x{k}"), tuning.options.layout(), columns.join(""))
+    format!("{:<20} {:<6} {}  {best}", format!("{m}x{n}x{k}"), tuning.options.layout, columns.join(""))
 }
