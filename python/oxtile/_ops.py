@@ -208,6 +208,12 @@ def _attention_grad(ctx, grad_o: Tensor, grad_lse: Optional[Tensor]):
 torch.library.register_autograd("oxtile::attention", _attention_grad, setup_context=_attention_setup)
 
 
+def _softmax_scale(q: Tensor, softmax_scale: Optional[float]) -> float:
+    """The scale the kernel gets: `softmax_scale`, or 1/sqrt(head_dim) as the native default (resolved here, so
+    that the backward sees the same value)."""
+    return q.shape[-1] ** -0.5 if softmax_scale is None else float(softmax_scale)
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_scale: Optional[float] = None,
               return_lse: bool = False):
     """softmax(q·kᵀ·scale)·v on oxtile's Hopper attention kernel, in flash-attn's convention.
@@ -221,6 +227,5 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     the natural-log log-sum-exp of each row's scaled scores, float32 [batch, heads_q, seq_q]. Runs on the current
     stream. Its backward raises NotImplementedError until the backward kernel exists (oxtile issue #26).
     """
-    scale = q.shape[-1] ** -0.5 if softmax_scale is None else float(softmax_scale)
-    o, lse = torch.ops.oxtile.attention(q, k, v, bool(causal), scale)
+    o, lse = torch.ops.oxtile.attention(q, k, v, bool(causal), _softmax_scale(q, softmax_scale))
     return (o, lse) if return_lse else o
