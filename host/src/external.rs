@@ -86,8 +86,9 @@ impl<T> ExternalBuffer<T> {
     /// that uses the buffer has finished.
     pub unsafe fn new(gpu: &Gpu, op: &'static str, what: &str, address: u64, len: usize) -> Result<Self> {
         gpu.context().bind_to_thread()?;
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::BadArgument { op, message: format!("{what}: {len} elements overflow the address space") }
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::BadArgument {
+            op,
+            message: format!("{what}: {len} elements overflow the address space"),
         })?;
         check_pointer(op, what, address, bytes, gpu, &PointerInfo::query(address)?)?;
         Ok(ExternalBuffer { address, len, stream: gpu.stream().clone(), _element: PhantomData })
@@ -99,11 +100,20 @@ impl<T> ExternalBuffer<T> {
 }
 
 /// [`ExternalBuffer::new`]'s checks of `bytes` bytes at `address` against what the driver said of it (`info`).
-fn check_pointer(op: &'static str, what: &str, address: u64, bytes: usize, gpu: &Gpu, info: &PointerInfo) -> Result<()> {
+fn check_pointer(
+    op: &'static str,
+    what: &str,
+    address: u64,
+    bytes: usize,
+    gpu: &Gpu,
+    info: &PointerInfo,
+) -> Result<()> {
     let ctx = gpu.context();
     let describe_gpu = || format!("context {:p} on GPU {}", ctx.cu_ctx(), ctx.ordinal());
     check_info(op, what, address, bytes, (ctx.cu_ctx(), ctx.ordinal()), info).map_err(|error| match error {
-        Error::WrongContext { op, what, found, .. } => Error::WrongContext { op, what, found, expected: describe_gpu() },
+        Error::WrongContext { op, what, found, .. } => {
+            Error::WrongContext { op, what, found, expected: describe_gpu() }
+        }
         other => other,
     })
 }
