@@ -183,12 +183,6 @@ def test_attention_matches_float64(batch, seq_q, seq_k, heads_q, heads_kv, head_
     o, lse = oxtile.attention(q, k, v, causal=causal, softmax_scale=scale, return_lse=True)
     assert (o.shape, o.dtype, lse.shape, lse.dtype) == (q.shape, dtype, (batch, heads_q, seq_q), f32)
     check_attention(o, lse, q, k, v, causal, scale if scale is not None else head_dim ** -0.5)
-    if layout == "packed" and heads_q == heads_kv:
-        # And close to torch's own SDPA (also 16-bit: both within their rounding of float64).
-        sdpa = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                              is_causal=causal and seq_q == seq_k, scale=scale).transpose(1, 2)
-        if not causal or seq_q == seq_k:
-            assert (o.float() - sdpa.float()).abs().max().item() <= 8 * UNIT[dtype]
 
 
 def test_attention_opcheck():
