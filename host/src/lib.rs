@@ -4,6 +4,7 @@
 //! - [`ops`] holds the typed launch wrappers; every argument is checked before launch.
 //! - [`reference`] holds float64 CPU references the GPU results are compared with.
 //! - [`exp2`] mirrors the attention softmax's software exp2 on the CPU, with the derivation of its polynomial.
+//! - [`external`] wraps device memory another library allocated (PyTorch tensors) for the ops.
 //! - [`kernels`] lists the kernels and their PTX; [`inspect`] assembles that PTX with ptxas for static checks.
 //! - [`types`] holds what every layer shares: element types, GEMM layouts and shapes.
 //! - [`tune_cache`] reads (and [`tune`] fills) the measured GEMM kernel choices.
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod error;
 pub mod exp2;
+pub mod external;
 pub mod inspect;
 pub mod kernels;
 pub mod ops;

@@ -16,7 +16,8 @@ pub struct Gpu {
     name: String,
     compute_capability: (u32, u32),
     sm_count: u32,
-    modules: [OnceLock<Arc<CudaModule>>; MODULES.len()],
+    /// Shared by the handles [`Gpu::on_stream`] makes, so each module loads once per context.
+    modules: Arc<[OnceLock<Arc<CudaModule>>; MODULES.len()]>,
     /// The last stream-K kernel (one whose blocks wait for each other) launched on the stream since the last
     /// successful [`Gpu::synchronize`]: what a launch failure found there most likely comes from.
     stream_k_launched: Mutex<Option<&'static str>>,
@@ -48,6 +49,43 @@ impl Gpu {
             compute_capability: (major as u32, minor as u32),
             sm_count,
             modules: Default::default(),
+            stream_k_launched: Mutex::new(None),
+        })
+    }
+
+    /// A handle on the same context and loaded modules that launches on `stream`, a stream another library owns
+    /// (PyTorch's current stream, for the Python package): its launches are ordered with that library's work on the
+    /// stream. The null stream (0) is the context's legacy default stream. A stream of another context is refused
+    /// ([`Error::WrongContext`]).
+    ///
+    /// # Safety
+    /// `stream` is 0 or a live stream handle, and stays alive while the returned handle, or anything launched or
+    /// allocated through it, is in use.
+    pub unsafe fn on_stream(&self, stream: sys::CUstream) -> Result<Gpu> {
+        self.ctx.bind_to_thread()?;
+        if !stream.is_null() {
+            let mut owner: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: the caller vouches for the stream handle; the call only writes `owner`.
+            unsafe { sys::cuStreamGetCtx(stream, &mut owner) }.result()?;
+            if !std::ptr::eq(owner, self.ctx.cu_ctx()) {
+                return Err(Error::WrongContext {
+                    op: "Gpu::on_stream",
+                    what: "the stream".into(),
+                    found: format!("context {owner:p}"),
+                    expected: format!("context {:p} on GPU {}", self.ctx.cu_ctx(), self.ctx.ordinal()),
+                });
+            }
+        }
+        // SAFETY: the stream belongs to this context (checked above, or the null stream) and outlives the handle
+        // (the caller's promise); cudarc does not destroy a borrowed stream.
+        let stream = unsafe { self.ctx.wrap_borrowed_stream(stream) };
+        Ok(Gpu {
+            ctx: self.ctx.clone(),
+            stream,
+            name: self.name.clone(),
+            compute_capability: self.compute_capability,
+            sm_count: self.sm_count,
+            modules: self.modules.clone(),
             stream_k_launched: Mutex::new(None),
         })
     }
