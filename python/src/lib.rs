@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use half::{bf16, f16};
 use oxtile::external::ExternalBuffer;
 use oxtile::ops::attention::{self as attn, AttnElement, AttnOptions, AttnShape, AttnStrides, CheckedProblem, Strides};
-use oxtile::ops::gemm::{self, GemmElement, GemmOptions, GemmOutput, GemmShape, Order};
+use oxtile::ops::gemm::{self, GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmShape, Order};
 use oxtile::{Error, Gpu};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -107,9 +107,9 @@ fn matmul(
     b_order: &str,
     d: u64,
 ) -> PyResult<()> {
-    let options = GemmOptions { a_order: order(a_order)?, b_order: order(b_order)?, ..GemmOptions::default() };
+    let options = GemmOptions { layout: GemmLayout::of(order(a_order)?, order(b_order)?), ..GemmOptions::default() };
     let shape = GemmShape::new(m, n, k);
-    gemm::check_layout(shape, options.a_order, options.b_order).map_err(to_py)?;
+    gemm::check_layout(shape, options.layout).map_err(to_py)?;
     let job = GemmJob { device, stream, shape, options, a, b, d };
     match (dtype, out_dtype) {
         ("bf16", "bf16") => run(py, move || job.run::<bf16, bf16>()),
