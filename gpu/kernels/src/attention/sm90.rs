@@ -342,7 +342,8 @@ const PINGPONG_BASE: u32 = 1;
 const PINGPONG_THREADS: u32 = 256;
 /// Named barriers of each consumer warpgroup's epilogue: `EPILOGUE_BASE + c`.
 const EPILOGUE_BASE: u32 = 3;
-/// Named barriers on which each consumer warpgroup makes its per-tile decisions uniform: `VOTE_BASE + c`.
+/// Named barriers on which each consumer warpgroup of the `spec` ablation makes its recompute decision uniform:
+/// `VOTE_BASE + c`.
 const VOTE_BASE: u32 = 5;
 const WARPS_PER_WARPGROUP: u32 = AttnTile::WARPGROUP_THREADS / 32;
 
