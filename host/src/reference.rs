@@ -1,8 +1,9 @@
 //! Float64 CPU references and the helpers every GPU check uses: fresh normal inputs, poison, error metrics.
 //!
-//! [`attention`] holds the attention forward reference.
+//! [`attention`] holds the attention forward reference, [`attention_backward`] its gradients.
 
 pub mod attention;
+pub mod attention_backward;
 
 use half::bf16;
 use rand::SeedableRng;
