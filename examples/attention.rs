@@ -1,6 +1,6 @@
 //! One attention problem through the safe API: checked against the plain GPU reference kernel, then timed.
 //!
-//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|poly|eager|nopingpong]]`
+//! `cargo run --release --example attention [-- B,H,S,D,full|causal [bf16|f16] [auto|poly|mufu|eager|nopingpong]]`
 //! (default 2,16,4096,128,causal bf16 auto; q, k, v packed [B, S, H, D], as many kv heads as query heads)
 
 use cudarc::driver::sys::CUevent_flags;
@@ -15,7 +15,7 @@ use oxtile::{Error, Gpu};
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|poly|eager|nopingpong]]";
+    let usage = "usage: attention [B,H,S,D,full|causal [bf16|f16] [auto|poly|mufu|eager|nopingpong]]";
     let suite: SuiteShape = match args.first() {
         Some(text) => text.parse().unwrap_or_else(|e| panic!("{e}\n{usage}")),
         None => "2,16,4096,128,causal".parse().expect("default shape"),
@@ -23,6 +23,7 @@ fn main() -> Result<(), Error> {
     let variant = match args.get(2).map(String::as_str) {
         None | Some("auto") => AttnVariant::Auto,
         Some("poly") => AttnVariant::Poly,
+        Some("mufu") => AttnVariant::Mufu,
         Some("eager") => AttnVariant::Eager,
         Some("nopingpong") => AttnVariant::NoPingpong,
         Some(other) => panic!("unknown variant {other}\n{usage}"),

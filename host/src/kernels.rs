@@ -398,7 +398,7 @@ pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90"
 /// issuing at will (no ping-pong); the bf16 d64 kernel with MUFU only (its default puts an eighth on the
 /// polynomial).
 pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_poly_sm90");
-pub const ATTN_FWD_BF16_D64_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_poly_sm90");
+pub const ATTN_FWD_BF16_D64_MUFU_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_mufu_sm90");
 pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
 pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
 /// Ablation: the bf16 d128 kernel with each tile's exponentials taken beside its row maximum, against the
@@ -441,7 +441,7 @@ const OTHERS: &[Kernel] = &[
     ATTN_FWD_BF16_D64_SM90,
     ATTN_FWD_F16_D64_SM90,
     ATTN_FWD_BF16_D128_POLY_SM90,
-    ATTN_FWD_BF16_D64_POLY_SM90,
+    ATTN_FWD_BF16_D64_MUFU_SM90,
     ATTN_FWD_BF16_D128_EAGER_SM90,
     ATTN_FWD_BF16_D128_SPEC_SM90,
     ATTN_FWD_BF16_D128_NOPINGPONG_SM90,

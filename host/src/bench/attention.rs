@@ -37,11 +37,12 @@ pub struct AttnContender {
     pub variant: AttnVariant,
 }
 
-/// The library's kernel as users get it, then the ablations: polynomial exponentials, eager rescaling, no
-/// ping-pong.
-pub const CONTENDERS: [AttnContender; 5] = [
+/// The library's kernel as users get it, then the ablations: the other exponential split (polynomial at head dim
+/// 128, MUFU only at 64), eager rescaling, no ping-pong, speculative exponentials.
+pub const CONTENDERS: [AttnContender; 6] = [
     AttnContender { name: "oxtile", variant: AttnVariant::Auto },
     AttnContender { name: "oxtile-poly", variant: AttnVariant::Poly },
+    AttnContender { name: "oxtile-mufu", variant: AttnVariant::Mufu },
     AttnContender { name: "oxtile-eager", variant: AttnVariant::Eager },
     AttnContender { name: "oxtile-nopingpong", variant: AttnVariant::NoPingpong },
     AttnContender { name: "oxtile-spec", variant: AttnVariant::Speculate },
@@ -389,12 +390,12 @@ mod tests {
     #[test]
     fn ablations_run_where_their_kernels_exist() {
         let supported = |p: &AttnBenchProblem| CONTENDERS.map(|c| p.supports(&c).is_ok());
-        // oxtile, -poly, -eager, -nopingpong
-        assert_eq!(supported(&problem("2,16,4096,128,full", Dtype::Bf16)), [true, true, true, true, true]);
-        assert_eq!(supported(&problem("2,32,4096,64,full", Dtype::Bf16)), [true, true, false, false, false]);
-        assert_eq!(supported(&problem("2,16,4096,128,causal", Dtype::F16)), [true, false, false, false, false]);
+        // oxtile, -poly, -mufu, -eager, -nopingpong, -spec
+        assert_eq!(supported(&problem("2,16,4096,128,full", Dtype::Bf16)), [true, true, false, true, true, true]);
+        assert_eq!(supported(&problem("2,32,4096,64,full", Dtype::Bf16)), [true, false, true, false, false, false]);
+        assert_eq!(supported(&problem("2,16,4096,128,causal", Dtype::F16)), [true, false, false, false, false, false]);
         let d64 = problem("2,32,4096,64,full", Dtype::Bf16);
-        assert!(d64.supports(&CONTENDERS[2]).unwrap_err().contains("ablations"));
+        assert!(d64.supports(&CONTENDERS[3]).unwrap_err().contains("ablations"));
         let odd = problem("2,16,4096,96,causal", Dtype::Bf16);
         assert!(odd.supports(&CONTENDERS[0]).unwrap_err().contains("64 or 128"));
     }

@@ -152,13 +152,14 @@ impl AttnStrides {
 /// Which Hopper kernel runs a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum AttnVariant {
-    /// The kernel as tuned: lazy rescaling, ping-pong, every exponential by MUFU.EX2 (docs/perf-notes.md has
-    /// the measurements).
+    /// The kernel as tuned: lazy rescaling, ping-pong, exponentials by MUFU.EX2 (at head dim 64 an eighth of them
+    /// by a polynomial on the FMA pipe, FlashAttention-4's split; docs/perf-notes.md has the measurements).
     #[default]
     Auto,
-    /// Ablation (bf16): FlashAttention-4's split, part of the exponentials by a polynomial on the FMA pipe: a
-    /// quarter at head dim 128, an eighth at 64.
+    /// Ablation (bf16, head dim 128): FlashAttention-4's split, a quarter of the exponentials by the polynomial.
     Poly,
+    /// Ablation (bf16, head dim 64): every exponential by MUFU.EX2.
+    Mufu,
     /// Ablation (bf16, head dim 128): rescale the output whenever a row maximum grows, as FlashAttention-2 does.
     Eager,
     /// Ablation (bf16, head dim 128): the two consumer warpgroups issue their matrix work whenever ready instead
@@ -170,13 +171,20 @@ pub enum AttnVariant {
 }
 
 impl AttnVariant {
-    pub const ALL: [AttnVariant; 5] =
-        [AttnVariant::Auto, AttnVariant::Poly, AttnVariant::Eager, AttnVariant::NoPingpong, AttnVariant::Speculate];
+    pub const ALL: [AttnVariant; 6] = [
+        AttnVariant::Auto,
+        AttnVariant::Poly,
+        AttnVariant::Mufu,
+        AttnVariant::Eager,
+        AttnVariant::NoPingpong,
+        AttnVariant::Speculate,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             AttnVariant::Auto => "auto",
             AttnVariant::Poly => "poly",
+            AttnVariant::Mufu => "mufu",
             AttnVariant::Eager => "eager",
             AttnVariant::NoPingpong => "nopingpong",
             AttnVariant::Speculate => "spec",
@@ -227,7 +235,7 @@ impl AttnElement for bf16 {
         (128, AttnVariant::NoPingpong, kernels::ATTN_FWD_BF16_D128_NOPINGPONG_SM90),
         (128, AttnVariant::Speculate, kernels::ATTN_FWD_BF16_D128_SPEC_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
-        (64, AttnVariant::Poly, kernels::ATTN_FWD_BF16_D64_POLY_SM90),
+        (64, AttnVariant::Mufu, kernels::ATTN_FWD_BF16_D64_MUFU_SM90),
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
@@ -247,7 +255,7 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
     T::ATTN_KERNELS.iter().find(|(d, v, _)| (*d, *v) == (head_dim, variant)).map(|(_, _, k)| *k).ok_or_else(|| {
         let message = if T::ATTN_KERNELS.iter().any(|(d, _, _)| *d == head_dim) {
             format!(
-                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: poly at head dims 64 and 128, eager, \
+                "no {} kernel for {} with head dim {head_dim} (the ablations are bf16: mufu at head dim 64; poly, eager, \
                  nopingpong and spec at 128)",
                 variant.name(),
                 T::NAME
@@ -839,7 +847,7 @@ mod tests {
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_BF16_D128_SM90);
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Eager).unwrap(), kernels::ATTN_FWD_BF16_D128_EAGER_SM90);
         assert_eq!(kernel_for::<bf16>(128, AttnVariant::Poly).unwrap(), kernels::ATTN_FWD_BF16_D128_POLY_SM90);
-        assert_eq!(kernel_for::<bf16>(64, AttnVariant::Poly).unwrap(), kernels::ATTN_FWD_BF16_D64_POLY_SM90);
+        assert_eq!(kernel_for::<bf16>(64, AttnVariant::Mufu).unwrap(), kernels::ATTN_FWD_BF16_D64_MUFU_SM90);
         assert_eq!(kernel_for::<f16>(64, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_F16_D64_SM90);
         let err = kernel_for::<f16>(128, AttnVariant::Eager).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("ablations"), "{err}");

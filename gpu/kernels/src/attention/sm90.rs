@@ -119,22 +119,23 @@ macro_rules! config {
     };
 }
 
-// Measured on the H200 (docs/perf-notes.md, attention v1–v3): with the softmax overlapped with P·V (v3), MUFU-only
-// exponentials beat FA4's split at both head dims: an eighth on the polynomial costs 1–4%, a quarter 3–7%. The FMA
-// pipe has room, but each polynomial exponential takes ~8 issue slots where MUFU takes one, and the softmax's
-// critical path is issue-bound, not MUFU-bound. The splits stay as ablations.
+// Measured on the H200 (docs/perf-notes.md, attention v1–v3 and the d64 note of session 19): at head dim 128,
+// MUFU-only exponentials beat FA4's split (a quarter on the polynomial costs 3–7%): each polynomial exponential
+// takes ~8 issue slots where MUFU takes one, and that softmax is issue-bound. At head dim 64 the matrix work per
+// key tile is half as long and MUFU.EX2 is the wall: an eighth on the polynomial is 0–5% faster than MUFU only.
+// The other splits stay as ablations.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D64Poly, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+config!(Bf16D64Mufu, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = false);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
@@ -224,8 +225,8 @@ attn_kernel!(
     attn_fwd_bf16_d128_poly_sm90, Bf16D128Poly
 );
 attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: an eighth of the exponentials on the polynomial.
-    attn_fwd_bf16_d64_poly_sm90, Bf16D64Poly
+    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: every exponential by MUFU.EX2 (no polynomial).
+    attn_fwd_bf16_d64_mufu_sm90, Bf16D64Mufu
 );
 attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
