@@ -38,6 +38,7 @@ pub mod plot;
 pub mod report;
 pub mod stats;
 pub mod suite;
+pub mod sweep;
 pub mod timing;
 
 pub use device::{DATASHEET_DENSE_BF16_TFLOPS, DeviceInfo};

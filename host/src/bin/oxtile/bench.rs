@@ -15,6 +15,7 @@ use oxtile::bench::gemm::{self, GemmBenchConfig, GemmProblem};
 use oxtile::bench::inputs::InputPool;
 use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
+use oxtile::bench::sweep;
 use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
 use oxtile::types::{Dtype, GemmLayout};
 
@@ -141,8 +142,21 @@ struct Output {
 #[derive(clap::Args)]
 struct GemmArgs {
     /// Comma-separated MxNxK (C is MxN, the inner dimension K); default: the suite of torch_reference.py.
-    #[arg(long, value_delimiter = ',', value_name = "MxNxK,...")]
+    #[arg(long, value_delimiter = ',', value_name = "MxNxK,...", conflicts_with = "sweep")]
     shapes: Vec<GemmShape>,
+    /// The sweep of shapes users run instead of the suite (host/src/bench/gemm_sweep.txt: open models'
+    /// projections at 1 to 16384 tokens, squares, ragged sizes); the summary adds each class's geomean.
+    #[arg(long)]
+    sweep: bool,
+    /// With --sweep: read the sweep from FILE (the same `CLASS LABEL MxNxK` lines) instead.
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    sweep_file: Option<PathBuf>,
+    /// With --sweep: only these classes (e.g. model-decode,square); comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "CLASS,...", requires = "sweep")]
+    class: Vec<String>,
+    /// With --sweep: every N-th shape of each class (a shorter run that still spans the classes).
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "sweep")]
+    every: usize,
     /// Input and output type (fp32 accumulation); comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
     dtype: Vec<Dtype>,
@@ -353,10 +367,42 @@ fn write_outputs(output: &Output, rows: &[Row], title: &str) -> oxtile::Result<(
 }
 
 fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
+    // The sweep is read before the GPU is opened: a bad file is an error whatever the machine.
+    let sweep = if args.sweep {
+        let text = match &args.sweep_file {
+            None => sweep::GEMM_SWEEP.to_string(),
+            Some(path) => match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("error: --sweep-file {}: {e}", path.display());
+                    return Ok(ExitCode::FAILURE);
+                }
+            },
+        };
+        let all = match sweep::parse_sweep(&text) {
+            Ok(all) => all,
+            Err(e) => {
+                eprintln!("error: the sweep: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let picked = sweep::select(&all, &args.class, args.every);
+        if picked.is_empty() {
+            eprintln!("error: --class {}: no shape of the sweep is in these classes", args.class.join(","));
+            return Ok(ExitCode::FAILURE);
+        }
+        Some(picked)
+    } else {
+        None
+    };
     let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
     let info = DeviceInfo::query(&gpu)?;
     let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
-    let shapes = if args.shapes.is_empty() { suite::GEMM_SUITE.to_vec() } else { args.shapes.clone() };
+    let shapes = match &sweep {
+        Some(picked) => picked.iter().map(|s| s.shape).collect(),
+        None if args.shapes.is_empty() => suite::GEMM_SUITE.to_vec(),
+        None => args.shapes.clone(),
+    };
     let config = GemmBenchConfig {
         timing: args.timing.config(),
         rounds: args.rounds.rounds as usize,
@@ -428,6 +474,9 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         BASELINE
     );
     print!("{}", report::suite_summary(&rows, BASELINE));
+    if let Some(picked) = &sweep {
+        print!("{}", sweep::class_summary(&rows, picked, BASELINE));
+    }
     let dtypes: Vec<&str> = args.dtype.iter().map(|d| d.name()).collect();
     write_outputs(&args.output, &rows, &format!("GEMM {} on {}", dtypes.join("/"), info.name))?;
 

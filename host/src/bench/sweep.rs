@@ -1,0 +1,147 @@
+//! The GEMM sweep of `oxtile bench gemm --sweep`: the shapes users run, by class ([`GEMM_SWEEP`], the file
+//! gemm_sweep.txt beside this one, which scripts/gemm-sweep.py writes: projections of open models at token counts
+//! from 1 to 16384, square sizes that are not powers of two, ragged sizes), and its summary per class.
+
+use std::collections::HashSet;
+
+use super::report::{Row, suite_summary};
+use super::suite::{GemmShape, ShapeError};
+
+/// The sweep as the project ships it: `CLASS LABEL MxNxK` per line, `#` comments.
+pub const GEMM_SWEEP: &str = include_str!("gemm_sweep.txt");
+
+/// One shape of a sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepShape {
+    /// What kind of problem it is (e.g. `model-decode`, `square`): the summary's groups.
+    pub class: String,
+    /// Where it comes from (e.g. `llama3-8b.gate_up`).
+    pub label: String,
+    pub shape: GemmShape,
+}
+
+/// A sweep file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    #[error("line {line}: expected `CLASS LABEL MxNxK`, found `{text}`")]
+    Format { line: usize, text: String },
+    #[error("line {line}: {source}")]
+    Shape { line: usize, source: ShapeError },
+    #[error("line {line}: {shape} is listed twice")]
+    Duplicate { line: usize, shape: GemmShape },
+    #[error("no shapes in the sweep")]
+    Empty,
+}
+
+/// Every shape of a sweep file, in order.
+pub fn parse_sweep(text: &str) -> Result<Vec<SweepShape>, SweepError> {
+    let mut shapes = Vec::new();
+    let mut seen = HashSet::new();
+    for (index, raw) in text.lines().enumerate() {
+        let (line, content) = (index + 1, raw.split('#').next().unwrap_or("").trim());
+        if content.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = content.split_whitespace().collect();
+        let [class, label, shape] = fields[..] else {
+            return Err(SweepError::Format { line, text: raw.to_string() });
+        };
+        let shape: GemmShape = shape.parse().map_err(|source| SweepError::Shape { line, source })?;
+        if !seen.insert(shape) {
+            return Err(SweepError::Duplicate { line, shape });
+        }
+        shapes.push(SweepShape { class: class.to_string(), label: label.to_string(), shape });
+    }
+    if shapes.is_empty() { Err(SweepError::Empty) } else { Ok(shapes) }
+}
+
+/// The shapes of the given classes (all when `classes` is empty), then every `every`-th of those (1: all), so a
+/// short run still spans each class.
+pub fn select(shapes: &[SweepShape], classes: &[String], every: usize) -> Vec<SweepShape> {
+    let every = every.max(1);
+    let mut picked = Vec::new();
+    let mut order: Vec<&str> = Vec::new();
+    for shape in shapes {
+        if !order.contains(&shape.class.as_str()) {
+            order.push(&shape.class);
+        }
+    }
+    for class in order.into_iter().filter(|c| classes.is_empty() || classes.iter().any(|want| want == c)) {
+        picked.extend(shapes.iter().filter(|s| s.class == class).step_by(every).cloned());
+    }
+    picked
+}
+
+/// The suite summary (geomean and lowest ratio to the baseline and to the fastest peer) per class of the sweep.
+pub fn class_summary(rows: &[Row], shapes: &[SweepShape], baseline: &str) -> String {
+    let mut out = String::new();
+    let mut classes: Vec<&str> = Vec::new();
+    for shape in shapes {
+        if !classes.contains(&shape.class.as_str()) {
+            classes.push(&shape.class);
+        }
+    }
+    for class in classes {
+        let names: HashSet<String> = shapes.iter().filter(|s| s.class == class).map(|s| s.shape.to_string()).collect();
+        let in_class: Vec<Row> = rows.iter().filter(|r| names.contains(&r.shape)).cloned().collect();
+        for line in suite_summary(&in_class, baseline).lines() {
+            out.push_str(&format!("# [{class}] {}\n", line.trim_start_matches("# ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_sweep_covers_every_class() {
+        let sweep = parse_sweep(GEMM_SWEEP).unwrap();
+        assert!(sweep.len() >= 500, "{} shapes", sweep.len());
+        for class in ["model-decode", "model-mid", "model-large", "square", "ragged"] {
+            assert!(sweep.iter().filter(|s| s.class == class).count() >= 10, "class {class}");
+        }
+        for s in &sweep {
+            let GemmShape { m, n, k } = s.shape;
+            // oxtile's kernels need 16-byte rows for TMA in every layout: N and K multiples of 8 (M is free).
+            assert!(n % 8 == 0 && k % 8 == 0, "{}: {}", s.label, s.shape);
+            match s.class.as_str() {
+                "model-decode" => assert!(m <= 64, "{}", s.shape),
+                "model-mid" => assert!(m > 64 && m <= 1024, "{}", s.shape),
+                "model-large" => assert!(m > 1024, "{}", s.shape),
+                "square" => assert!(m == n && n == k, "{}", s.shape),
+                "ragged" => assert!([m, n, k].iter().any(|d| d % 64 != 0), "{}", s.shape),
+                other => panic!("unknown class {other}"),
+            }
+        }
+        // Decode sizes, odd token counts and the largest problems are all there.
+        let has = |m, n, k| sweep.iter().any(|s| s.shape == GemmShape::new(m, n, k));
+        assert!(has(1, 28672, 4096) && has(77, 4096, 14336) && has(16384, 57344, 8192) && has(3000, 3000, 3000));
+    }
+
+    #[test]
+    fn parse_errors_name_the_line() {
+        assert_eq!(parse_sweep("# nothing\n\n"), Err(SweepError::Empty));
+        assert!(matches!(parse_sweep("a b 1x2x3\nsquare\n"), Err(SweepError::Format { line: 2, .. })));
+        assert!(matches!(parse_sweep("a b 1x0x3"), Err(SweepError::Shape { line: 1, .. })));
+        let twice = parse_sweep("a b 8x8x8 # first\nc d 8x8x8");
+        assert_eq!(twice, Err(SweepError::Duplicate { line: 2, shape: GemmShape::new(8, 8, 8) }));
+        let one = parse_sweep("  square  sq  64x64x64   # comment").unwrap();
+        assert_eq!(
+            one,
+            vec![SweepShape { class: "square".into(), label: "sq".into(), shape: GemmShape::new(64, 64, 64) }]
+        );
+    }
+
+    #[test]
+    fn selection_keeps_each_class_and_samples_within_it() {
+        let sweep = parse_sweep("a x 8x8x8\na x 16x8x8\na x 24x8x8\nb y 8x16x8\nb y 8x24x8\n").unwrap();
+        let shapes =
+            |picked: Vec<SweepShape>| picked.into_iter().map(|s| s.shape.m * 100 + s.shape.n).collect::<Vec<_>>();
+        assert_eq!(shapes(select(&sweep, &[], 1)), [808, 1608, 2408, 816, 824]);
+        assert_eq!(shapes(select(&sweep, &[], 2)), [808, 2408, 816]);
+        assert_eq!(shapes(select(&sweep, &["b".to_string()], 1)), [816, 824]);
+        assert_eq!(shapes(select(&sweep, &[], 0)), shapes(select(&sweep, &[], 1)));
+    }
+}
