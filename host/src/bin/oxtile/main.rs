@@ -24,7 +24,7 @@ enum Command {
     /// What each kernel compiles to, from ptxas and cuobjdump (no GPU needed).
     Kernels(kernels::Args),
     /// Time kernels beside cuBLAS (and torch_reference.py's rows): gemm, attn, copy, exp2.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// CuTe layouts: draw one (`show`), or run a file of algebra cases (`--batch`).
     Layout(layout::Args),
     /// Measure which kernel variant is fastest per shape and record it for the library's `Auto` choice.
