@@ -412,6 +412,11 @@ pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference
 pub const ATTN_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_reference_f16_d128");
 pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_reference_bf16_d64");
 pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_reference_f16_d64");
+/// The plain attention backward reference (gpu/kernels/src/attention/reference_backward.rs).
+pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d128");
+pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d128");
+pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d64");
+pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d64");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
@@ -449,6 +454,10 @@ const OTHERS: &[Kernel] = &[
     ATTN_REFERENCE_F16_D128,
     ATTN_REFERENCE_BF16_D64,
     ATTN_REFERENCE_F16_D64,
+    ATTN_BWD_REFERENCE_BF16_D128,
+    ATTN_BWD_REFERENCE_F16_D128,
+    ATTN_BWD_REFERENCE_BF16_D64,
+    ATTN_BWD_REFERENCE_F16_D64,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,

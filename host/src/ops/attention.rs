@@ -225,6 +225,8 @@ pub trait AttnElement: GemmElement + Copy {
     const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)];
     /// (head_dim, kernel) of the plain GPU reference.
     const REFERENCE_KERNELS: &'static [(usize, Kernel)];
+    /// (head_dim, kernel) of the plain GPU reference of the backward.
+    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)];
 }
 
 impl AttnElement for bf16 {
@@ -239,6 +241,8 @@ impl AttnElement for bf16 {
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
+    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_BWD_REFERENCE_BF16_D128), (64, kernels::ATTN_BWD_REFERENCE_BF16_D64)];
 }
 
 impl AttnElement for f16 {
@@ -248,6 +252,8 @@ impl AttnElement for f16 {
     ];
     const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_REFERENCE_F16_D128), (64, kernels::ATTN_REFERENCE_F16_D64)];
+    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_BWD_REFERENCE_F16_D128), (64, kernels::ATTN_BWD_REFERENCE_F16_D64)];
 }
 
 /// The Hopper kernel for `T`, `head_dim` and `variant`, or why there is none.
@@ -288,7 +294,7 @@ impl CheckedProblem {
     }
 }
 
-fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
+pub(crate) fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
     let bad = |message: String| Err(Error::bad_argument(op, message));
     let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim } = shape;
     if [batch, seq_q, seq_k, heads_q, heads_kv, head_dim].contains(&0) {

@@ -1,6 +1,7 @@
 //! Typed, checked launch wrappers: arguments are validated before any launch.
 
 pub mod attention;
+pub mod attention_backward;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;

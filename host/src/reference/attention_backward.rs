@@ -28,6 +28,24 @@ pub struct AttnGradients {
 /// The gradients of Σ O ∘ `d_o` with respect to q, k and v. O(batch · heads_q · seq_q · seq_k · head_dim): small
 /// problems only.
 pub fn attention_backward(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64], d_o: &[f64]) -> AttnGradients {
+    backward(problem, q, k, v, d_o, None)
+}
+
+/// As [`attention_backward`], with D_i = dO_i · `o`_i from the O given (e.g. a kernel's 16-bit output, which is
+/// what a backward kernel reads) instead of the exact one: the gradients a kernel computes from that O, exactly.
+pub fn attention_backward_given_o(
+    problem: &AttnProblem,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    d_o: &[f64],
+    o: &[f64],
+) -> AttnGradients {
+    assert_eq!(o.len(), q.len(), "o length");
+    backward(problem, q, k, v, d_o, Some(o))
+}
+
+fn backward(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64], d_o: &[f64], o: Option<&[f64]>) -> AttnGradients {
     let AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim: d } = problem.shape;
     assert!(
         heads_kv > 0 && heads_q.is_multiple_of(heads_kv),
@@ -65,8 +83,11 @@ pub fn attention_backward(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64]
                     let lse = max + sum.ln();
                     let p: Vec<f64> = scores.iter().map(|s| (s - lse).exp()).collect();
                     let dp: Vec<f64> = (0..visible).map(|j| dot(do_row, &v[kv_at(b, j, kv_head)..][..d])).collect();
-                    // D_i = dO_i · O_i, with O_i = Σ_j P_ij v_j.
-                    let delta: f64 = p.iter().zip(&dp).map(|(p, dp)| p * dp).sum();
+                    // D_i = dO_i · O_i, with O_i = Σ_j P_ij v_j (or the O given).
+                    let delta: f64 = match o {
+                        Some(o) => dot(do_row, &o[q_at(b, i, head)..][..d]),
+                        None => p.iter().zip(&dp).map(|(p, dp)| p * dp).sum(),
+                    };
                     let dq_row = &mut dq[(g * seq_q + i) * d..][..d];
                     for j in 0..visible {
                         let ds = p[j] * (dp[j] - delta);
@@ -160,6 +181,27 @@ mod tests {
                 check_against_differences(&problem, 40 + seq_q as u64 * 7 + causal as u64);
             }
         }
+    }
+
+    #[test]
+    fn the_exact_o_gives_the_same_gradients() {
+        let problem = AttnProblem { shape: shape(2, 5, 7, 4, 2, 3), causal: true, scale: 0.45 };
+        let (q, k, v, d_o) = (normal(120, 80), normal(84, 81), normal(84, 82), normal(120, 83));
+        let o = attention(&problem, &q, &k, &v).o;
+        let (exact, given) = (
+            attention_backward(&problem, &q, &k, &v, &d_o),
+            attention_backward_given_o(&problem, &q, &k, &v, &d_o, &o),
+        );
+        for (a, b) in
+            exact.dq.iter().chain(&exact.dk).chain(&exact.dv).zip(given.dq.iter().chain(&given.dk).chain(&given.dv))
+        {
+            assert!((a - b).abs() <= 1e-12 * (1.0 + a.abs()), "{a} {b}");
+        }
+        // dV does not depend on D; dQ and dK do.
+        let shifted: Vec<f64> = o.iter().map(|x| x + 0.25).collect();
+        let moved = attention_backward_given_o(&problem, &q, &k, &v, &d_o, &shifted);
+        assert_eq!(moved.dv, given.dv);
+        assert_ne!(moved.dq, given.dq);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Attention forward.
+//! Attention forward, and the reference for its backward.
 //!
 //! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
 //! head_dim], head_dim contiguous; heads_q is a multiple of heads_kv (GQA / MQA: query head h reads key/value
@@ -7,7 +7,9 @@
 //! heads_q, seq_q]); a row that sees no key gets O = 0 and LSE = −∞.
 //!
 //! - [`sm90`]: the Hopper kernel (TMA, wgmma, warp specialization, FA4's exp2 and lazy rescaling);
-//! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with.
+//! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with;
+//! - [`reference_backward`]: the same for the gradients dQ, dK and dV.
 
 pub mod reference;
+pub mod reference_backward;
 pub mod sm90;

@@ -29,12 +29,12 @@ const KEYS_PER_STEP: usize = 4;
 const LN_2: f32 = core::f32::consts::LN_2;
 
 /// The 16-bit input type: how a pair of elements packed in a u32 (first element in the low half) widens to f32.
-trait Element {
+pub(super) trait Element {
     fn widen_pair(bits: u32) -> (f32, f32);
 }
 
-struct Bf16;
-struct F16;
+pub(super) struct Bf16;
+pub(super) struct F16;
 
 impl Element for Bf16 {
     /// Exact: a bf16 is the upper half of an f32.
@@ -70,7 +70,7 @@ impl Strides {
 /// This lane's `P` consecutive elements of a row, widened. The lane's first element is `P`-aligned and rows
 /// start on 16-byte boundaries (the host checks bases and strides), so the u32 loads are aligned.
 #[inline(always)]
-unsafe fn load_lane<E: Element, const P: usize>(row: *const u16) -> [f32; P] {
+pub(super) unsafe fn load_lane<E: Element, const P: usize>(row: *const u16) -> [f32; P] {
     let words = unsafe { row.add(lane_id() as usize * P) } as *const u32;
     let mut out = [0.0f32; P];
     let mut w = 0;
@@ -85,7 +85,7 @@ unsafe fn load_lane<E: Element, const P: usize>(row: *const u16) -> [f32; P] {
 
 /// The sum over the warp of every lane's `value`; all lanes get the same bits.
 #[inline(always)]
-fn warp_sum(mut value: f32) -> f32 {
+pub(super) fn warp_sum(mut value: f32) -> f32 {
     let mut mask = 16;
     while mask > 0 {
         value += shfl_xor(value, mask);
