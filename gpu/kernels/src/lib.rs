@@ -26,12 +26,18 @@ pub mod softmax;
 macro_rules! launch_bounds {
     ($kernel:ident, max_threads = $threads:literal, min_blocks = $blocks:literal) => {
         const _: () = {
-            #[unsafe(export_name = concat!(
-                "__oxtile_launch_bounds__", stringify!($kernel), "__", stringify!($threads), "__", stringify!($blocks)
-            ))]
-            pub static LAUNCH_BOUNDS: u8 = 0;
+            $crate::launch_bounds!(name = stringify!($kernel), max_threads = $threads, min_blocks = $blocks);
             // Refers to the kernel so a typo in its name fails to compile.
             let _ = $kernel;
+        };
+    };
+    // A kernel exported under a generated name (`export_name`).
+    (name = $name:expr, max_threads = $threads:literal, min_blocks = $blocks:literal) => {
+        const _: () = {
+            #[unsafe(export_name = concat!(
+                "__oxtile_launch_bounds__", $name, "__", stringify!($threads), "__", stringify!($blocks)
+            ))]
+            pub static LAUNCH_BOUNDS: u8 = 0;
         };
     };
 }

@@ -880,26 +880,27 @@ mod tests {
     }
 
     #[test]
-    fn every_type_pair_and_layout_has_each_candidate_kernel() {
-        // The cooperative configurations everywhere; ping-pong for same-type outputs (in clusters: bf16 only).
+    fn auto_resolves_to_a_kernel_that_exists_for_every_type_pair_and_layout() {
+        // Whatever the table instantiates, Auto's choice (and its fallback without stream-K) must exist.
+        let shapes = [
+            (64, 4096, 14336),
+            (128, 4096, 14336),
+            (200, 4096, 8192),
+            (256, 8192, 8192),
+            (512, 8192, 8192),
+            (1024, 1024, 1024),
+            (1536, 1536, 4096),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+        ];
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
             for layout in GemmLayout::ALL {
-                for variant in Variant::CANDIDATES {
-                    let expected = match variant {
-                        Variant::PingPong => input == output,
-                        Variant::PingPongCluster2
-                        | Variant::StreamKCluster2
-                        | Variant::NarrowCluster2
-                        | Variant::FlatStreamK
-                        | Variant::Square
-                        | Variant::SquareCluster2
-                        | Variant::SquareStreamK => (input, output) == ("bf16", "bf16"),
-                        Variant::StreamK => (input, output) != ("f16", "f32"),
-                        _ => true,
-                    };
-                    let found = kernels::find_gemm(input, output, layout, variant);
-                    assert_eq!(found.is_some(), expected, "{variant:?} {input} → {output} {layout}");
-                    assert_eq!(variant.available(input, output, layout), expected);
+                for (m, n, k) in shapes {
+                    let variant = Variant::Auto.resolve_for(GemmShape::new(m, n, k), 132, (input, output), layout);
+                    let plain = variant.data_parallel();
+                    assert!(variant.available(input, output, layout), "{variant:?} {input} → {output} {layout}");
+                    assert!(plain.available(input, output, layout), "{plain:?} {input} → {output} {layout}");
                 }
             }
         }
