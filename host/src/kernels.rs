@@ -384,6 +384,55 @@ mod tests {
         }
     }
 
+    /// Each parameter of `kernel`'s PTX entry as (alignment, bytes): `.param .align A .b8 name[N]` for a by-value
+    /// struct, `.param .u64 [.ptr …] name` and the like for a scalar or a pointer (its own size and alignment).
+    fn entry_parameters(kernel: &Kernel) -> Vec<(usize, usize)> {
+        let ptx = kernel.ptx();
+        let start = ptx.find(&format!(".entry {}(", kernel.name)).expect("registered kernels are in their module");
+        let list = &ptx[start..start + ptx[start..].find(')').expect("a parameter list")];
+        list.lines()
+            .filter_map(|line| line.trim().strip_prefix(".param "))
+            .map(|param| {
+                let words: Vec<&str> = param.trim_end_matches(',').split_whitespace().collect();
+                match words.as_slice() {
+                    [".align", align, ".b8", array] => {
+                        let bytes = array.split('[').nth(1).and_then(|n| n.strip_suffix(']')).expect("an array");
+                        (align.parse().unwrap(), bytes.parse().unwrap())
+                    }
+                    [scalar, ..] => {
+                        let bytes = scalar[2..].parse::<usize>().expect("a sized scalar type") / 8;
+                        (bytes, bytes)
+                    }
+                    _ => panic!("`{}`: unexpected parameter `{param}`", kernel.name),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kernels_take_the_params_the_host_passes() {
+        // The launch passes one parameter per field of oxtile-abi's params struct, from the field's address; the
+        // kernel's signature is declared from the same list. Here the compiled signatures are held to the fields'
+        // sizes, in order, and the by-value tensor maps to the 64-byte alignment TMA needs.
+        use oxtile_abi::{AttnParams, GemmParams};
+        let check = |kernel: &Kernel, sizes: &[usize]| {
+            let params = entry_parameters(kernel);
+            let found: Vec<usize> = params.iter().map(|&(_, bytes)| bytes).collect();
+            assert_eq!(found, sizes, "`{}`: {params:?}", kernel.name);
+            for (align, bytes) in params {
+                assert!(bytes != 128 || align == 64, "`{}`: a tensor map aligned to {align}", kernel.name);
+            }
+        };
+        for gemm in GEMM_SM90 {
+            check(&gemm.kernel, &GemmParams::SIZES);
+        }
+        let attention: Vec<&Kernel> = ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")).collect();
+        assert!(!attention.is_empty());
+        for kernel in attention {
+            check(kernel, &AttnParams::SIZES);
+        }
+    }
+
     #[test]
     fn every_module_entry_is_registered() {
         for module in MODULES {

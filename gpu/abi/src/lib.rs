@@ -4,10 +4,12 @@
 #![no_std]
 
 mod gemm_table;
+mod params;
 pub mod raster;
 pub mod stream_k;
 
 pub use gemm_table::{GemmConfig, GemmShare};
+pub use params::{AttnParams, GemmParams, TensorMapBytes};
 
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

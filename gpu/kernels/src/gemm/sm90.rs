@@ -59,7 +59,6 @@ use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::tma::TensorMap;
 use crate::arch::{
     atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, sreg, stmatrix, tma, trap, warp, wgmma,
 };
@@ -682,8 +681,7 @@ macro_rules! gemm_kernels {
                 cluster: $cluster,
                 share: share_of!($share),
                 stream_k: $stream_k,
-            },
-            stream_k = $stream_k
+            }
         );)*
     };
 }
@@ -695,97 +693,63 @@ macro_rules! share_of {
     (b) => { oxtile_abi::GemmShare::B };
 }
 
-/// Defines one exported kernel over [`gemm`]; the host pushes the arguments in this order. Stream-K kernels take the
-/// workspace ([`StreamKArgs`]) and the number of stream-K (cluster) tiles after the others.
+/// Defines one exported kernel over [`gemm`], its parameters those of `oxtile_abi::gemm_sm90_params!`.
 macro_rules! gemm_kernel {
-    ($name:expr, $config:ty, $majorness:expr, config = $table:expr, stream_k = false) => {
+    ($name:expr, $config:ty, $majorness:expr, config = $table:expr) => {
         const _: () = {
             const CONFIG: oxtile_abi::GemmConfig = $table;
-            /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are
-            /// those of its row of the GEMM table.
-            ///
-            /// # Safety
-            /// The first two parameters are tensor maps, by value, over A and B as stored, 128-byte swizzled: dims (K, M)
-            /// with boxes of 64 × (`tile_m` / blocks sharing A) for a K-major A, dims (M, K) with boxes of 64 × 64 for an
-            /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
-            /// with boxes of 64 × 64; the third is A's map again with boxes of (M mod the box height) rows rounded up to 8
-            /// where A is K-major and that is not 0 (the last tile row's, [`Operand::load`]), else any map (unused); `d`
-            /// holds M×N elements of the output type row-major with leading dimension `ldd` (8-byte aligned);
-            /// `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the TMA-store epilogue,
-            /// the address of a tensor map in global memory over that D, dims (N, M), 128-byte swizzled boxes of 128
-            /// bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters
-            /// of (cluster, 1, 1) and a grid that is a multiple of the cluster.
-            #[unsafe(export_name = $name)]
-            unsafe extern "ptx-kernel" fn kernel(
-                _tensor_map_a: TensorMap,
-                _tensor_map_b: TensorMap,
-                _tensor_map_a_tail: TensorMap,
-                tensor_map_d: u64,
-                d: *mut u8,
-                m: u32,
-                n: u32,
-                k: u32,
-                ldd: u32,
-                alpha: f32,
-                beta: f32,
-            ) {
-                let maps = OperandMaps {
-                    a: tma::param_address!(name = $name, 0),
-                    b: tma::param_address!(name = $name, 1),
-                    a_tail: tma::param_address!(name = $name, 2),
-                };
-                let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
-                let none = StreamKArgs::NONE;
-                const MAJORNESS: (u32, u32) = $majorness;
-                const SHARE: u32 = share_value(CONFIG.share);
-                unsafe { gemm::<$config, { MAJORNESS.0 }, { MAJORNESS.1 }, { CONFIG.cluster }, SHARE, false>(maps, k, out, none) }
-            }
+            oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness) }
+            // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the table's.
             crate::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
+            assert!(GemmTile::MAX_THREADS == 384);
             check_config::<$config>(CONFIG);
         };
     };
-    ($name:expr, $config:ty, $majorness:expr, config = $table:expr, stream_k = true) => {
-        const _: () = {
-            const CONFIG: oxtile_abi::GemmConfig = $table;
-            /// See [`gemm`]: the hybrid data-parallel + stream-K schedule on this row's configuration.
-            ///
-            /// # Safety
-            /// As the data-parallel kernels', and: `partials` holds one `tile_m × tile_n` f32 slot per block of the grid
-            /// (16-byte aligned); `flags` holds `sk_tiles × cluster × consumers × 4` u32, all 0 (each launch leaves them
-            /// 0); `sk_tiles` is `StreamK::split(cluster_tiles, k_tiles, clusters).sk_tiles()` or any count of cluster
-            /// tiles that keeps `sk_tiles × k_tiles` within u32; every block of the grid is resident at once (at most
-            /// one block per SM and, in clusters, at most as many clusters as the GPU holds at once).
-            #[unsafe(export_name = $name)]
-            unsafe extern "ptx-kernel" fn kernel(
-                _tensor_map_a: TensorMap,
-                _tensor_map_b: TensorMap,
-                _tensor_map_a_tail: TensorMap,
-                tensor_map_d: u64,
-                d: *mut u8,
-                m: u32,
-                n: u32,
-                k: u32,
-                ldd: u32,
-                alpha: f32,
-                beta: f32,
-                partials: *mut f32,
-                flags: *mut u32,
-                sk_tiles: u32,
-            ) {
-                let maps = OperandMaps {
-                    a: tma::param_address!(name = $name, 0),
-                    b: tma::param_address!(name = $name, 1),
-                    a_tail: tma::param_address!(name = $name, 2),
-                };
-                let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
-                let stream_k = StreamKArgs { partials, flags, sk_tiles };
-                const MAJORNESS: (u32, u32) = $majorness;
-                const SHARE: u32 = share_value(CONFIG.share);
-                unsafe { gemm::<$config, { MAJORNESS.0 }, { MAJORNESS.1 }, { CONFIG.cluster }, SHARE, true>(maps, k, out, stream_k) }
+}
+
+/// [`gemm_kernel!`]'s function: one parameter per field of the list, in its order, gathered into a local struct of the
+/// same names (tensor maps left out: they are never read in Rust, see [`tma::TensorMap`]).
+macro_rules! gemm_kernel_fn {
+    (($name:expr, $config:ty, $majorness:expr) $($(#[$doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are those of its
+        /// row of the GEMM table.
+        ///
+        /// # Safety
+        /// The parameters are as `oxtile_abi::gemm_sm90_params!` documents them, the tensor maps by value; a
+        /// stream-K kernel's `sk_tiles` is `StreamK::split(cluster_tiles, k_tiles, clusters).sk_tiles()` or any count
+        /// of cluster tiles that keeps `sk_tiles × k_tiles` within u32, and every block of its grid is resident at
+        /// once (at most one block per SM and, in clusters, at most as many clusters as the GPU holds at once); the
+        /// data-parallel kernels never read the stream-K parameters. Launched with the configuration's threads and
+        /// dynamic shared memory (oxtile-abi), clusters of (cluster, 1, 1) and a grid that is a multiple of the
+        /// cluster.
+        #[unsafe(export_name = $name)]
+        #[allow(unused_variables)]
+        unsafe extern "ptx-kernel" fn kernel($($field: device_param!($kind($($ty)?)),)*) {
+            #[allow(dead_code)]
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
             }
-            crate::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
-            check_config::<$config>(CONFIG);
-        };
+            let params = Params { $($field: device_value!($kind, $field),)* };
+            let maps = OperandMaps {
+                a: tma::param_address!(name = $name, 0),
+                b: tma::param_address!(name = $name, 1),
+                a_tail: tma::param_address!(name = $name, 2),
+            };
+            let (m, n, ldd, alpha, beta) = (params.m, params.n, params.ldd, params.alpha, params.beta);
+            let out = Epilogue { d: params.d.cast(), tensor_map: params.tensor_map_d, ldd, m, n, alpha, beta };
+            let stream_k = if CONFIG.stream_k {
+                StreamKArgs { partials: params.partials, flags: params.flags, sk_tiles: params.sk_tiles }
+            } else {
+                StreamKArgs::NONE
+            };
+            const MAJORNESS: (u32, u32) = $majorness;
+            const SHARE: u32 = share_value(CONFIG.share);
+            unsafe {
+                gemm::<$config, { MAJORNESS.0 }, { MAJORNESS.1 }, { CONFIG.cluster }, SHARE, { CONFIG.stream_k }>(
+                    maps, params.k, out, stream_k,
+                )
+            }
+        }
     };
 }
 
