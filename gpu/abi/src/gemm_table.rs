@@ -62,20 +62,20 @@ impl GemmConfig {
 
 /// Calls `$callback! { rows }` with the table of Hopper GEMM configurations, one row per configuration:
 ///
-/// `Variant { label: "…", kernel: "…", tile: GEMM_SM90_…, cluster: 1|2, share: none|a|b, stream_k: bool, tune: bool,
-/// types: [input -> output, …], layouts: [tn|tt|nt|nn, …] }`
+/// `Variant { label: "…", kernel: "…", tile: GEMM_SM90_…, cluster: 1|2, share: none|a|b, stream_k: bool,
+/// tune: bool, types: [input -> output, …], layouts: [tn|tt|nt|nn, …] }`
 ///
 /// - `Variant`: the host's `Variant` (a key into this table), documented by the row's doc comment;
 /// - `label`: the short name tables and benchmark contenders use (`oxtile-` + it);
-/// - `kernel`: the part of the kernel names that says the configuration: `gemm_{input}[_{output}out]_{layout}_{kernel}_sm90`
-///   ([`gemm_sm90_kernel_name!`]);
+/// - `kernel`: the part of the kernel names that says the configuration:
+///   `gemm_{input}[_{output}out]_{layout}_{kernel}_sm90` ([`gemm_sm90_kernel_name!`]);
 /// - `tile`, `cluster`, `share`, `stream_k`: the [`GemmConfig`];
 /// - `tune`: whether `oxtile tune gemm` times it (an ablation is not a candidate);
-/// - `types` × `layouts`: the kernels instantiated, every input → output pair in every layout (BLAS letters, A then B:
-///   t = row-major, n = column-major; D row-major).
+/// - `types` × `layouts`: the kernels instantiated, every input → output pair in every layout (BLAS letters, A then
+///   B: t = row-major, n = column-major; D row-major).
 ///
-/// Each kernel is a few seconds of ptxas and a few hundred KiB of cubin, so a configuration is instantiated only for
-/// the types and layouts something runs (docs/perf-notes.md weighs the build cost).
+/// Every kernel adds to the build's ptxas time and to the cubin, so a configuration is instantiated only for the types
+/// and layouts something runs (docs/perf-notes.md weighs the build cost).
 #[macro_export]
 macro_rules! for_each_gemm_sm90 {
     ($callback:path $(, $arg:tt)*) => {
