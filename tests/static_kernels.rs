@@ -9,6 +9,7 @@ use oxtile::inspect::{self, KernelStats, ModuleInspection};
 use oxtile::kernels::Variant;
 use oxtile::kernels::{self, Kernel};
 use oxtile::types::Order;
+use oxtile_abi::{GemmConfig, GemmSchedule};
 
 /// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
 /// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
@@ -157,17 +158,8 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
     // SASS writes an MN-major wgmma operand as `.tnspA` / `.tnspB` on the descriptor: A column-major, B row-major.
     for gemm in kernels::GEMM_SM90 {
         let s = stats(gemm.kernel);
-        let width = match gemm.variant {
-            Variant::Narrow | Variant::NarrowCluster2 => "64x64x16",
-            Variant::Flat
-            | Variant::FlatStreamK
-            | Variant::PingPong
-            | Variant::PingPongCluster2
-            | Variant::Square
-            | Variant::SquareCluster2
-            | Variant::SquareStreamK => "64x128x16",
-            _ => "64x256x16",
-        };
+        // One wgmma as wide as the tile per 64 rows.
+        let width = format!("64x{}x16", config(gemm.variant).tile.tile_n);
         // f16 is HGMMA's default input type and goes unnamed: `HGMMA.64x256x16.F32` vs `HGMMA.64x256x16.F32.BF16`.
         let input = if gemm.input == "bf16" { ".BF16" } else { "" };
         let want = format!("HGMMA.{width}.F32{input}");
@@ -210,8 +202,7 @@ fn gemm_kernels_wait_for_the_grid_before_them_ahead_of_any_global_access() {
 
 #[test]
 fn ping_pong_gemms_take_turns_and_keep_one_wgmma_group_per_k_tile() {
-    let ping_pong =
-        kernels::GEMM_SM90.iter().filter(|g| matches!(g.variant, Variant::PingPong | Variant::PingPongCluster2));
+    let ping_pong = kernels::GEMM_SM90.iter().filter(|g| is_ping_pong(g.variant));
     let mut count = 0;
     for gemm in ping_pong {
         count += 1;
@@ -294,16 +285,17 @@ const STAGED_EPILOGUES: u32 = 3;
 /// The block of D one consumer warpgroup stores per tile, as (64-row blocks, columns): the staging buffers take it
 /// 64 rows × 128 bytes at a time.
 fn consumer_block(variant: Variant) -> (u32, u32) {
-    match variant {
-        Variant::PingPong
-        | Variant::PingPongCluster2
-        | Variant::Square
-        | Variant::SquareCluster2
-        | Variant::SquareStreamK => (2, 128),
-        Variant::Narrow | Variant::NarrowCluster2 => (2, 64),
-        Variant::Flat | Variant::FlatStreamK => (1, 128),
-        _ => (1, 256),
-    }
+    let tile = config(variant).tile;
+    (tile.consumer_rows() / 64, tile.tile_n)
+}
+
+/// A registered GEMM's row of the GEMM table.
+fn config(variant: Variant) -> GemmConfig {
+    variant.config().unwrap_or_else(|| panic!("a GEMM kernel registered as {variant:?}"))
+}
+
+fn is_ping_pong(variant: Variant) -> bool {
+    config(variant).tile.schedule == GemmSchedule::PingPong
 }
 
 #[test]
@@ -388,7 +380,7 @@ fn tma_store_epilogues_sync_warps_not_warpgroups() {
         assert_eq!(ptx.matches("cp.async.bulk.wait_group.read").count(), chunks + 1, "`{name}`: staging waits");
         let warp_syncs = ptx.matches("bar.warp.sync").count();
         assert!(warp_syncs >= 2 * chunks, "`{name}`: {warp_syncs} warp barriers for {chunks} chunks");
-        let ping_pong = matches!(gemm.variant, Variant::PingPong | Variant::PingPongCluster2);
+        let ping_pong = is_ping_pong(gemm.variant);
         let turn_takes = ptx.matches("bar.sync %r").count();
         assert_eq!(turn_takes > 0, ping_pong, "`{name}` has {turn_takes} aligned named barriers");
         let s = stats(gemm.kernel);
@@ -405,10 +397,7 @@ fn tma_store_epilogues_sync_warps_not_warpgroups() {
             .count();
         assert_eq!(named_bar_syncs, turn_takes, "`{name}`: named barriers in the SASS");
         let divergence_checks = s.count_with("BRA", "DIV");
-        let stream_k = matches!(
-            gemm.variant,
-            Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK
-        );
+        let stream_k = gemm.variant.is_stream_k();
         if stream_k && divergence_checks > 0 {
             // In the f32-output stream-K kernels ptxas does not prove the warps converged at the epilogue's warp
             // barriers (the bf16 ones it does; the cause is not pinned down), and in the bf16 ones in clusters at the
@@ -423,11 +412,8 @@ fn tma_store_epilogues_sync_warps_not_warpgroups() {
         }
         checked += 1;
     }
-    // Wide, wide in clusters of two and narrow, for bf16 and f16 in every layout into both output types, the
-    // multicast ablation, the 12 stream-K kernels and the 4 in clusters, the 4 narrow ones in clusters, the 16 of
-    // 64×128 tiles (both output types) and the 4 of them stream-K, the 4 of cooperative 128×128 tiles, alone, in
-    // clusters and stream-K, and the 12 ping-pong ones.
-    assert_eq!(checked, 113);
+    // Every kernel of the GEMM table has the epilogue.
+    assert_eq!(checked, kernels::GEMM_SM90.len());
 }
 
 #[test]
@@ -463,28 +449,15 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
     // peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`: a GPU-scope fence, then the
     // RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
     // strong store.
-    let stream_k: Vec<_> = kernels::GEMM_SM90
-        .iter()
-        .filter(|g| {
-            matches!(
-                g.variant,
-                Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK
-            )
-        })
-        .collect();
-    assert_eq!(
-        stream_k.len(),
-        24,
-        "bf16 and f16 to their own type and bf16 to f32, in every layout; bf16 in clusters, on 64×128 and 128×128 tiles"
-    );
+    let stream_k: Vec<_> = kernels::GEMM_SM90.iter().filter(|g| g.variant.is_stream_k()).collect();
+    assert!(!stream_k.is_empty(), "the GEMM table has no stream-K row");
     for gemm in stream_k {
         let s = stats(gemm.kernel);
         let name = gemm.kernel.name;
-        let (plain, vectors) = match gemm.variant {
-            Variant::FlatStreamK => (Variant::Flat, 16),
-            Variant::SquareStreamK => (Variant::Square, 32),
-            _ => (Variant::Wide, 32),
-        };
+        // The partial of a consumer: its rows × the tile's columns, 4 floats per vector, for each of 128 threads.
+        let tile = config(gemm.variant).tile;
+        let (plain, vectors) =
+            (gemm.variant.data_parallel(), (tile.consumer_rows() * tile.tile_n / (4 * 128)) as usize);
         let data_parallel = kernels::GEMM_SM90
             .iter()
             .find(|w| w.variant == plain && (w.input, w.output, w.layout) == (gemm.input, gemm.output, gemm.layout))

@@ -4,9 +4,7 @@
 
 pub use oxtile_builder::Target;
 
-use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
-};
+use oxtile_abi::{GemmConfig, GemmShare, GemmTile};
 
 use crate::types::GemmLayout;
 
@@ -70,168 +68,176 @@ pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::hopper("exp2_throughput_mi
 pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::hopper("exp2_throughput_mixed_3_8");
 pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::hopper("exp2_throughput_mixed_1_2");
 
-/// Which sm90 kernel runs a problem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
-pub enum Variant {
-    /// The heuristic's choice for the shape.
-    #[default]
-    Auto,
-    /// 128×256 tiles, one block each: large problems.
-    Wide,
-    /// 128×256 tiles in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
-    WideCluster2,
-    /// Ablation of [`Variant::WideCluster2`] (bf16, layout tn only): the same clusters and barriers, each block loading all
-    /// of B itself — separates the cost of multicast from the cost of coupling the blocks.
-    WideCluster2Unshared,
-    /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
-    Narrow,
-    /// [`Variant::Narrow`] in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
-    /// less L2 → SM traffic per k-tile). bf16 → bf16 only; a tune candidate: slower than [`Variant::Narrow`] where
-    /// the heuristic picks that (docs/perf-notes.md, GEMM sm90 v8).
-    NarrowCluster2,
-    /// 64×128 tiles, one consumer issuing m64n128k16, with the narrow tile's 8-stage ring: problems of few rows, where
-    /// the 128×64 tile's ring holds more A than the B streamed from DRAM (or M ≤ 64 leaves half of its rows empty), and
-    /// the narrow tile's problems ([`Variant::resolve`]).
-    Flat,
-    /// [`Variant::Flat`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: problems of
-    /// few rows whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
-    /// deep). bf16 → bf16 only.
-    FlatStreamK,
-    /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256) where the
-    /// 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
-    Square,
-    /// [`Variant::Square`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast: the two
-    /// row tiles of 128 < M ≤ 256 fetch each B k-tile once. bf16 → bf16 only.
-    SquareCluster2,
-    /// [`Variant::Square`]'s tiles with the hybrid data-parallel + stream-K schedule of [`Variant::StreamK`]: few-row
-    /// problems with fewer 128×128 tiles than SMs (128×8192×8192: 64 tiles of 128 k-tiles). bf16 → bf16 only; a tune
-    /// candidate, not [`Variant::Auto`]'s choice: one wave of 64×128 tiles is faster (see [`Variant::resolve`]).
-    SquareStreamK,
-    /// 128×128 tiles, each computed by one consumer warpgroup while the other runs its epilogue (ping-pong), so
-    /// the tensor cores keep working through epilogues. Same-type outputs only ([`Variant::available`]).
-    PingPong,
-    /// [`Variant::PingPong`] in clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast.
-    /// bf16 → bf16 only.
-    PingPongCluster2,
-    /// 128×256 tiles, one block each, with the last partial wave (the tail) stream-K: its k-tiles are split evenly
-    /// between all blocks, several blocks summing a tile through a workspace ([`oxtile_abi::stream_k`]), so no SM
-    /// idles through the tail. bf16 and f16 to their own type, bf16 to f32 ([`Variant::available`]).
-    StreamK,
-    /// [`Variant::StreamK`] over clusters of two blocks on vertically adjacent tiles, B shared by TMA multicast (the
-    /// [`Variant::WideCluster2`] pairing): whole waves of cluster tiles data-parallel, the tail split by k-tiles
-    /// between the clusters. bf16 → bf16 only.
-    StreamKCluster2,
+/// Defines [`Variant`] from the GEMM table (`oxtile_abi::for_each_gemm_sm90!`): `Auto`, then one variant per row,
+/// documented by the row, and what the host reads of each row.
+macro_rules! gemm_variants {
+    ($($(#[$doc:meta])* $variant:ident { label: $label:literal, kernel: $kernel:literal, tile: $tile:ident, cluster: $cluster:literal, share: $share:ident, stream_k: $stream_k:literal, tune: $tune:literal, types: $types:tt, layouts: $layouts:tt })*) => {
+        /// Which sm90 kernel runs a problem: [`Variant::Auto`], or a row of the GEMM table (gpu/abi's
+        /// `for_each_gemm_sm90!`: its tile, cluster, shared operand and schedule, [`Variant::config`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+        pub enum Variant {
+            /// The heuristic's choice for the shape.
+            #[default]
+            Auto,
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Variant {
+            /// Every configuration of the table, in its order.
+            pub const CONFIGURED: &[Variant] = &[$(Variant::$variant),*];
+
+            /// The row's configuration; `None` for [`Variant::Auto`].
+            pub const fn config(self) -> Option<GemmConfig> {
+                match self {
+                    Variant::Auto => None,
+                    $(Variant::$variant => Some(GemmConfig {
+                        tile: oxtile_abi::$tile,
+                        cluster: $cluster,
+                        share: gemm_share!($share),
+                        stream_k: $stream_k,
+                    }),)*
+                }
+            }
+
+            /// The short name tables and contenders use (`oxtile-` + it in `oxtile bench`, [`Variant::contender`]).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    Variant::Auto => "auto",
+                    $(Variant::$variant => $label,)*
+                }
+            }
+
+            /// The name of the benchmark contender that runs this variant forced: `oxtile-` + its label.
+            pub const fn contender(self) -> &'static str {
+                match self {
+                    Variant::Auto => "oxtile",
+                    $(Variant::$variant => concat!("oxtile-", $label),)*
+                }
+            }
+
+            /// Whether `oxtile tune gemm` times it (an ablation is no candidate).
+            const fn is_candidate(self) -> bool {
+                match self {
+                    Variant::Auto => false,
+                    $(Variant::$variant => $tune,)*
+                }
+            }
+        }
+    };
 }
 
-impl Variant {
-    /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]).
-    pub const CANDIDATES: [Variant; 13] = [
-        Variant::Wide,
-        Variant::WideCluster2,
-        Variant::Narrow,
-        Variant::NarrowCluster2,
-        Variant::Flat,
-        Variant::FlatStreamK,
-        Variant::Square,
-        Variant::SquareCluster2,
-        Variant::SquareStreamK,
-        Variant::PingPong,
-        Variant::PingPongCluster2,
-        Variant::StreamK,
-        Variant::StreamKCluster2,
-    ];
+/// A table row's shared operand.
+macro_rules! gemm_share {
+    (none) => {
+        GemmShare::None
+    };
+    (a) => {
+        GemmShare::A
+    };
+    (b) => {
+        GemmShare::B
+    };
+}
 
-    /// The short name tables and contenders use (`oxtile-` + it in `oxtile bench`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Variant::Auto => "auto",
-            Variant::Wide => "wide",
-            Variant::WideCluster2 => "wide-c2",
-            Variant::WideCluster2Unshared => "wide-c2-unshared",
-            Variant::Narrow => "narrow",
-            Variant::NarrowCluster2 => "narrow-c2",
-            Variant::Flat => "flat",
-            Variant::FlatStreamK => "flat-sk",
-            Variant::Square => "square",
-            Variant::SquareCluster2 => "square-c2",
-            Variant::SquareStreamK => "square-sk",
-            Variant::PingPong => "pingpong",
-            Variant::PingPongCluster2 => "pingpong-c2",
-            Variant::StreamK => "streamk",
-            Variant::StreamKCluster2 => "streamk-c2",
+oxtile_abi::for_each_gemm_sm90! { gemm_variants }
+
+// Every row holds what the kernels assume of it (the device crate checks the same when it instantiates them).
+const _: () = {
+    let mut i = 0;
+    while i < Variant::CONFIGURED.len() {
+        match Variant::CONFIGURED[i].config() {
+            Some(config) => config.check(),
+            None => panic!("a configured variant without a configuration"),
         }
+        i += 1;
     }
+};
 
-    /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in `layout`: the cooperative
-    /// tile configurations exist for every type pair and layout; the ping-pong and stream-K ones for fewer (see
-    /// [`GEMM_SM90`]), and the multicast ablation only for bf16 tn.
+impl Variant {
+    /// The kernels `oxtile tune gemm` chooses among, where they exist ([`Variant::available`]): the table's rows
+    /// marked `tune`, in its order.
+    pub const CANDIDATES: [Variant; CANDIDATE_COUNT] = {
+        let mut candidates = [Variant::Auto; CANDIDATE_COUNT];
+        let (mut i, mut n) = (0, 0);
+        while i < Variant::CONFIGURED.len() {
+            if Variant::CONFIGURED[i].is_candidate() {
+                candidates[n] = Variant::CONFIGURED[i];
+                n += 1;
+            }
+            i += 1;
+        }
+        candidates
+    };
+
+    /// Whether a kernel of this (concrete) variant computes `input` → `output` GEMMs in `layout`: the table lists the
+    /// type pairs and layouts each configuration is instantiated for.
     pub fn available(self, input: &str, output: &str, layout: GemmLayout) -> bool {
         find_gemm(input, output, layout, self).is_some()
     }
 
+    /// The row's configuration.
+    ///
+    /// # Panics
+    /// For [`Variant::Auto`], which has none: resolve it first ([`Variant::resolve`]).
+    fn concrete(self) -> GemmConfig {
+        self.config().expect("Variant::Auto has no configuration; resolve it to a concrete variant first")
+    }
+
     pub(crate) fn tile(self) -> GemmTile {
-        match self {
-            Variant::Narrow | Variant::NarrowCluster2 => GEMM_SM90_128X64,
-            Variant::Flat | Variant::FlatStreamK => GEMM_SM90_64X128,
-            Variant::Square | Variant::SquareCluster2 | Variant::SquareStreamK => GEMM_SM90_128X128,
-            Variant::PingPong | Variant::PingPongCluster2 => GEMM_SM90_128X128_PINGPONG,
-            _ => GEMM_SM90_128X256,
-        }
+        self.concrete().tile
     }
 
     pub(crate) fn cluster_size(self) -> u32 {
-        match self {
-            Variant::WideCluster2
-            | Variant::WideCluster2Unshared
-            | Variant::NarrowCluster2
-            | Variant::PingPongCluster2
-            | Variant::SquareCluster2
-            | Variant::StreamKCluster2 => 2,
-            _ => 1,
-        }
+        self.concrete().cluster
     }
 
     /// Blocks that share one A tile by multicast (side by side along N).
     pub(crate) fn a_sharers(self) -> u32 {
-        if self == Variant::NarrowCluster2 { 2 } else { 1 }
+        self.concrete().a_sharers()
     }
 
     /// The cluster's blocks along M and along N.
     pub(crate) fn cluster_shape(self) -> (u32, u32) {
-        if self.a_sharers() > 1 { (1, self.cluster_size()) } else { (self.cluster_size(), 1) }
+        self.concrete().cluster_shape()
     }
 
     /// Blocks that share one B tile by multicast (stacked along M).
     pub(crate) fn b_sharers(self) -> u32 {
-        if matches!(
-            self,
-            Variant::WideCluster2 | Variant::PingPongCluster2 | Variant::SquareCluster2 | Variant::StreamKCluster2
-        ) {
-            2
-        } else {
-            1
-        }
+        self.concrete().b_sharers()
     }
 
     /// Whether the kernel runs the hybrid data-parallel + stream-K schedule (and its plan owns a workspace).
     pub fn is_stream_k(self) -> bool {
-        matches!(self, Variant::StreamK | Variant::StreamKCluster2 | Variant::FlatStreamK | Variant::SquareStreamK)
+        self.config().is_some_and(|config| config.stream_k)
     }
 
     /// The same tiles and clusters without stream-K: what [`Variant::Auto`] runs instead of a stream-K kernel when
     /// stream-K is off ([`crate::ops::gemm::GemmOptions::auto_stream_k`]) or its blocks cannot all be resident at
-    /// once. Each exists for every type pair and layout its stream-K kernel exists for. Other variants are returned as
-    /// they are.
+    /// once: the row with the same tile, cluster and shared operand whose `stream_k` is false. Each exists for every
+    /// type pair and layout its stream-K kernel exists for (a test checks it). Other variants are returned as they
+    /// are.
     pub fn data_parallel(self) -> Variant {
-        match self {
-            Variant::StreamK => Variant::Wide,
-            Variant::StreamKCluster2 => Variant::WideCluster2,
-            Variant::FlatStreamK => Variant::Flat,
-            Variant::SquareStreamK => Variant::Square,
-            other => other,
-        }
+        let Some(config) = self.config().filter(|config| config.stream_k) else { return self };
+        let plain = GemmConfig { stream_k: false, ..config };
+        Variant::CONFIGURED
+            .iter()
+            .copied()
+            .find(|variant| variant.config() == Some(plain))
+            .expect("every stream-K row has a data-parallel row of the same tile, cluster and shared operand")
     }
 }
+
+/// How many of the table's rows are tune candidates.
+const CANDIDATE_COUNT: usize = {
+    let (mut i, mut n) = (0, 0);
+    while i < Variant::CONFIGURED.len() {
+        if Variant::CONFIGURED[i].is_candidate() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
 
 /// An sm90 GEMM kernel and the problems it computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,143 +256,39 @@ pub fn find_gemm(input: &str, output: &str, layout: GemmLayout, variant: Variant
     GEMM_SM90.iter().copied().find(|g| (g.input, g.output, g.layout, g.variant) == (input, output, layout, variant))
 }
 
-/// Declares [`GEMM_SM90`], one line per kernel: `name: input -> output, layout, variant`, the layout in BLAS
-/// letters (A then B; t = row-major, n = column-major).
-macro_rules! gemm_sm90 {
-    ($($name:literal: $input:literal -> $output:literal, $layout:ident, $variant:ident;)*) => {
-        /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): for each input type, output type (the input's
-        /// or f32) and layout, the three tile configurations `Variant::Auto` chooses among; the multicast
-        /// ablation; the 64×128 kernels; the ping-pong kernels, for same-type outputs only (clusters for bf16
-        /// only); and the stream-K kernels (wide tiles; bf16 and f16 to their own type, bf16 to f32).
+/// Declares [`GEMM_SM90`] from the GEMM table's kernels (`oxtile_abi::for_each_gemm_sm90_kernel!`), named as the
+/// device crate exports them (`oxtile_abi::gemm_sm90_kernel_name!`).
+macro_rules! gemm_kernels {
+    ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
+        /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): each row of the GEMM table for each of its type
+        /// pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
-            kernel: Kernel::hopper($name),
-            input: $input,
-            output: $output,
-            layout: gemm_sm90!(@layout $layout),
+            kernel: Kernel::hopper(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            input: stringify!($input),
+            output: stringify!($output),
+            layout: gemm_layout!($layout),
             variant: Variant::$variant,
         }),*];
     };
-    (@layout tn) => { GemmLayout::Tn };
-    (@layout tt) => { GemmLayout::Tt };
-    (@layout nt) => { GemmLayout::Nt };
-    (@layout nn) => { GemmLayout::Nn };
 }
 
-gemm_sm90! {
-    "gemm_bf16_tn_128x256_sm90": "bf16" -> "bf16", tn, Wide;
-    "gemm_bf16_tn_128x256_c2_sm90": "bf16" -> "bf16", tn, WideCluster2;
-    "gemm_bf16_tn_128x64_sm90": "bf16" -> "bf16", tn, Narrow;
-    "gemm_bf16_tt_128x256_sm90": "bf16" -> "bf16", tt, Wide;
-    "gemm_bf16_tt_128x256_c2_sm90": "bf16" -> "bf16", tt, WideCluster2;
-    "gemm_bf16_tt_128x64_sm90": "bf16" -> "bf16", tt, Narrow;
-    "gemm_bf16_nt_128x256_sm90": "bf16" -> "bf16", nt, Wide;
-    "gemm_bf16_nt_128x256_c2_sm90": "bf16" -> "bf16", nt, WideCluster2;
-    "gemm_bf16_nt_128x64_sm90": "bf16" -> "bf16", nt, Narrow;
-    "gemm_bf16_nn_128x256_sm90": "bf16" -> "bf16", nn, Wide;
-    "gemm_bf16_nn_128x256_c2_sm90": "bf16" -> "bf16", nn, WideCluster2;
-    "gemm_bf16_nn_128x64_sm90": "bf16" -> "bf16", nn, Narrow;
-    "gemm_bf16_f32out_tn_128x256_sm90": "bf16" -> "f32", tn, Wide;
-    "gemm_bf16_f32out_tn_128x256_c2_sm90": "bf16" -> "f32", tn, WideCluster2;
-    "gemm_bf16_f32out_tn_128x64_sm90": "bf16" -> "f32", tn, Narrow;
-    "gemm_bf16_f32out_tt_128x256_sm90": "bf16" -> "f32", tt, Wide;
-    "gemm_bf16_f32out_tt_128x256_c2_sm90": "bf16" -> "f32", tt, WideCluster2;
-    "gemm_bf16_f32out_tt_128x64_sm90": "bf16" -> "f32", tt, Narrow;
-    "gemm_bf16_f32out_nt_128x256_sm90": "bf16" -> "f32", nt, Wide;
-    "gemm_bf16_f32out_nt_128x256_c2_sm90": "bf16" -> "f32", nt, WideCluster2;
-    "gemm_bf16_f32out_nt_128x64_sm90": "bf16" -> "f32", nt, Narrow;
-    "gemm_bf16_f32out_nn_128x256_sm90": "bf16" -> "f32", nn, Wide;
-    "gemm_bf16_f32out_nn_128x256_c2_sm90": "bf16" -> "f32", nn, WideCluster2;
-    "gemm_bf16_f32out_nn_128x64_sm90": "bf16" -> "f32", nn, Narrow;
-    "gemm_f16_tn_128x256_sm90": "f16" -> "f16", tn, Wide;
-    "gemm_f16_tn_128x256_c2_sm90": "f16" -> "f16", tn, WideCluster2;
-    "gemm_f16_tn_128x64_sm90": "f16" -> "f16", tn, Narrow;
-    "gemm_f16_tt_128x256_sm90": "f16" -> "f16", tt, Wide;
-    "gemm_f16_tt_128x256_c2_sm90": "f16" -> "f16", tt, WideCluster2;
-    "gemm_f16_tt_128x64_sm90": "f16" -> "f16", tt, Narrow;
-    "gemm_f16_nt_128x256_sm90": "f16" -> "f16", nt, Wide;
-    "gemm_f16_nt_128x256_c2_sm90": "f16" -> "f16", nt, WideCluster2;
-    "gemm_f16_nt_128x64_sm90": "f16" -> "f16", nt, Narrow;
-    "gemm_f16_nn_128x256_sm90": "f16" -> "f16", nn, Wide;
-    "gemm_f16_nn_128x256_c2_sm90": "f16" -> "f16", nn, WideCluster2;
-    "gemm_f16_nn_128x64_sm90": "f16" -> "f16", nn, Narrow;
-    "gemm_f16_f32out_tn_128x256_sm90": "f16" -> "f32", tn, Wide;
-    "gemm_f16_f32out_tn_128x256_c2_sm90": "f16" -> "f32", tn, WideCluster2;
-    "gemm_f16_f32out_tn_128x64_sm90": "f16" -> "f32", tn, Narrow;
-    "gemm_f16_f32out_tt_128x256_sm90": "f16" -> "f32", tt, Wide;
-    "gemm_f16_f32out_tt_128x256_c2_sm90": "f16" -> "f32", tt, WideCluster2;
-    "gemm_f16_f32out_tt_128x64_sm90": "f16" -> "f32", tt, Narrow;
-    "gemm_f16_f32out_nt_128x256_sm90": "f16" -> "f32", nt, Wide;
-    "gemm_f16_f32out_nt_128x256_c2_sm90": "f16" -> "f32", nt, WideCluster2;
-    "gemm_f16_f32out_nt_128x64_sm90": "f16" -> "f32", nt, Narrow;
-    "gemm_f16_f32out_nn_128x256_sm90": "f16" -> "f32", nn, Wide;
-    "gemm_f16_f32out_nn_128x256_c2_sm90": "f16" -> "f32", nn, WideCluster2;
-    "gemm_f16_f32out_nn_128x64_sm90": "f16" -> "f32", nn, Narrow;
-    "gemm_bf16_tn_128x256_c2_nomc_sm90": "bf16" -> "bf16", tn, WideCluster2Unshared;
-    "gemm_bf16_tn_128x128_pp_sm90": "bf16" -> "bf16", tn, PingPong;
-    "gemm_bf16_tn_128x128_pp_c2_sm90": "bf16" -> "bf16", tn, PingPongCluster2;
-    "gemm_bf16_tt_128x128_pp_sm90": "bf16" -> "bf16", tt, PingPong;
-    "gemm_bf16_tt_128x128_pp_c2_sm90": "bf16" -> "bf16", tt, PingPongCluster2;
-    "gemm_bf16_nt_128x128_pp_sm90": "bf16" -> "bf16", nt, PingPong;
-    "gemm_bf16_nt_128x128_pp_c2_sm90": "bf16" -> "bf16", nt, PingPongCluster2;
-    "gemm_bf16_nn_128x128_pp_sm90": "bf16" -> "bf16", nn, PingPong;
-    "gemm_bf16_nn_128x128_pp_c2_sm90": "bf16" -> "bf16", nn, PingPongCluster2;
-    "gemm_f16_tn_128x128_pp_sm90": "f16" -> "f16", tn, PingPong;
-    "gemm_f16_tt_128x128_pp_sm90": "f16" -> "f16", tt, PingPong;
-    "gemm_f16_nt_128x128_pp_sm90": "f16" -> "f16", nt, PingPong;
-    "gemm_f16_nn_128x128_pp_sm90": "f16" -> "f16", nn, PingPong;
-    "gemm_bf16_tn_128x256_sk_sm90": "bf16" -> "bf16", tn, StreamK;
-    "gemm_bf16_tt_128x256_sk_sm90": "bf16" -> "bf16", tt, StreamK;
-    "gemm_bf16_nt_128x256_sk_sm90": "bf16" -> "bf16", nt, StreamK;
-    "gemm_bf16_nn_128x256_sk_sm90": "bf16" -> "bf16", nn, StreamK;
-    "gemm_bf16_f32out_tn_128x256_sk_sm90": "bf16" -> "f32", tn, StreamK;
-    "gemm_bf16_f32out_tt_128x256_sk_sm90": "bf16" -> "f32", tt, StreamK;
-    "gemm_bf16_f32out_nt_128x256_sk_sm90": "bf16" -> "f32", nt, StreamK;
-    "gemm_bf16_f32out_nn_128x256_sk_sm90": "bf16" -> "f32", nn, StreamK;
-    "gemm_f16_tn_128x256_sk_sm90": "f16" -> "f16", tn, StreamK;
-    "gemm_f16_tt_128x256_sk_sm90": "f16" -> "f16", tt, StreamK;
-    "gemm_f16_nt_128x256_sk_sm90": "f16" -> "f16", nt, StreamK;
-    "gemm_f16_nn_128x256_sk_sm90": "f16" -> "f16", nn, StreamK;
-    "gemm_bf16_tn_64x128_sm90": "bf16" -> "bf16", tn, Flat;
-    "gemm_bf16_tt_64x128_sm90": "bf16" -> "bf16", tt, Flat;
-    "gemm_bf16_nt_64x128_sm90": "bf16" -> "bf16", nt, Flat;
-    "gemm_bf16_nn_64x128_sm90": "bf16" -> "bf16", nn, Flat;
-    "gemm_f16_tn_64x128_sm90": "f16" -> "f16", tn, Flat;
-    "gemm_f16_tt_64x128_sm90": "f16" -> "f16", tt, Flat;
-    "gemm_f16_nt_64x128_sm90": "f16" -> "f16", nt, Flat;
-    "gemm_f16_nn_64x128_sm90": "f16" -> "f16", nn, Flat;
-    "gemm_bf16_f32out_tn_64x128_sm90": "bf16" -> "f32", tn, Flat;
-    "gemm_bf16_f32out_tt_64x128_sm90": "bf16" -> "f32", tt, Flat;
-    "gemm_bf16_f32out_nt_64x128_sm90": "bf16" -> "f32", nt, Flat;
-    "gemm_bf16_f32out_nn_64x128_sm90": "bf16" -> "f32", nn, Flat;
-    "gemm_f16_f32out_tn_64x128_sm90": "f16" -> "f32", tn, Flat;
-    "gemm_f16_f32out_tt_64x128_sm90": "f16" -> "f32", tt, Flat;
-    "gemm_f16_f32out_nt_64x128_sm90": "f16" -> "f32", nt, Flat;
-    "gemm_f16_f32out_nn_64x128_sm90": "f16" -> "f32", nn, Flat;
-    "gemm_bf16_tn_64x128_sk_sm90": "bf16" -> "bf16", tn, FlatStreamK;
-    "gemm_bf16_tt_64x128_sk_sm90": "bf16" -> "bf16", tt, FlatStreamK;
-    "gemm_bf16_nt_64x128_sk_sm90": "bf16" -> "bf16", nt, FlatStreamK;
-    "gemm_bf16_nn_64x128_sk_sm90": "bf16" -> "bf16", nn, FlatStreamK;
-    "gemm_bf16_tn_128x128_sm90": "bf16" -> "bf16", tn, Square;
-    "gemm_bf16_tt_128x128_sm90": "bf16" -> "bf16", tt, Square;
-    "gemm_bf16_nt_128x128_sm90": "bf16" -> "bf16", nt, Square;
-    "gemm_bf16_nn_128x128_sm90": "bf16" -> "bf16", nn, Square;
-    "gemm_bf16_tn_128x128_c2_sm90": "bf16" -> "bf16", tn, SquareCluster2;
-    "gemm_bf16_tt_128x128_c2_sm90": "bf16" -> "bf16", tt, SquareCluster2;
-    "gemm_bf16_nt_128x128_c2_sm90": "bf16" -> "bf16", nt, SquareCluster2;
-    "gemm_bf16_nn_128x128_c2_sm90": "bf16" -> "bf16", nn, SquareCluster2;
-    "gemm_bf16_tn_128x128_sk_sm90": "bf16" -> "bf16", tn, SquareStreamK;
-    "gemm_bf16_tt_128x128_sk_sm90": "bf16" -> "bf16", tt, SquareStreamK;
-    "gemm_bf16_nt_128x128_sk_sm90": "bf16" -> "bf16", nt, SquareStreamK;
-    "gemm_bf16_nn_128x128_sk_sm90": "bf16" -> "bf16", nn, SquareStreamK;
-    "gemm_bf16_tn_128x64_c2_sm90": "bf16" -> "bf16", tn, NarrowCluster2;
-    "gemm_bf16_tt_128x64_c2_sm90": "bf16" -> "bf16", tt, NarrowCluster2;
-    "gemm_bf16_nt_128x64_c2_sm90": "bf16" -> "bf16", nt, NarrowCluster2;
-    "gemm_bf16_nn_128x64_c2_sm90": "bf16" -> "bf16", nn, NarrowCluster2;
-    "gemm_bf16_tn_128x256_sk_c2_sm90": "bf16" -> "bf16", tn, StreamKCluster2;
-    "gemm_bf16_tt_128x256_sk_c2_sm90": "bf16" -> "bf16", tt, StreamKCluster2;
-    "gemm_bf16_nt_128x256_sk_c2_sm90": "bf16" -> "bf16", nt, StreamKCluster2;
-    "gemm_bf16_nn_128x256_sk_c2_sm90": "bf16" -> "bf16", nn, StreamKCluster2;
+/// A table layout.
+macro_rules! gemm_layout {
+    (tn) => {
+        GemmLayout::Tn
+    };
+    (tt) => {
+        GemmLayout::Tt
+    };
+    (nt) => {
+        GemmLayout::Nt
+    };
+    (nn) => {
+        GemmLayout::Nn
+    };
 }
+
+oxtile_abi::for_each_gemm_sm90_kernel! { gemm_kernels }
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
 pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
@@ -491,35 +393,53 @@ mod tests {
         }
     }
 
+    /// Each parameter of `kernel`'s PTX entry as (alignment, bytes): `.param .align A .b8 name[N]` for a by-value
+    /// struct, `.param .u64 [.ptr …] name` and the like for a scalar or a pointer (its own size and alignment).
+    fn entry_parameters(kernel: &Kernel) -> Vec<(usize, usize)> {
+        let ptx = kernel.ptx();
+        let start = ptx.find(&format!(".entry {}(", kernel.name)).expect("registered kernels are in their module");
+        let list = &ptx[start..start + ptx[start..].find(')').expect("a parameter list")];
+        list.lines()
+            .filter_map(|line| line.trim().strip_prefix(".param "))
+            .map(|param| {
+                let words: Vec<&str> = param.trim_end_matches(',').split_whitespace().collect();
+                match words.as_slice() {
+                    [".align", align, ".b8", array] => {
+                        let bytes = array.split('[').nth(1).and_then(|n| n.strip_suffix(']')).expect("an array");
+                        (align.parse().unwrap(), bytes.parse().unwrap())
+                    }
+                    [scalar, ..] => {
+                        let bytes = scalar[2..].parse::<usize>().expect("a sized scalar type") / 8;
+                        (bytes, bytes)
+                    }
+                    _ => panic!("`{}`: unexpected parameter `{param}`", kernel.name),
+                }
+            })
+            .collect()
+    }
+
     #[test]
-    fn gemm_kernel_names_say_what_they_compute() {
-        // gemm_{input}[_f32out]_{layout}_{tile}[_pp|_sk][_c2[_nomc]]_sm90, as gpu/kernels/src/gemm/sm90.rs exports them.
+    fn kernels_take_the_params_the_host_passes() {
+        // The launch passes one parameter per field of oxtile-abi's params struct, from the field's address; the
+        // kernel's signature is declared from the same list. Here the compiled signatures are held to the fields'
+        // sizes, in order, and the by-value tensor maps to the 64-byte alignment TMA needs.
+        use oxtile_abi::{AttnParams, GemmParams};
+        let check = |kernel: &Kernel, sizes: &[usize]| {
+            let params = entry_parameters(kernel);
+            let found: Vec<usize> = params.iter().map(|&(_, bytes)| bytes).collect();
+            assert_eq!(found, sizes, "`{}`: {params:?}", kernel.name);
+            for (align, bytes) in params {
+                assert!(bytes != 128 || align == 64, "`{}`: a tensor map aligned to {align}", kernel.name);
+            }
+        };
         for gemm in GEMM_SM90 {
-            let output = if gemm.output == gemm.input { String::new() } else { format!("_{}out", gemm.output) };
-            let tile = match gemm.variant {
-                Variant::Wide => "128x256",
-                Variant::WideCluster2 => "128x256_c2",
-                Variant::WideCluster2Unshared => "128x256_c2_nomc",
-                Variant::Narrow => "128x64",
-                Variant::NarrowCluster2 => "128x64_c2",
-                Variant::Flat => "64x128",
-                Variant::FlatStreamK => "64x128_sk",
-                Variant::Square => "128x128",
-                Variant::SquareCluster2 => "128x128_c2",
-                Variant::SquareStreamK => "128x128_sk",
-                Variant::PingPong => "128x128_pp",
-                Variant::PingPongCluster2 => "128x128_pp_c2",
-                Variant::StreamK => "128x256_sk",
-                Variant::StreamKCluster2 => "128x256_sk_c2",
-                Variant::Auto => panic!("{} is registered as Auto", gemm.kernel.name),
-            };
-            assert_eq!(gemm.kernel.name, format!("gemm_{}{output}_{}_{tile}_sm90", gemm.input, gemm.layout));
+            check(&gemm.kernel, &GemmParams::SIZES);
         }
-        let mut names: Vec<&str> = GEMM_SM90.iter().map(|g| g.kernel.name).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), GEMM_SM90.len(), "a GEMM kernel is registered twice");
-        assert_eq!(ALL.len(), OTHERS.len() + GEMM_SM90.len());
+        let attention: Vec<&Kernel> = ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")).collect();
+        assert!(!attention.is_empty());
+        for kernel in attention {
+            check(kernel, &AttnParams::SIZES);
+        }
     }
 
     #[test]

@@ -245,7 +245,9 @@ impl Gpu {
 
     /// [`Gpu::launch_cluster`] with the cluster attribute given or left out as `shape` says: single blocks may take
     /// either path (for probes and ablations of the two); clusters of more than one block only the cluster path
-    /// (refused otherwise, before any launch).
+    /// (refused otherwise, before any launch). The one launch of the GEMM and attention kernels: the grid, block,
+    /// cluster and dynamic shared memory of `launch`, programmatic dependent launch where it asks for it, and the
+    /// fields of the family's params struct as `args` (`oxtile_abi::GemmParams::kernel_args`).
     ///
     /// # Safety
     /// As [`Gpu::launch_cluster`]'s.

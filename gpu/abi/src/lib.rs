@@ -3,8 +3,13 @@
 
 #![no_std]
 
+mod gemm_table;
+mod params;
 pub mod raster;
 pub mod stream_k;
+
+pub use gemm_table::{GemmConfig, GemmShare};
+pub use params::{AttnParams, GemmParams, TensorMapBytes};
 
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +42,11 @@ pub struct GemmTile {
 
 impl GemmTile {
     pub const WARPGROUP_THREADS: u32 = 128;
+    /// The launch bound (`.maxntid`) of every Hopper GEMM kernel, one or two consumers alike: it caps the registers at
+    /// entry at 168 (65,536 / 384, rounded down to 8), the budget the producer's `setmaxnreg` to 40 and the consumers'
+    /// to 232 are sized against (ptxas ignores `setmaxnreg` without a cap at entry). A block's threads must not exceed
+    /// it; the one-consumer tiles' 256 do not reach it.
+    pub const MAX_THREADS: u32 = 384;
     /// M/N extent of the TMA box of an MN-major operand (A column-major, B row-major): one 128-byte swizzled row
     /// of 16-bit elements. Its k extent is `tile_k`, so an operand tile takes `tile_mn / MN_BOX` boxes.
     pub const MN_BOX: u32 = 64;

@@ -15,26 +15,14 @@ pub const BASELINE: &str = cublas::CUBLASLT;
 /// then time it, and the harness checks its output against cuBLASLt's.
 pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     let _ = gpu;
-    Ok(vec![
-        Box::new(OxtileSm90::new()),
-        Box::new(OxtileSm90::tuned()),
-        Box::new(OxtileSm90::variant("oxtile-wide", Variant::Wide)),
-        Box::new(OxtileSm90::variant("oxtile-wide-c2", Variant::WideCluster2)),
-        Box::new(OxtileSm90::variant("oxtile-wide-c2-unshared", Variant::WideCluster2Unshared)),
-        Box::new(OxtileSm90::variant("oxtile-narrow", Variant::Narrow)),
-        Box::new(OxtileSm90::variant("oxtile-narrow-c2", Variant::NarrowCluster2)),
-        Box::new(OxtileSm90::variant("oxtile-flat", Variant::Flat)),
-        Box::new(OxtileSm90::variant("oxtile-flat-sk", Variant::FlatStreamK)),
-        Box::new(OxtileSm90::variant("oxtile-square", Variant::Square)),
-        Box::new(OxtileSm90::variant("oxtile-square-c2", Variant::SquareCluster2)),
-        Box::new(OxtileSm90::variant("oxtile-square-sk", Variant::SquareStreamK)),
-        Box::new(OxtileSm90::through_cluster_path("oxtile-narrow-cluster-path", Variant::Narrow)),
-        Box::new(OxtileSm90::without_dependent_launch("oxtile-no-pdl", Variant::Auto)),
-        Box::new(OxtileSm90::variant("oxtile-pingpong", Variant::PingPong)),
-        Box::new(OxtileSm90::variant("oxtile-pingpong-c2", Variant::PingPongCluster2)),
-        Box::new(OxtileSm90::variant("oxtile-streamk", Variant::StreamK)),
-        Box::new(OxtileSm90::variant("oxtile-streamk-c2", Variant::StreamKCluster2)),
-    ])
+    let mut contenders: Vec<Box<dyn GemmContender>> = vec![Box::new(OxtileSm90::new()), Box::new(OxtileSm90::tuned())];
+    // Every configuration of the GEMM table, forced, under its label.
+    for &variant in Variant::CONFIGURED {
+        contenders.push(Box::new(OxtileSm90::variant(variant.contender(), variant)));
+    }
+    contenders.push(Box::new(OxtileSm90::through_cluster_path("oxtile-narrow-cluster-path", Variant::Narrow)));
+    contenders.push(Box::new(OxtileSm90::without_dependent_launch("oxtile-no-pdl", Variant::Auto)));
+    Ok(contenders)
 }
 
 /// The in-process peers, the reference first: cuBLASLt (heuristic's best algorithm, 32 MiB workspace), cuBLASLt

@@ -17,13 +17,13 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchCon
 use half::{bf16, f16};
 use oxtile_abi::{
     ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_LEN, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES,
-    AttnTile,
+    AttnParams, AttnTile,
 };
 
 use super::{check_align, check_context, check_disjoint, strided_ptr, strided_ptr_mut};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
-use crate::runtime::Gpu;
+use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile4d};
 use crate::types::GemmElement;
 
@@ -561,48 +561,51 @@ impl<T: AttnElement> AttnPlan<T> {
         let map_bytes = std::mem::size_of::<CUtensorMap>() as u64;
         let [map_q, map_k, map_v, map_o] = [0, 1, 2, 3].map(|i| maps + i * map_bytes);
         let shape = p.shape;
-        let (seq_q, seq_k, heads_q, batch, group) =
-            (shape.seq_q as u32, shape.seq_k as u32, shape.heads_q as u32, shape.batch as u32, shape.group() as u32);
-        let causal = p.causal as u32;
         let mut work_counter = self.work_counter.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         stream.memset_zeros(&mut *work_counter)?;
         let (work_counter_address, _work_counter_use) = work_counter.device_ptr_mut(stream);
-        // q and k again, for the kernel's rare score-recompute path.
-        let strides = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
-        let (q_strides, k_strides) = (strides(p.strides.q), strides(p.strides.k));
-        let mut launch = stream.launch_builder(&self.function);
-        launch
-            .arg(&map_q)
-            .arg(&map_k)
-            .arg(&map_v)
-            .arg(&map_o)
-            .arg(&lse_address)
-            .arg(&seq_q)
-            .arg(&seq_k)
-            .arg(&heads_q)
-            .arg(&batch)
-            .arg(&group)
-            .arg(&p.scale_log2)
-            .arg(&causal)
-            .arg(&work_counter_address)
-            .arg(&stats_address)
-            .arg(&q_address)
-            .arg(&k_address);
-        for stride in q_strides.iter().chain(&k_strides) {
-            launch.arg(stride);
-        }
-        let config = LaunchConfig {
+        let (q_strides, k_strides) = (p.strides.q, p.strides.k);
+        let mut params = AttnParams {
+            tensor_map_q: map_q,
+            tensor_map_k: map_k,
+            tensor_map_v: map_v,
+            tensor_map_o: map_o,
+            lse: lse_address,
+            seq_q: shape.seq_q as u32,
+            seq_k: shape.seq_k as u32,
+            heads_q: shape.heads_q as u32,
+            batch: shape.batch as u32,
+            group: shape.group() as u32,
+            scale_log2: p.scale_log2,
+            causal: p.causal as u32,
+            work_counter: work_counter_address,
+            stats: stats_address,
+            // q and k again, for the kernel's rare score-recompute path.
+            q: q_address,
+            k: k_address,
+            q_batch_stride: q_strides.batch as u64,
+            q_seq_stride: q_strides.seq as u64,
+            q_head_stride: q_strides.head as u64,
+            k_batch_stride: k_strides.batch as u64,
+            k_seq_stride: k_strides.seq as u64,
+            k_head_stride: k_strides.head as u64,
+        };
+        let launch = ClusterLaunch {
             grid_dim: self.grid(),
             block_dim: (self.tile.threads(), 1, 1),
+            cluster_dim: (1, 1, 1),
             shared_mem_bytes: self.tile.smem_bytes(),
+            dependent_launch: false,
         };
-        // SAFETY: the arguments match the kernel's signature in order and type (pointers as u64 addresses); the
-        // tensor maps describe q, k, v and o (checked above) with boxes the kernel's tile expects; o holds every
-        // element its strides address, injectively, 16-byte aligned, and overlaps no input; lse holds one f32 per
-        // query row; q and k (their strides checked above) again for the recompute path; the work counter is one
-        // u32 zeroed on this stream just before; stats is null or ATTN_STATS_LEN counters; block and shared memory
-        // are the tile's own, the shared-memory limit raised in `new`.
-        unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: self.kernel.name, source })
+        // SAFETY: the arguments are the kernel's, one per field of `AttnParams` (the list in oxtile-abi that the
+        // kernel's signature is declared from). The tensor maps describe q, k, v and o (checked above) with boxes the
+        // kernel's tile expects; o holds every element its strides address, injectively, 16-byte aligned, and overlaps
+        // no input; lse holds one f32 per query row; q and k (their strides checked above) again for the recompute
+        // path; the work counter is one u32 zeroed on this stream just before; stats is null or ATTN_STATS_LEN
+        // counters; block and shared memory are the tile's own, the shared-memory limit raised in `new`; single
+        // blocks, without programmatic dependent launch (the kernel does not wait for the grid before it).
+        let mut args = params.kernel_args();
+        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args) }
     }
 }
 

@@ -22,7 +22,8 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmTile,
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmParams,
+    GemmTile, TensorMapBytes,
 };
 
 use super::{input_ptr, output_ptr};
@@ -666,12 +667,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
-        let (mut m, mut n, mut k, mut ldd) = (m as u32, n as u32, k as u32, n as u32);
-        let ([mut map_a, mut map_b, mut map_a_tail], mut d_address) = (self.tensor_maps, d_address);
-        let mut map_d_address = map_d.as_ref().map_or(0, |(address, _)| *address);
-        let (mut alpha, mut beta) = (self.options.alpha, self.options.beta);
-        // Stream-K kernels take the workspace and the tail's tile count after the others; without a tail the kernel
-        // never reads the (null) workspace.
+        // Stream-K kernels read the workspace and the tail's tile count; without a tail they do not (null, 0).
         // Both with write intent: the kernel writes the partials and sets and resets the flags, so cudarc's event
         // tracking makes this launch wait for every earlier use of the workspace (on any stream: a plan launched
         // through two `Gpu` handles of one context), and later uses wait for it.
@@ -682,37 +678,34 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             }
             None => (None, None),
         };
-        let mut partials_address = partials.as_ref().map_or(0, |(address, _)| *address);
-        let mut flags_address = flags.as_ref().map_or(0, |(address, _)| *address);
-        let mut sk_tiles = self.stream_k.map_or(0, |s| s.sk_tiles());
-        let mut args = [
-            arg(&mut map_a),
-            arg(&mut map_b),
-            arg(&mut map_a_tail),
-            arg(&mut map_d_address),
-            arg(&mut d_address),
-            arg(&mut m),
-            arg(&mut n),
-            arg(&mut k),
-            arg(&mut ldd),
-            arg(&mut alpha),
-            arg(&mut beta),
-            arg(&mut partials_address),
-            arg(&mut flags_address),
-            arg(&mut sk_tiles),
-        ];
-        let count = if self.stream_k.is_some() { args.len() } else { args.len() - 3 };
-        // SAFETY: arguments match the kernel's signature; the tensor maps describe A and B in the layout the
-        // kernel reads (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds
-        // M×N elements of the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong
-        // to the GPU's context (checked above); block, cluster and shared-memory sizes are the
-        // kernel's own. A stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule
-        // (a slot per block, the flags at zero: zeroed at allocation, left at zero by every launch), which this
-        // plan's launches take with write intent, so they run one after another whatever stream they are on; with a
-        // tail, every block of the grid can be resident at once (the co-residency guard in `new`).
-        unsafe {
-            gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args[..count])
-        }?;
+        let [map_a, map_b, map_a_tail] = self.tensor_maps.map(|map| TensorMapBytes(map.opaque));
+        let mut params = GemmParams {
+            tensor_map_a: map_a,
+            tensor_map_b: map_b,
+            tensor_map_a_tail: map_a_tail,
+            tensor_map_d: map_d.as_ref().map_or(0, |(address, _)| *address),
+            d: d_address,
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            ldd: n as u32,
+            alpha: self.options.alpha,
+            beta: self.options.beta,
+            partials: partials.as_ref().map_or(0, |(address, _)| *address),
+            flags: flags.as_ref().map_or(0, |(address, _)| *address),
+            sk_tiles: self.stream_k.map_or(0, |s| s.sk_tiles()),
+        };
+        // SAFETY: the arguments are the kernel's, one per field of `GemmParams` (the list in oxtile-abi that the
+        // kernel's signature is declared from). The tensor maps describe A and B in the layout the kernel reads
+        // (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds M×N elements of the
+        // kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong to the GPU's
+        // context (checked above); block, cluster and shared-memory sizes are the kernel's own. A stream-K kernel gets
+        // the schedule's tail and grid and a workspace sized from that schedule (a slot per block, the flags at zero:
+        // zeroed at allocation, left at zero by every launch), which this plan's launches take with write intent, so
+        // they run one after another whatever stream they are on; with a tail, every block of the grid can be resident
+        // at once (the co-residency guard in `new`). The other kernels never read the (null) workspace.
+        let mut args = params.kernel_args();
+        unsafe { gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args) }?;
         if self.stream_k.is_some_and(|s| s.sk_tiles() > 0) {
             gpu.note_stream_k_launch(self.kernel.name);
         }
@@ -731,10 +724,6 @@ pub fn gemm<T: GemmElement, O: GemmOutput<T>>(
     options: GemmOptions,
 ) -> Result<()> {
     GemmPlan::<T, O>::new(gpu, shape, options, a, b)?.launch(gpu, a, b, d)
-}
-
-fn arg<T>(value: &mut T) -> *mut std::ffi::c_void {
-    value as *mut T as *mut std::ffi::c_void
 }
 
 fn check_shape(shape: GemmShape) -> Result<()> {
@@ -880,26 +869,27 @@ mod tests {
     }
 
     #[test]
-    fn every_type_pair_and_layout_has_each_candidate_kernel() {
-        // The cooperative configurations everywhere; ping-pong for same-type outputs (in clusters: bf16 only).
+    fn auto_resolves_to_a_kernel_that_exists_for_every_type_pair_and_layout() {
+        // Whatever the table instantiates, Auto's choice (and its fallback without stream-K) must exist.
+        let shapes = [
+            (64, 4096, 14336),
+            (128, 4096, 14336),
+            (200, 4096, 8192),
+            (256, 8192, 8192),
+            (512, 8192, 8192),
+            (1024, 1024, 1024),
+            (1536, 1536, 4096),
+            (2048, 2048, 2048),
+            (4096, 4096, 4096),
+            (8192, 8192, 8192),
+        ];
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
             for layout in GemmLayout::ALL {
-                for variant in Variant::CANDIDATES {
-                    let expected = match variant {
-                        Variant::PingPong => input == output,
-                        Variant::PingPongCluster2
-                        | Variant::StreamKCluster2
-                        | Variant::NarrowCluster2
-                        | Variant::FlatStreamK
-                        | Variant::Square
-                        | Variant::SquareCluster2
-                        | Variant::SquareStreamK => (input, output) == ("bf16", "bf16"),
-                        Variant::StreamK => (input, output) != ("f16", "f32"),
-                        _ => true,
-                    };
-                    let found = kernels::find_gemm(input, output, layout, variant);
-                    assert_eq!(found.is_some(), expected, "{variant:?} {input} → {output} {layout}");
-                    assert_eq!(variant.available(input, output, layout), expected);
+                for (m, n, k) in shapes {
+                    let variant = Variant::Auto.resolve_for(GemmShape::new(m, n, k), 132, (input, output), layout);
+                    let plain = variant.data_parallel();
+                    assert!(variant.available(input, output, layout), "{variant:?} {input} → {output} {layout}");
+                    assert!(plain.available(input, output, layout), "{plain:?} {input} → {output} {layout}");
                 }
             }
         }

@@ -17,17 +17,20 @@
 #[derive(Clone, Copy)]
 pub struct TensorMap(pub [u64; 16]);
 
-/// The generic address of parameter `$index` (from 0) of kernel `$kernel`, a by-value [`TensorMap`]:
-/// `cvta.param.u64` on the parameter's PTX symbol, `{kernel}_param_{index}` (the kernel must be `no_mangle`). PTX
-/// ISA: "cvta" (#data-movement-and-conversion-instructions-cvta) and "Kernel Function Parameters"
-/// (#kernel-function-parameters), PTX 7.7, sm_70 and up.
+/// The generic address of parameter `$index` (from 0) of kernel `$kernel` (or of the kernel exported as `name = …`), a
+/// by-value [`TensorMap`]: `cvta.param.u64` on the parameter's PTX symbol, `{kernel}_param_{index}` (the kernel's
+/// symbol: `no_mangle` or `export_name`). PTX ISA: "cvta" (#data-movement-and-conversion-instructions-cvta) and
+/// "Kernel Function Parameters" (#kernel-function-parameters), PTX 7.7, sm_70 and up.
 macro_rules! param_address {
-    ($kernel:ident, $index:literal) => {{
+    ($kernel:ident, $index:literal) => {
+        $crate::arch::tma::param_address!(name = stringify!($kernel), $index)
+    };
+    (name = $name:expr, $index:literal) => {{
         let address: u64;
         // SAFETY: names a parameter of the kernel this expands in; reads nothing.
         unsafe {
             core::arch::asm!(
-                concat!("cvta.param.u64 {address}, ", stringify!($kernel), "_param_", stringify!($index), ";"),
+                concat!("cvta.param.u64 {address}, ", $name, "_param_", stringify!($index), ";"),
                 address = out(reg64) address, options(pure, nomem, nostack));
         }
         address

@@ -143,64 +143,55 @@ config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n12
 config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 
-/// Defines one exported kernel over [`attn_fwd`].
+/// Defines one exported kernel over [`attn_fwd`], its parameters those of `oxtile_abi::attn_sm90_params!`.
 macro_rules! attn_kernel {
     ($(#[$doc:meta])* $name:ident, $config:ty) => {
+        oxtile_abi::attn_sm90_params! { attn_kernel_fn, ($(#[$doc])* $name, $config) }
+        // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
+        const _: () = assert!(<$config as Config>::TILE.threads() == 384);
+        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    };
+}
+
+/// [`attn_kernel!`]'s function: one parameter per field of the list, in its order, gathered into a local struct of the
+/// same names.
+macro_rules! attn_kernel_fn {
+    (($(#[$doc:meta])* $name:ident, $config:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         $(#[$doc])*
         ///
         /// # Safety
-        /// `tensor_map_q/k/v/o` are device addresses of 4-D tensor maps over q and o [B, seq_q, heads_q, D] and
-        /// k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch), 128-byte swizzled, boxes of
-        /// (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer warpgroup's rows); `work_counter`
-        /// is one u32, zero at launch. `lse` holds B·heads_q·seq_q f32 ([B, heads_q, seq_q]); `stats` is null or
-        /// `ATTN_STATS_LEN` u32 counters; `q` and `k` are the tensors of the maps, with their element strides
-        /// (batch, sequence, head; 4-byte aligned rows), read directly only on the rare recompute path. Persistent:
-        /// launched with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks,
-        /// the configuration's threads and dynamic shared memory.
+        /// The parameters are as `oxtile_abi::attn_sm90_params!` documents them: the tensor maps are over q and o
+        /// [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
+        /// 128-byte swizzled, boxes of (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer
+        /// warpgroup's rows); `lse` is [B, heads_q, seq_q]; `q` and `k` are the tensors of the maps, with their
+        /// element strides (4-byte aligned rows), read directly only on the rare recompute path. Persistent: launched
+        /// with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks, the
+        /// configuration's threads and dynamic shared memory.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            tensor_map_q: u64,
-            tensor_map_k: u64,
-            tensor_map_v: u64,
-            tensor_map_o: u64,
-            lse: *mut f32,
-            seq_q: u32,
-            seq_k: u32,
-            heads_q: u32,
-            batch: u32,
-            group: u32,
-            scale_log2: f32,
-            causal: u32,
-            work_counter: *mut u32,
-            stats: *mut u32,
-            q: *const u16,
-            k: *const u16,
-            q_batch_stride: u64,
-            q_seq_stride: u64,
-            q_head_stride: u64,
-            k_batch_stride: u64,
-            k_seq_stride: u64,
-            k_head_stride: u64,
-        ) {
+        pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
+            }
+            let params = Params { $($field: device_value!($kind, $field),)* };
             let problem = Problem {
-                lse,
-                seq_q,
-                seq_k,
-                heads_q,
-                batch,
-                group,
-                scale_log2,
-                causal: causal != 0,
-                work_counter,
-                stats,
-                q,
-                k,
-                q_strides: Strides { batch: q_batch_stride, seq: q_seq_stride, head: q_head_stride },
-                k_strides: Strides { batch: k_batch_stride, seq: k_seq_stride, head: k_head_stride },
+                lse: params.lse,
+                seq_q: params.seq_q,
+                seq_k: params.seq_k,
+                heads_q: params.heads_q,
+                batch: params.batch,
+                group: params.group,
+                scale_log2: params.scale_log2,
+                causal: params.causal != 0,
+                work_counter: params.work_counter,
+                stats: params.stats,
+                q: params.q,
+                k: params.k,
+                q_strides: Strides { batch: params.q_batch_stride, seq: params.q_seq_stride, head: params.q_head_stride },
+                k_strides: Strides { batch: params.k_batch_stride, seq: params.k_seq_stride, head: params.k_head_stride },
             };
-            unsafe { attn_fwd::<$config>([tensor_map_q, tensor_map_k, tensor_map_v, tensor_map_o], &problem) }
+            let tensor_maps = [params.tensor_map_q, params.tensor_map_k, params.tensor_map_v, params.tensor_map_o];
+            unsafe { attn_fwd::<$config>(tensor_maps, &problem) }
         }
-        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 

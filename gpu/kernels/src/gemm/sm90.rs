@@ -52,14 +52,13 @@ use oxtile_abi::raster::{Tile, TileScheduler};
 use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
-    GemmTile,
+    GemmShare, GemmTile,
 };
 use oxtile_layout::StaticLayout;
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::tma::TensorMap;
 use crate::arch::{
     atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, sreg, stmatrix, tma, trap, warp, wgmma,
 };
@@ -69,9 +68,8 @@ use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 const K: u32 = 0;
 const MN: u32 = 1;
 
-/// Which operand tile the blocks of a cluster share by TMA multicast (each loading its half): none (the multicast
-/// ablation: each block loads all of both), B (the blocks stacked along M, computing tiles (2i, j) and (2i + 1, j)),
-/// or A (side by side along N: tiles (i, 2j) and (i, 2j + 1)).
+/// Which operand tile the blocks of a cluster share by TMA multicast, as [`gemm`]'s `SHARE` ([`GemmShare`]: none, B
+/// or A).
 const SHARE_NONE: u32 = 0;
 const SHARE_B: u32 = 1;
 const SHARE_A: u32 = 2;
@@ -645,207 +643,140 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     }
 }
 
-/// Defines one exported kernel over [`gemm`]; the host pushes the arguments in this order.
+/// The device configuration of a table tile: the `config!` type of that tile for input `I` and output `O`.
+macro_rules! tile_config {
+    (GEMM_SM90_128X256, $input:ty, $output:ty) => { Wide<$input, $output> };
+    (GEMM_SM90_128X64, $input:ty, $output:ty) => { Narrow<$input, $output> };
+    (GEMM_SM90_64X128, $input:ty, $output:ty) => { Flat<$input, $output> };
+    (GEMM_SM90_128X128, $input:ty, $output:ty) => { Square<$input, $output> };
+    (GEMM_SM90_128X128_PINGPONG, $input:ty, $output:ty) => { PingPong<$input, $output> };
+}
+
+/// A table type's element type.
+macro_rules! element {
+    (bf16) => { Bf16 };
+    (f16) => { F16 };
+    (f32) => { F32 };
+}
+
+/// A table layout's operand majorness (A, B), as wgmma's transpose flags: t = row-major, n = column-major; A row-major
+/// is K-major, B row-major is N-major.
+macro_rules! majorness {
+    (tn) => { (K, K) };
+    (tt) => { (K, MN) };
+    (nt) => { (MN, MN) };
+    (nn) => { (MN, K) };
+}
+
+/// Defines every kernel of the GEMM table (`oxtile_abi::for_each_gemm_sm90!`), one per row, type pair and layout,
+/// each exported under the name `oxtile_abi::gemm_sm90_kernel_name!` gives it, which the host registry uses too.
+macro_rules! gemm_kernels {
+    ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
+        $(gemm_kernel!(
+            oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
+            tile_config!($tile, element!($input), element!($output)),
+            majorness!($layout),
+            config = oxtile_abi::GemmConfig {
+                tile: oxtile_abi::$tile,
+                cluster: $cluster,
+                share: share_of!($share),
+                stream_k: $stream_k,
+            }
+        );)*
+    };
+}
+
+/// A table row's shared operand as [`oxtile_abi::GemmShare`].
+macro_rules! share_of {
+    (none) => { oxtile_abi::GemmShare::None };
+    (a) => { oxtile_abi::GemmShare::A };
+    (b) => { oxtile_abi::GemmShare::B };
+}
+
+/// Defines one exported kernel over [`gemm`], its parameters those of `oxtile_abi::gemm_sm90_params!`.
 macro_rules! gemm_kernel {
-    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal) => {
-        gemm_kernel!($name, $config, a = $a, b = $b, cluster = $cluster, share = SHARE_B);
-    };
-    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal, share = $share:ident) => {
-        /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are in
-        /// its arguments.
-        ///
-        /// # Safety
-        /// The first two parameters are tensor maps, by value, over A and B as stored, 128-byte swizzled: dims (K, M)
-        /// with boxes of 64 × (`tile_m` / blocks sharing A) for a K-major A, dims (M, K) with boxes of 64 × 64 for an
-        /// MN-major one; likewise B with dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K)
-        /// with boxes of 64 × 64; the third is A's map again with boxes of (M mod the box height) rows rounded up to 8
-        /// where A is K-major and that is not 0 (the last tile row's, [`Operand::load`]), else any map (unused); `d`
-        /// holds M×N elements of the output type row-major with leading dimension `ldd` (8-byte aligned);
-        /// `tensor_map_d` is 0 (D is written from registers) or, where the configuration has the TMA-store epilogue,
-        /// the address of a tensor map in global memory over that D, dims (N, M), 128-byte swizzled boxes of 128
-        /// bytes × 64 rows; launched with the configuration's threads and dynamic shared memory (oxtile-abi), clusters
-        /// of (cluster, 1, 1) and a grid that is a multiple of the cluster.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            _tensor_map_a: TensorMap,
-            _tensor_map_b: TensorMap,
-            _tensor_map_a_tail: TensorMap,
-            tensor_map_d: u64,
-            d: *mut u8,
-            m: u32,
-            n: u32,
-            k: u32,
-            ldd: u32,
-            alpha: f32,
-            beta: f32,
-        ) {
-            let maps = OperandMaps {
-                a: tma::param_address!($name, 0),
-                b: tma::param_address!($name, 1),
-                a_tail: tma::param_address!($name, 2),
-            };
-            let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
-            let none = StreamKArgs::NONE;
-            unsafe { gemm::<$config, { $a }, { $b }, $cluster, $share, false>(maps, k, out, none) }
-        }
-        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    ($name:expr, $config:ty, $majorness:expr, config = $table:expr) => {
+        const _: () = {
+            const CONFIG: oxtile_abi::GemmConfig = $table;
+            oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness) }
+            // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the table's.
+            crate::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
+            assert!(GemmTile::MAX_THREADS == 384);
+            check_config::<$config>(CONFIG);
+        };
     };
 }
 
-/// Defines one exported stream-K kernel over [`gemm`]: the arguments of [`gemm_kernel!`]'s, then the stream-K
-/// workspace ([`StreamKArgs`]) and the number of stream-K (cluster) tiles.
-macro_rules! gemm_stream_k_kernel {
-    ($name:ident, $config:ty, a = $a:ident, b = $b:ident, cluster = $cluster:literal) => {
-        /// See [`gemm`]: the hybrid data-parallel + stream-K schedule on this configuration and operand majorness.
+/// [`gemm_kernel!`]'s function: one parameter per field of the list, in its order, gathered into a local struct of the
+/// same names (tensor maps left out: they are never read in Rust, see [`tma::TensorMap`]).
+macro_rules! gemm_kernel_fn {
+    (($name:expr, $config:ty, $majorness:expr) $($(#[$doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are those of its
+        /// row of the GEMM table.
         ///
         /// # Safety
-        /// As the data-parallel kernels', and: `partials` holds one `tile_m × tile_n` f32 slot per block of the grid
-        /// (16-byte aligned); `flags` holds `sk_tiles × cluster × consumers × 4` u32, all 0 (each launch leaves them
-        /// 0); `sk_tiles` is `StreamK::split(cluster_tiles, k_tiles, clusters).sk_tiles()` or any count of cluster
-        /// tiles that keeps `sk_tiles × k_tiles` within u32; every block of the grid is resident at once (at most
-        /// one block per SM and, in clusters, at most as many clusters as the GPU holds at once).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            _tensor_map_a: TensorMap,
-            _tensor_map_b: TensorMap,
-            _tensor_map_a_tail: TensorMap,
-            tensor_map_d: u64,
-            d: *mut u8,
-            m: u32,
-            n: u32,
-            k: u32,
-            ldd: u32,
-            alpha: f32,
-            beta: f32,
-            partials: *mut f32,
-            flags: *mut u32,
-            sk_tiles: u32,
-        ) {
+        /// The parameters are as `oxtile_abi::gemm_sm90_params!` documents them, the tensor maps by value; a
+        /// stream-K kernel's `sk_tiles` is `StreamK::split(cluster_tiles, k_tiles, clusters).sk_tiles()` or any count
+        /// of cluster tiles that keeps `sk_tiles × k_tiles` within u32, and every block of its grid is resident at
+        /// once (at most one block per SM and, in clusters, at most as many clusters as the GPU holds at once); the
+        /// data-parallel kernels never read the stream-K parameters. Launched with the configuration's threads and
+        /// dynamic shared memory (oxtile-abi), clusters of (cluster, 1, 1) and a grid that is a multiple of the
+        /// cluster.
+        #[unsafe(export_name = $name)]
+        #[allow(unused_variables)]
+        unsafe extern "ptx-kernel" fn kernel($($field: device_param!($kind($($ty)?)),)*) {
+            #[allow(dead_code)]
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
+            }
+            let params = Params { $($field: device_value!($kind, $field),)* };
             let maps = OperandMaps {
-                a: tma::param_address!($name, 0),
-                b: tma::param_address!($name, 1),
-                a_tail: tma::param_address!($name, 2),
+                a: tma::param_address!(name = $name, 0),
+                b: tma::param_address!(name = $name, 1),
+                a_tail: tma::param_address!(name = $name, 2),
             };
-            let out = Epilogue { d: d.cast(), tensor_map: tensor_map_d, ldd, m, n, alpha, beta };
-            let stream_k = StreamKArgs { partials, flags, sk_tiles };
-            unsafe { gemm::<$config, { $a }, { $b }, $cluster, SHARE_B, true>(maps, k, out, stream_k) }
+            let (m, n, ldd, alpha, beta) = (params.m, params.n, params.ldd, params.alpha, params.beta);
+            let out = Epilogue { d: params.d.cast(), tensor_map: params.tensor_map_d, ldd, m, n, alpha, beta };
+            let stream_k = if CONFIG.stream_k {
+                StreamKArgs { partials: params.partials, flags: params.flags, sk_tiles: params.sk_tiles }
+            } else {
+                StreamKArgs::NONE
+            };
+            const MAJORNESS: (u32, u32) = $majorness;
+            const SHARE: u32 = share_value(CONFIG.share);
+            unsafe {
+                gemm::<$config, { MAJORNESS.0 }, { MAJORNESS.1 }, { CONFIG.cluster }, SHARE, { CONFIG.stream_k }>(
+                    maps, params.k, out, stream_k,
+                )
+            }
         }
-        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 
-// Layouts in BLAS letters, D row-major: t = the operand is row-major, n = column-major. A row-major is K-major,
-// B row-major is N-major: tn = (K, K), tt = (K, MN), nt = (MN, MN), nn = (MN, K).
-//
-// Every (input, output, layout) has all three tile configurations — wide, wide in clusters of two, narrow — so
-// `Variant::Auto` picks among the same kernels everywhere (docs/perf-notes.md weighs their build cost).
-gemm_kernel!(gemm_bf16_tn_128x256_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_tn_128x256_c2_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_tn_128x64_sm90, Narrow<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_tt_128x256_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_tt_128x256_c2_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_tt_128x64_sm90, Narrow<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nt_128x256_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nt_128x256_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_nt_128x64_sm90, Narrow<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nn_128x256_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_nn_128x256_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_nn_128x64_sm90, Narrow<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tn_128x256_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tn_128x256_c2_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_f32out_tn_128x64_sm90, Narrow<Bf16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tt_128x256_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tt_128x256_c2_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_f32out_tt_128x64_sm90, Narrow<Bf16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nt_128x256_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nt_128x256_c2_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_f32out_nt_128x64_sm90, Narrow<Bf16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nn_128x256_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nn_128x256_c2_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_f32out_nn_128x64_sm90, Narrow<Bf16, F32>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tn_128x256_sm90, Wide<F16, F16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tn_128x256_c2_sm90, Wide<F16, F16>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_f16_tn_128x64_sm90, Narrow<F16, F16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tt_128x256_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_tt_128x256_c2_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_f16_tt_128x64_sm90, Narrow<F16, F16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nt_128x256_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nt_128x256_c2_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_f16_nt_128x64_sm90, Narrow<F16, F16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nn_128x256_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_nn_128x256_c2_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 2);
-gemm_kernel!(gemm_f16_nn_128x64_sm90, Narrow<F16, F16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tn_128x256_sm90, Wide<F16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tn_128x256_c2_sm90, Wide<F16, F32>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_f16_f32out_tn_128x64_sm90, Narrow<F16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tt_128x256_sm90, Wide<F16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tt_128x256_c2_sm90, Wide<F16, F32>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_f16_f32out_tt_128x64_sm90, Narrow<F16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nt_128x256_sm90, Wide<F16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nt_128x256_c2_sm90, Wide<F16, F32>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_f16_f32out_nt_128x64_sm90, Narrow<F16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nn_128x256_sm90, Wide<F16, F32>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nn_128x256_c2_sm90, Wide<F16, F32>, a = MN, b = K, cluster = 2);
-gemm_kernel!(gemm_f16_f32out_nn_128x64_sm90, Narrow<F16, F32>, a = MN, b = K, cluster = 1);
+/// [`gemm`]'s `SHARE` for a table row's shared operand.
+const fn share_value(share: GemmShare) -> u32 {
+    match share {
+        GemmShare::None => SHARE_NONE,
+        GemmShare::A => SHARE_A,
+        GemmShare::B => SHARE_B,
+    }
+}
 
-// Ping-pong consumers on 128×128 tiles, alone and in clusters of two sharing B, for the same-type outputs the
-// benchmark suite measures (bf16; f16 without clusters): 12 instantiations rather than 32, to keep the build time.
-// `Variant::PingPong*` is a candidate wherever it exists.
-gemm_kernel!(gemm_bf16_tn_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_tn_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_tt_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_tt_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_nt_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nt_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_nn_128x128_pp_sm90, PingPong<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_nn_128x128_pp_c2_sm90, PingPong<Bf16, Bf16>, a = MN, b = K, cluster = 2);
-gemm_kernel!(gemm_f16_tn_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tt_128x128_pp_sm90, PingPong<F16, F16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nt_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nn_128x128_pp_sm90, PingPong<F16, F16>, a = MN, b = K, cluster = 1);
+/// Checks a table row against the device configuration its tile maps to, at compile time: the same tile, and the
+/// row's own invariants ([`oxtile_abi::GemmConfig::check`]); the launch bound covers its block.
+const fn check_config<C: Config>(config: oxtile_abi::GemmConfig) {
+    config.check();
+    let (row, device) = (config.tile, C::TILE);
+    assert!(row.tile_m == device.tile_m && row.tile_n == device.tile_n && row.tile_k == device.tile_k);
+    assert!(row.stages == device.stages && row.consumers == device.consumers);
+    assert!(matches!(
+        (row.schedule, device.schedule),
+        (GemmSchedule::Cooperative, GemmSchedule::Cooperative) | (GemmSchedule::PingPong, GemmSchedule::PingPong)
+    ));
+    assert!(row.threads() <= GemmTile::MAX_THREADS);
+}
 
-// 64×128 tiles, one consumer issuing m64n128k16: Auto's tile for problems of few rows and for the small ones, every
-// type and layout.
-gemm_kernel!(gemm_bf16_tn_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_tt_64x128_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nt_64x128_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nn_64x128_sm90, Flat<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tn_64x128_sm90, Flat<F16, F16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_tt_64x128_sm90, Flat<F16, F16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nt_64x128_sm90, Flat<F16, F16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_nn_64x128_sm90, Flat<F16, F16>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tn_64x128_sm90, Flat<Bf16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_tt_64x128_sm90, Flat<Bf16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nt_64x128_sm90, Flat<Bf16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_f32out_nn_64x128_sm90, Flat<Bf16, F32>, a = MN, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tn_64x128_sm90, Flat<F16, F32>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_tt_64x128_sm90, Flat<F16, F32>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nt_64x128_sm90, Flat<F16, F32>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_f16_f32out_nn_64x128_sm90, Flat<F16, F32>, a = MN, b = K, cluster = 1);
-
-// Cooperative 128×128 tiles for problems of few rows (64 < M ≤ 256): B read once per 128 rows, A once per 128
-// columns. bf16 → bf16 in every layout, as the stream-K form below.
-gemm_kernel!(gemm_bf16_tn_128x128_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_kernel!(gemm_bf16_tt_128x128_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nt_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_kernel!(gemm_bf16_nn_128x128_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-// The same tiles in clusters of two stacked along M, B shared by multicast: M up to 256 over two row tiles, whose
-// blocks then fetch each B k-tile once and together.
-gemm_kernel!(gemm_bf16_tn_128x128_c2_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 2);
-gemm_kernel!(gemm_bf16_tt_128x128_c2_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_nt_128x128_c2_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
-gemm_kernel!(gemm_bf16_nn_128x128_c2_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 2);
-
-// Ablation of the cluster kernel: the same pairing and barriers, but each block loads all of B itself.
-gemm_kernel!(gemm_bf16_tn_128x256_c2_nomc_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_NONE);
-
-// The narrow tile in clusters of two side by side along N, sharing the A tile (128 rows) by multicast: a third less
-// L2 → SM traffic per k-tile (16 KiB instead of 24). bf16 → bf16, every layout; a tune candidate, since it measured
-// 7–9% slower than the single-block narrow tile on the shapes Auto gives that (docs/perf-notes.md, GEMM sm90 v8).
-gemm_kernel!(gemm_bf16_tn_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = K, b = K, cluster = 2, share = SHARE_A);
-gemm_kernel!(gemm_bf16_tt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = K, b = MN, cluster = 2, share = SHARE_A);
-gemm_kernel!(gemm_bf16_nt_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = MN, cluster = 2, share = SHARE_A);
-gemm_kernel!(gemm_bf16_nn_128x64_c2_sm90, Narrow<Bf16, Bf16>, a = MN, b = K, cluster = 2, share = SHARE_A);
+oxtile_abi::for_each_gemm_sm90_kernel! { gemm_kernels }
 
 /// Generic addresses of the operand tensor maps a kernel was launched with (kernel parameters): A's, B's, and A's
 /// with the boxes of its last tile row ([`Operand::load`]).
@@ -1419,39 +1350,3 @@ impl Staging {
         tma::wait_group_read::<0>();
     }
 }
-
-// Stream-K on the wide cooperative tile (the tail wave split by k-tiles, issue #5): bf16 and f16 to their own type,
-// bf16 to f32, in every layout — what the benchmark suite and the f32 checks need, 12 instantiations rather than 16.
-gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_f32out_tn_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_f32out_tt_128x256_sk_sm90, Wide<Bf16, F32>, a = K, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_f32out_nt_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_f32out_nn_128x256_sk_sm90, Wide<Bf16, F32>, a = MN, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_f16_tn_128x256_sk_sm90, Wide<F16, F16>, a = K, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_f16_tt_128x256_sk_sm90, Wide<F16, F16>, a = K, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_f16_nt_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_f16_nn_128x256_sk_sm90, Wide<F16, F16>, a = MN, b = K, cluster = 1);
-
-// Stream-K on the 64×128 tile: problems of few rows whose tiles leave SMs idle for long (e.g. 128×4096×14336, 64
-// tiles on 132 SMs), bf16 → bf16 in every layout.
-gemm_stream_k_kernel!(gemm_bf16_tn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_tt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nt_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nn_64x128_sk_sm90, Flat<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-
-// Stream-K on the cooperative 128×128 tile: few-row problems with too few tiles for the SMs (128×8192×8192: 64 tiles
-// of 128 k-tiles on 132 SMs), bf16 → bf16 in every layout.
-gemm_stream_k_kernel!(gemm_bf16_tn_128x128_sk_sm90, Square<Bf16, Bf16>, a = K, b = K, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_tt_128x128_sk_sm90, Square<Bf16, Bf16>, a = K, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nt_128x128_sk_sm90, Square<Bf16, Bf16>, a = MN, b = MN, cluster = 1);
-gemm_stream_k_kernel!(gemm_bf16_nn_128x128_sk_sm90, Square<Bf16, Bf16>, a = MN, b = K, cluster = 1);
-
-// Stream-K over clusters of two sharing B (the wide-c2 pairing; the schedule's units are cluster tiles): bf16 to bf16
-// in every layout, the benchmark suite's types.
-gemm_stream_k_kernel!(gemm_bf16_tn_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = K, b = K, cluster = 2);
-gemm_stream_k_kernel!(gemm_bf16_tt_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = K, b = MN, cluster = 2);
-gemm_stream_k_kernel!(gemm_bf16_nt_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = MN, cluster = 2);
-gemm_stream_k_kernel!(gemm_bf16_nn_128x256_sk_c2_sm90, Wide<Bf16, Bf16>, a = MN, b = K, cluster = 2);

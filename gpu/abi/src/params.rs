@@ -1,0 +1,149 @@
+//! The parameters of each kernel family, one list per family ([`gemm_sm90_params!`], [`attn_sm90_params!`]) from
+//! which both crates take them: oxtile-abi defines the `#[repr(C)]` struct the host fills ([`GemmParams`],
+//! [`AttnParams`]; device addresses as `u64`, tensor maps as [`TensorMapBytes`]) and the device crate declares the
+//! kernel's parameters, one per field in the same order, with the same types (pointers as pointers, tensor maps as its
+//! by-value `TensorMap`). The launch passes the address of each field ([`GemmParams::kernel_args`]).
+//!
+//! One parameter per field rather than the struct as one by-value parameter: NVPTX knows that a kernel's pointer
+//! parameters address global memory (global loads, stores and atomics: `LDG`, `STG`, `REDG`) and that its scalar
+//! parameters are defined values; rustc passes a by-value struct as an opaque byte array, whose pointers are generic
+//! (`LD`, `ST`, `RED`) and whose fields LLVM cannot prove defined — which cost the stream-K and ping-pong GEMM kernels
+//! bounds and division checks that scalar parameters let it remove, with a 296-byte local frame for their panic paths.
+
+/// A `CUtensorMap` as the host passes it by value: 128 opaque bytes, 64-byte aligned as TMA requires.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapBytes(pub [u64; 16]);
+
+/// Calls `$callback! { fields }` with the parameters of every Hopper GEMM kernel (gpu/kernels/src/gemm/sm90.rs), in
+/// order, each `name: kind(type)`: `map()` a tensor map by value, `ptr(type)` a buffer, `val(type)` a scalar.
+#[macro_export]
+macro_rules! gemm_sm90_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// A as stored, 128-byte swizzled: dims (K, M) with boxes of 64 × (`tile_m` / blocks sharing A) for a
+            /// K-major A, dims (M, K) with boxes of 64 × 64 for an MN-major one.
+            tensor_map_a: map(),
+            /// B likewise: dims (K, N) and boxes of 64 × (`tile_n` / blocks sharing B), or dims (N, K) with boxes of
+            /// 64 × 64.
+            tensor_map_b: map(),
+            /// A's map again with boxes of (M mod the box height) rows rounded up to 8 where A is K-major and that is
+            /// not 0 (the last tile row's), else any map (unused).
+            tensor_map_a_tail: map(),
+            /// Generic address of D's tensor map in global memory (the TMA-store epilogue), or 0: D is written from
+            /// registers.
+            tensor_map_d: val(u64),
+            /// D: M×N elements of the output type, row-major with leading dimension `ldd`, 8-byte aligned.
+            d: ptr(*mut u8),
+            m: val(u32),
+            n: val(u32),
+            k: val(u32),
+            /// D's leading dimension, in elements.
+            ldd: val(u32),
+            alpha: val(f32),
+            beta: val(f32),
+            /// Stream-K only (null for the others, and for a stream-K launch without a tail): one `tile_m × tile_n`
+            /// f32 slot per block of the grid, 16-byte aligned.
+            partials: ptr(*mut f32),
+            /// Stream-K only: `sk_tiles × cluster × consumers × 4` u32, all 0 between launches.
+            flags: ptr(*mut u32),
+            /// Stream-K (cluster) tiles of the launch's schedule, the tail split by k-tiles; 0 for the others.
+            sk_tiles: val(u32),
+        }
+    };
+}
+
+/// Calls `$callback! { fields }` with the parameters of every Hopper attention-forward kernel
+/// (gpu/kernels/src/attention/sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! attn_sm90_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// Generic addresses of the tensor maps of q, k, v and o in global memory.
+            tensor_map_q: val(u64),
+            tensor_map_k: val(u64),
+            tensor_map_v: val(u64),
+            tensor_map_o: val(u64),
+            /// The row log-sum-exp: batch·heads_q·seq_q f32.
+            lse: ptr(*mut f32),
+            seq_q: val(u32),
+            seq_k: val(u32),
+            heads_q: val(u32),
+            batch: val(u32),
+            /// Query heads per key/value head.
+            group: val(u32),
+            /// The softmax scale times log2(e).
+            scale_log2: val(f32),
+            /// 1 for causal masking, else 0.
+            causal: val(u32),
+            /// One u32, zero at launch: the persistent blocks' work counter.
+            work_counter: ptr(*mut u32),
+            /// Null, or `ATTN_STATS_LEN` u32 counters.
+            stats: ptr(*mut u32),
+            /// q and k again, for the rare score-recompute path, with their element strides.
+            q: ptr(*const u16),
+            k: ptr(*const u16),
+            q_batch_stride: val(u64),
+            q_seq_stride: val(u64),
+            q_head_stride: val(u64),
+            k_batch_stride: val(u64),
+            k_seq_stride: val(u64),
+            k_head_stride: val(u64),
+        }
+    };
+}
+
+/// Defines a family's params struct from its list: each field as the host holds it, and the kernel arguments.
+macro_rules! params_struct {
+    ($(#[$doc:meta])* $name:ident; $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name {
+            $($(#[$field_doc])* pub $field: host_type!($kind($($ty)?)),)*
+        }
+
+        impl $name {
+            /// Kernel parameters.
+            pub const COUNT: usize = [$(stringify!($field)),*].len();
+            /// Each parameter's bytes, in order: what the kernel's signature declares (a host test compares them).
+            pub const SIZES: [usize; Self::COUNT] = [$(core::mem::size_of::<host_type!($kind($($ty)?))>()),*];
+
+            /// The address of each field, in order: the kernel parameters as `cuLaunchKernel` takes them (the launch
+            /// copies each parameter's bytes from its field).
+            pub fn kernel_args(&mut self) -> [*mut core::ffi::c_void; Self::COUNT] {
+                [$(&raw mut self.$field as *mut core::ffi::c_void),*]
+            }
+        }
+    };
+}
+
+/// A parameter's type in the host's struct: device addresses as `u64`.
+macro_rules! host_type {
+    (map()) => {
+        TensorMapBytes
+    };
+    (ptr($ty:ty)) => {
+        u64
+    };
+    (val($ty:ty)) => {
+        $ty
+    };
+}
+
+gemm_sm90_params! {
+    params_struct,
+    /// The parameters of a Hopper GEMM kernel: D = alpha·A·B + beta·D over M×N×K ([`gemm_sm90_params!`]).
+    GemmParams;
+}
+
+attn_sm90_params! {
+    params_struct,
+    /// The parameters of a Hopper attention-forward kernel ([`attn_sm90_params!`]).
+    AttnParams;
+}
+
+// A `CUtensorMap`: 128 bytes, 64-byte aligned.
+const _: () = assert!(core::mem::size_of::<TensorMapBytes>() == 128 && core::mem::align_of::<TensorMapBytes>() == 64);
