@@ -121,6 +121,28 @@ mod tests {
     }
 
     #[test]
+    fn auto_has_a_kernel_for_every_shape_of_the_sweep() {
+        // The heuristic was written for the suite; every shape users run must still resolve to a kernel that
+        // exists, in every type pair and layout, and so must its fallback without stream-K (H100 and H200 SM counts).
+        use crate::kernels::Variant;
+        use crate::types::GemmLayout;
+        let sweep = parse_sweep(GEMM_SWEEP).unwrap();
+        for sm_count in [114, 132] {
+            for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
+                for layout in GemmLayout::ALL {
+                    for s in &sweep {
+                        let variant = Variant::Auto.resolve_for(s.shape, sm_count, (input, output), layout);
+                        let plain = variant.data_parallel();
+                        let what = format!("{} {} {input} → {output} {layout} on {sm_count} SMs", s.label, s.shape);
+                        assert!(variant.available(input, output, layout), "{variant:?} for {what}");
+                        assert!(plain.available(input, output, layout), "{plain:?} for {what}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn parse_errors_name_the_line() {
         assert_eq!(parse_sweep("# nothing\n\n"), Err(SweepError::Empty));
         assert!(matches!(parse_sweep("a b 1x2x3\nsquare\n"), Err(SweepError::Format { line: 2, .. })));
