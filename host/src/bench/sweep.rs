@@ -60,28 +60,28 @@ pub fn parse_sweep(text: &str) -> Result<Vec<SweepShape>, SweepError> {
 pub fn select(shapes: &[SweepShape], classes: &[String], every: usize) -> Vec<SweepShape> {
     let every = every.max(1);
     let mut picked = Vec::new();
+    for class in class_order(shapes).into_iter().filter(|c| classes.is_empty() || classes.iter().any(|want| want == c))
+    {
+        picked.extend(shapes.iter().filter(|s| s.class == class).step_by(every).cloned());
+    }
+    picked
+}
+
+/// The classes of `shapes`, in order of first appearance.
+fn class_order(shapes: &[SweepShape]) -> Vec<&str> {
     let mut order: Vec<&str> = Vec::new();
     for shape in shapes {
         if !order.contains(&shape.class.as_str()) {
             order.push(&shape.class);
         }
     }
-    for class in order.into_iter().filter(|c| classes.is_empty() || classes.iter().any(|want| want == c)) {
-        picked.extend(shapes.iter().filter(|s| s.class == class).step_by(every).cloned());
-    }
-    picked
+    order
 }
 
 /// The suite summary (geomean and lowest ratio to the baseline and to the fastest peer) per class of the sweep.
 pub fn class_summary(rows: &[Row], shapes: &[SweepShape], baseline: &str) -> String {
     let mut out = String::new();
-    let mut classes: Vec<&str> = Vec::new();
-    for shape in shapes {
-        if !classes.contains(&shape.class.as_str()) {
-            classes.push(&shape.class);
-        }
-    }
-    for class in classes {
+    for class in class_order(shapes) {
         let names: HashSet<String> = shapes.iter().filter(|s| s.class == class).map(|s| s.shape.to_string()).collect();
         let in_class: Vec<Row> = rows.iter().filter(|r| names.contains(&r.shape)).cloned().collect();
         for line in suite_summary(&in_class, baseline).lines() {

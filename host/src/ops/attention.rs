@@ -642,6 +642,15 @@ pub fn attention_with_stats<T: AttnElement>(
     Ok(RescaleStats::from_counters(&gpu.stream().clone_dtoh(&stats)?))
 }
 
+/// The kernel of `kernels` ((head_dim, kernel) pairs: a reference kernel per head dim) for `head_dim`.
+pub(crate) fn reference_kernel(op: &'static str, kernels: &[(usize, Kernel)], head_dim: usize) -> Result<Kernel> {
+    kernels
+        .iter()
+        .find(|(d, _)| *d == head_dim)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| Error::unsupported(op, format!("head dim {head_dim}")))
+}
+
 /// Rows per block of the reference kernel (one per warp).
 const REFERENCE_THREADS: u32 = 256;
 
@@ -662,11 +671,7 @@ pub fn attention_reference<T: AttnElement>(
     options: AttnOptions,
 ) -> Result<()> {
     let p = check_problem(REFERENCE_OP, shape, &options)?;
-    let kernel = T::REFERENCE_KERNELS
-        .iter()
-        .find(|(d, _)| *d == shape.head_dim)
-        .map(|(_, k)| *k)
-        .ok_or_else(|| Error::unsupported(REFERENCE_OP, format!("head dim {}", shape.head_dim)))?;
+    let kernel = reference_kernel(REFERENCE_OP, T::REFERENCE_KERNELS, shape.head_dim)?;
     let stream = gpu.stream();
     let [q_len, k_len, v_len, _] = p.extents;
     let (q_address, _q_use) = strided_ptr(REFERENCE_OP, "q", q, stream, q_len, 16)?;

@@ -7,7 +7,7 @@
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
-use super::attention::{AttnElement, AttnOptions, AttnShape, AttnStrides, check_problem};
+use super::attention::{AttnElement, AttnOptions, AttnShape, AttnStrides, check_problem, reference_kernel};
 use super::{check_disjoint, input_ptr, output_ptr};
 use crate::error::{Error, Result};
 use crate::runtime::Gpu;
@@ -41,11 +41,7 @@ pub fn attention_backward_reference<T: AttnElement>(
     if p.strides != AttnStrides::packed(shape) {
         return Err(Error::unsupported(REFERENCE_OP, "the backward reference takes packed BSHD tensors only"));
     }
-    let kernel = T::BACKWARD_REFERENCE_KERNELS
-        .iter()
-        .find(|(d, _)| *d == shape.head_dim)
-        .map(|(_, k)| *k)
-        .ok_or_else(|| Error::unsupported(REFERENCE_OP, format!("head dim {}", shape.head_dim)))?;
+    let kernel = reference_kernel(REFERENCE_OP, T::BACKWARD_REFERENCE_KERNELS, shape.head_dim)?;
     let stream = gpu.stream();
     let rows = shape.rows();
     let (q_len, kv_len) = (rows * shape.head_dim, shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim);

@@ -50,6 +50,25 @@ pub struct AttnOutput {
     pub lse: Vec<f64>,
 }
 
+/// A row's scaled scores `scale · q_row · k_j` over its `visible` keys (`key_row(j)`: where key j starts in `k`),
+/// their maximum, and Σ_j exp(score_j − maximum) (at least 1).
+pub(crate) fn row_scores(
+    problem: &AttnProblem,
+    q_row: &[f64],
+    k: &[f64],
+    key_row: impl Fn(usize) -> usize,
+    visible: usize,
+) -> (Vec<f64>, f64, f64) {
+    let d = q_row.len();
+    let scores: Vec<f64> = (0..visible)
+        .map(|j| problem.scale * q_row.iter().zip(&k[key_row(j)..][..d]).map(|(a, b)| a * b).sum::<f64>())
+        .collect();
+    // Subtracting the maximum keeps every exponential in (0, 1]; it cancels in p and is added back to the LSE.
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let sum = scores.iter().map(|s| (s - max).exp()).sum();
+    (scores, max, sum)
+}
+
 /// Row `i` of head `head` of batch `b`. `q`, `k`, `v` are contiguous BSHD as the module describes.
 pub fn attention_row(
     problem: &AttnProblem,
@@ -75,13 +94,8 @@ pub fn attention_row(
     if visible == 0 {
         return AttnRow { o: vec![0.0; d], o_magnitude: vec![0.0; d], lse: f64::NEG_INFINITY };
     }
-    let scores: Vec<f64> = (0..visible)
-        .map(|j| problem.scale * q_row.iter().zip(&k[kv_row(j)..][..d]).map(|(a, b)| a * b).sum::<f64>())
-        .collect();
-    // Subtracting the maximum keeps every exponential in (0, 1]; it cancels in p and is added back to the LSE.
-    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (scores, max, sum) = row_scores(problem, q_row, k, kv_row, visible);
     let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-    let sum: f64 = weights.iter().sum();
     let mut o = vec![0.0; d];
     let mut o_magnitude = vec![0.0; d];
     for (j, w) in weights.iter().enumerate() {

@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use super::attention::AttnProblem;
+use super::attention::{AttnProblem, row_scores};
 use crate::ops::attention::AttnShape;
 
 /// dQ (as q), dK and dV (as k and v), contiguous BSHD.
@@ -76,10 +76,7 @@ fn backward(problem: &AttnProblem, q: &[f64], k: &[f64], v: &[f64], d_o: &[f64],
                         continue;
                     }
                     let (q_row, do_row) = (&q[q_at(b, i, head)..][..d], &d_o[q_at(b, i, head)..][..d]);
-                    let scores: Vec<f64> =
-                        (0..visible).map(|j| problem.scale * dot(q_row, &k[kv_at(b, j, kv_head)..][..d])).collect();
-                    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+                    let (scores, max, sum) = row_scores(problem, q_row, k, |j| kv_at(b, j, kv_head), visible);
                     let lse = max + sum.ln();
                     let p: Vec<f64> = scores.iter().map(|s| (s - lse).exp()).collect();
                     let dp: Vec<f64> = (0..visible).map(|j| dot(do_row, &v[kv_at(b, j, kv_head)..][..d])).collect();
@@ -125,10 +122,6 @@ mod tests {
     use super::*;
     use crate::reference::attention::attention;
     use crate::reference::randn;
-
-    fn shape(batch: usize, seq_q: usize, seq_k: usize, heads_q: usize, heads_kv: usize, d: usize) -> AttnShape {
-        AttnShape { batch, seq_q, seq_k, heads_q, heads_kv, head_dim: d }
-    }
 
     fn normal(len: usize, seed: u64) -> Vec<f64> {
         randn(len, 1.0, seed).into_iter().map(f64::from).collect()
@@ -176,8 +169,11 @@ mod tests {
             for (batch, seq_q, seq_k, heads_q, heads_kv, d) in
                 [(1, 3, 3, 1, 1, 4), (1, 2, 5, 2, 2, 3), (2, 5, 3, 2, 1, 3), (1, 4, 4, 4, 2, 2), (1, 3, 2, 3, 1, 2)]
             {
-                let problem =
-                    AttnProblem { shape: shape(batch, seq_q, seq_k, heads_q, heads_kv, d), causal, scale: 0.6 };
+                let problem = AttnProblem {
+                    shape: AttnShape::new(batch, seq_q, seq_k, heads_q, heads_kv, d),
+                    causal,
+                    scale: 0.6,
+                };
                 check_against_differences(&problem, 40 + seq_q as u64 * 7 + causal as u64);
             }
         }
@@ -185,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_exact_o_gives_the_same_gradients() {
-        let problem = AttnProblem { shape: shape(2, 5, 7, 4, 2, 3), causal: true, scale: 0.45 };
+        let problem = AttnProblem { shape: AttnShape::new(2, 5, 7, 4, 2, 3), causal: true, scale: 0.45 };
         let (q, k, v, d_o) = (normal(120, 80), normal(84, 81), normal(84, 82), normal(120, 83));
         let o = attention(&problem, &q, &k, &v).o;
         let (exact, given) = (
@@ -207,7 +203,7 @@ mod tests {
     #[test]
     fn one_key_passes_everything_to_v() {
         // A single visible key has P = 1: dV = Σ_i dO_i, and dS = 1 · (dP − dP) = 0, so dQ = dK = 0.
-        let problem = AttnProblem { shape: shape(1, 3, 1, 1, 1, 4), causal: false, scale: 0.5 };
+        let problem = AttnProblem { shape: AttnShape::new(1, 3, 1, 1, 1, 4), causal: false, scale: 0.5 };
         let (q, k, v, d_o) = (normal(12, 50), normal(4, 51), normal(4, 52), normal(12, 53));
         let grads = attention_backward(&problem, &q, &k, &v, &d_o);
         assert!(grads.dq.iter().chain(&grads.dk).all(|&x| x.abs() < 1e-15), "{grads:?}");
@@ -221,7 +217,7 @@ mod tests {
     fn rows_without_keys_contribute_nothing() {
         // seq_q 5 > seq_k 3, causal: rows 0 and 1 see no key. Changing their q or dO changes no gradient but
         // their own dQ, which is zero.
-        let problem = AttnProblem { shape: shape(1, 5, 3, 1, 1, 4), causal: true, scale: 0.5 };
+        let problem = AttnProblem { shape: AttnShape::new(1, 5, 3, 1, 1, 4), causal: true, scale: 0.5 };
         let (q, k, v, d_o) = (normal(20, 60), normal(12, 61), normal(12, 62), normal(20, 63));
         let grads = attention_backward(&problem, &q, &k, &v, &d_o);
         assert!(grads.dq[..8].iter().all(|&x| x == 0.0));
@@ -256,8 +252,9 @@ mod tests {
             out
         };
         for causal in [false, true] {
-            let grouped = AttnProblem { shape: shape(batch, seq_q, seq_k, heads_q, heads_kv, d), causal, scale: 0.4 };
-            let repeated = AttnProblem { shape: shape(batch, seq_q, seq_k, heads_q, heads_q, d), ..grouped };
+            let grouped =
+                AttnProblem { shape: AttnShape::new(batch, seq_q, seq_k, heads_q, heads_kv, d), causal, scale: 0.4 };
+            let repeated = AttnProblem { shape: AttnShape::new(batch, seq_q, seq_k, heads_q, heads_q, d), ..grouped };
             let g = attention_backward(&grouped, &q, &k, &v, &d_o);
             let r = attention_backward(&repeated, &q, &repeat(&k), &repeat(&v), &d_o);
             assert_eq!(g.dq, r.dq);
