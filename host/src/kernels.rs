@@ -320,6 +320,18 @@ pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_bwd_re
 pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d64");
 pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d64");
 
+/// Hopper attention backward (gpu/kernels/src/attention/backward_sm90.rs): the main kernel per element type and
+/// head dim, and the preprocessing (dO·O, log2-unit LSE, the dQ accumulator zeroed) and dQ conversion per element
+/// type.
+pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_bwd_bf16_d128_sm90");
+pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_bwd_f16_d128_sm90");
+pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_bwd_bf16_d64_sm90");
+pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_bwd_f16_d64_sm90");
+pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::hopper("attn_bwd_preprocess_bf16");
+pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::hopper("attn_bwd_preprocess_f16");
+pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::hopper("attn_bwd_convert_dq_bf16");
+pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::hopper("attn_bwd_convert_dq_f16");
+
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
 /// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
@@ -360,6 +372,14 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_REFERENCE_F16_D128,
     ATTN_BWD_REFERENCE_BF16_D64,
     ATTN_BWD_REFERENCE_F16_D64,
+    ATTN_BWD_BF16_D128_SM90,
+    ATTN_BWD_F16_D128_SM90,
+    ATTN_BWD_BF16_D64_SM90,
+    ATTN_BWD_F16_D64_SM90,
+    ATTN_BWD_PREPROCESS_BF16,
+    ATTN_BWD_PREPROCESS_F16,
+    ATTN_BWD_CONVERT_DQ_BF16,
+    ATTN_BWD_CONVERT_DQ_F16,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,
@@ -439,6 +459,12 @@ mod tests {
         assert!(!attention.is_empty());
         for kernel in attention {
             check(kernel, &AttnParams::SIZES);
+        }
+        let backward: Vec<&Kernel> =
+            ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")).collect();
+        assert_eq!(backward.len(), 4);
+        for kernel in backward {
+            check(kernel, &oxtile_abi::AttnBwdParams::SIZES);
         }
     }
 

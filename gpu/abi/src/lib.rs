@@ -9,7 +9,7 @@ pub mod raster;
 pub mod stream_k;
 
 pub use gemm_table::{GemmConfig, GemmShare};
-pub use params::{AttnParams, GemmParams, TensorMapBytes};
+pub use params::{AttnBwdParams, AttnParams, GemmParams, TensorMapBytes};
 
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,6 +359,143 @@ const _: () = assert!(ATTN_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // Every operand tile starts on a 1024-byte swizzle-atom boundary.
 const _: () =
     assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
+
+/// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/src/attention/backward_sm90.rs): a
+/// producer warpgroup feeding `consumers` math warpgroups. Each block owns `tile_kv` keys of one (batch, key/value
+/// head), `tile_kv / consumers` per consumer warpgroup; K and V stay in shared memory while query tiles of `tile_q`
+/// rows (Q, dO and their rows' log-sum-exp and dO·O) stream through a `stages`-deep ring, for every query head of
+/// the key/value head. Operands are `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
+///
+/// Shared memory, in order: K, V, then per stage Q and dO, then one dSᵀ tile per consumer (its keys × `tile_q`
+/// queries, 16-bit, 128-byte swizzled: the A operand of dQ = dS·K read MN-major), then per stage the `tile_q`
+/// log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttnBwdTile {
+    pub tile_q: u32,
+    pub tile_kv: u32,
+    pub head_dim: u32,
+    pub stages: u32,
+    pub consumers: u32,
+    pub element_bytes: u32,
+}
+
+impl AttnBwdTile {
+    pub const WARPGROUP_THREADS: u32 = 128;
+    /// Elements of one 128-byte swizzled row: the TMA box width and the column block of the shared layouts.
+    pub const BOX_COLS: u32 = 64;
+    const BARRIER_BYTES: u32 = 8;
+
+    pub const fn threads(&self) -> u32 {
+        Self::WARPGROUP_THREADS * (1 + self.consumers)
+    }
+
+    /// 64-column blocks per row of Q, K, V and dO.
+    pub const fn column_blocks(&self) -> u32 {
+        self.head_dim / Self::BOX_COLS
+    }
+
+    /// Keys each consumer warpgroup owns (the M of its wgmma: 64).
+    pub const fn consumer_keys(&self) -> u32 {
+        self.tile_kv / self.consumers
+    }
+
+    /// One Q (or dO) tile.
+    pub const fn smem_q_bytes(&self) -> u32 {
+        self.tile_q * self.head_dim * self.element_bytes
+    }
+
+    /// The K (or V) tile.
+    pub const fn smem_kv_bytes(&self) -> u32 {
+        self.tile_kv * self.head_dim * self.element_bytes
+    }
+
+    pub const fn smem_k_offset(&self) -> u32 {
+        0
+    }
+
+    pub const fn smem_v_offset(&self) -> u32 {
+        self.smem_kv_bytes()
+    }
+
+    pub const fn smem_q_offset(&self, stage: u32) -> u32 {
+        2 * self.smem_kv_bytes() + stage * self.smem_q_bytes()
+    }
+
+    pub const fn smem_do_offset(&self, stage: u32) -> u32 {
+        self.smem_q_offset(self.stages) + stage * self.smem_q_bytes()
+    }
+
+    /// One consumer's dSᵀ tile: its keys × `tile_q` queries, 16-bit.
+    pub const fn smem_ds_bytes(&self) -> u32 {
+        self.consumer_keys() * self.tile_q * self.element_bytes
+    }
+
+    pub const fn smem_ds_offset(&self, consumer: u32) -> u32 {
+        self.smem_do_offset(self.stages) + consumer * self.smem_ds_bytes()
+    }
+
+    /// A stage's row statistics: `tile_q` f32.
+    pub const fn smem_rows_bytes(&self) -> u32 {
+        self.tile_q * 4
+    }
+
+    /// The log2-unit LSE of a stage's query rows.
+    pub const fn smem_lse_offset(&self, stage: u32) -> u32 {
+        self.smem_ds_offset(self.consumers) + stage * self.smem_rows_bytes()
+    }
+
+    /// dO·O of a stage's query rows.
+    pub const fn smem_dsum_offset(&self, stage: u32) -> u32 {
+        self.smem_lse_offset(self.stages) + stage * self.smem_rows_bytes()
+    }
+
+    /// Barriers: K/V full, then Q full and Q empty per stage.
+    pub const fn barriers_offset(&self) -> u32 {
+        self.smem_dsum_offset(self.stages)
+    }
+
+    pub const fn smem_bytes(&self) -> u32 {
+        self.barriers_offset() + (1 + 2 * self.stages) * Self::BARRIER_BYTES
+    }
+
+    /// Bytes one stage receives: Q, dO, LSE and dO·O of a query tile.
+    pub const fn stage_bytes(&self) -> u32 {
+        2 * self.smem_q_bytes() + 2 * self.smem_rows_bytes()
+    }
+}
+
+/// Hopper attention backward, head dim 128: 128 keys per block (64 per consumer warpgroup) against query tiles of
+/// 64 rows, 2 stages.
+pub const ATTN_BWD_SM90_D128: AttnBwdTile =
+    AttnBwdTile { tile_q: 64, tile_kv: 128, head_dim: 128, stages: 2, consumers: 2, element_bytes: 2 };
+
+/// Hopper attention backward, head dim 64: as [`ATTN_BWD_SM90_D128`] with a deeper ring.
+pub const ATTN_BWD_SM90_D64: AttnBwdTile =
+    AttnBwdTile { tile_q: 64, tile_kv: 128, head_dim: 64, stages: 3, consumers: 2, element_bytes: 2 };
+
+/// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
+/// seq_q rounded up to whole query tiles, so every tile the kernel reads or adds to is in bounds.
+pub const fn attn_bwd_padded_rows(seq_q: u32) -> u32 {
+    seq_q.div_ceil(ATTN_BWD_SM90_D128.tile_q) * ATTN_BWD_SM90_D128.tile_q
+}
+
+const _: () = assert!(ATTN_BWD_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(ATTN_BWD_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+// Every operand tile starts on a 1024-byte swizzle-atom boundary; both tiles share the padding of the workspaces;
+// each consumer's keys are the M of one m64 wgmma and its dSᵀ rows are one 128-byte swizzled row of queries.
+const _: () = {
+    let tiles = [ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D64];
+    let mut i = 0;
+    while i < tiles.len() {
+        let t = tiles[i];
+        assert!(t.smem_kv_bytes().is_multiple_of(1024) && t.smem_q_bytes().is_multiple_of(1024));
+        assert!(t.smem_ds_bytes().is_multiple_of(1024) && t.smem_ds_offset(0).is_multiple_of(1024));
+        assert!(t.tile_q == ATTN_BWD_SM90_D128.tile_q && t.tile_q == AttnBwdTile::BOX_COLS);
+        assert!(t.consumer_keys() == 64 && t.smem_rows_bytes().is_multiple_of(16));
+        assert!(t.threads() == 384);
+        i += 1;
+    }
+};
 
 /// Rescaling statistics the attention kernels add up when given a counter buffer: per (warp, key tile after the
 /// first), whether the warp rescaled its output, and how many such warp-tiles there were; and per (thread, key

@@ -95,6 +95,51 @@ macro_rules! attn_sm90_params {
     };
 }
 
+/// Calls `$callback! { fields }` with the parameters of every Hopper attention-backward kernel
+/// (gpu/kernels/src/attention/backward_sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! attn_bwd_sm90_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// Generic addresses of the tensor maps of q, k, v and dO in global memory.
+            tensor_map_q: val(u64),
+            tensor_map_k: val(u64),
+            tensor_map_v: val(u64),
+            tensor_map_do: val(u64),
+            /// The preprocessing kernel's per-row workspaces, [batch, heads_q, padded rows] f32 each
+            /// (`attn_bwd_padded_rows`): the forward's LSE times log2(e) (+∞ for a row without a visible key and
+            /// for padding rows) and dO·O.
+            lse_log2: ptr(*const f32),
+            dsum: ptr(*const f32),
+            /// The dQ accumulator, [batch, heads_q, padded rows, head_dim] f32, zeroed by the preprocessing kernel;
+            /// the kernel adds dS·K to it (unscaled).
+            dq_accum: ptr(*mut f32),
+            /// dK and dV, as k and v: [batch, seq_k, heads_kv, head_dim] with these element strides.
+            dk: ptr(*mut u16),
+            dv: ptr(*mut u16),
+            dk_batch_stride: val(u64),
+            dk_seq_stride: val(u64),
+            dk_head_stride: val(u64),
+            dv_batch_stride: val(u64),
+            dv_seq_stride: val(u64),
+            dv_head_stride: val(u64),
+            seq_q: val(u32),
+            seq_k: val(u32),
+            /// Rows of each (batch, head) in the workspaces: seq_q rounded up to whole query tiles.
+            padded_rows: val(u32),
+            heads_q: val(u32),
+            /// Query heads per key/value head.
+            group: val(u32),
+            /// The softmax scale, and it times log2(e).
+            scale: val(f32),
+            scale_log2: val(f32),
+            /// 1 for causal masking (bottom-right aligned), else 0.
+            causal: val(u32),
+        }
+    };
+}
+
 /// Defines a family's params struct from its list: each field as the host holds it, and the kernel arguments.
 macro_rules! params_struct {
     ($(#[$doc:meta])* $name:ident; $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
@@ -143,6 +188,12 @@ attn_sm90_params! {
     params_struct,
     /// The parameters of a Hopper attention-forward kernel ([`attn_sm90_params!`]).
     AttnParams;
+}
+
+attn_bwd_sm90_params! {
+    params_struct,
+    /// The parameters of a Hopper attention-backward kernel ([`attn_bwd_sm90_params!`]).
+    AttnBwdParams;
 }
 
 // A `CUtensorMap`: 128 bytes, 64-byte aligned.

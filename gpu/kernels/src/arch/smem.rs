@@ -87,3 +87,18 @@ pub unsafe fn load_u32(addr: u32) -> u32 {
     }
     value
 }
+
+/// `ld.shared.v2.f32`: the two f32 at shared-window address `addr` and after it, as one 8-byte load.
+/// PTX ISA: "ld" (#data-movement-and-conversion-instructions-ld).
+///
+/// # Safety
+/// `addr` is an 8-byte aligned address inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn load_f32x2(addr: u32) -> (f32, f32) {
+    let (lo, hi): (f32, f32);
+    unsafe {
+        core::arch::asm!("ld.shared.v2.f32 {{{lo}, {hi}}}, [{addr}];", lo = out(reg32) lo, hi = out(reg32) hi,
+            addr = in(reg32) addr, options(nostack, readonly, preserves_flags));
+    }
+    (lo, hi)
+}

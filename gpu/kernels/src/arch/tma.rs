@@ -1,6 +1,6 @@
 //! The tensor memory accelerator: bulk tensor copies described by a `CUtensorMap`.
 //! PTX ISA: "cp.async.bulk.tensor" (#data-movement-and-conversion-instructions-cp-async-bulk-tensor),
-//! "cp.async.bulk.commit_group" / "cp.async.bulk.wait_group"
+//! "cp.async.bulk" (#data-movement-and-conversion-instructions-cp-async-bulk), "cp.async.bulk.commit_group" / "cp.async.bulk.wait_group"
 //! (#data-movement-and-conversion-instructions-cp-async-bulk-commit-group, -wait-group) and
 //! "prefetch.tensormap" (#data-movement-and-conversion-instructions-prefetch-prefetchu).
 //!
@@ -105,6 +105,22 @@ pub unsafe fn load_4d(dst: u32, tensor_map: u64, c0: i32, c1: i32, c2: i32, c3: 
             "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{c0}, {c1}, {c2}, {c3}}}], [{bar}];",
             dst = in(reg32) dst, map = in(reg64) tensor_map, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2,
             c3 = in(reg32) c3, bar = in(reg32) bar, options(nostack));
+    }
+}
+
+/// Copies `bytes` contiguous bytes from global address `src` to shared address `dst` and signals them to the
+/// mbarrier `bar` (`cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`): the non-tensor bulk copy,
+/// no tensor map. PTX ISA: "cp.async.bulk" (#data-movement-and-conversion-instructions-cp-async-bulk).
+///
+/// # Safety
+/// `src` and `dst` are 16-byte aligned, `bytes` a multiple of 16; `src` holds `bytes` readable bytes and `dst` has
+/// room for them; `bar` expects these bytes.
+#[inline(always)]
+pub unsafe fn load_bulk(dst: u32, src: *const u8, bytes: u32, bar: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{src}], {bytes}, [{bar}];",
+            dst = in(reg32) dst, src = in(reg64) src, bytes = in(reg32) bytes, bar = in(reg32) bar, options(nostack));
     }
 }
 

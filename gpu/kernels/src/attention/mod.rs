@@ -8,8 +8,10 @@
 //!
 //! - [`sm90`]: the Hopper kernel (TMA, wgmma, warp specialization, FA4's exp2 and lazy rescaling);
 //! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with;
-//! - [`reference_backward`]: the same for the gradients dQ, dK and dV.
+//! - [`reference_backward`]: the same for the gradients dQ, dK and dV;
+//! - [`backward_sm90`]: the Hopper backward (preprocessing, the main kernel per key tile, the dQ conversion).
 
+pub mod backward_sm90;
 pub mod reference;
 pub mod reference_backward;
 pub mod sm90;

@@ -825,7 +825,7 @@ fn opaque(value: u32) -> u32 {
 /// `value` through a `mov` with side effects: LLVM neither moves it nor merges it with another, so what is computed
 /// from it is computed at this point of every iteration of the loops around it.
 #[inline(always)]
-fn opaque_here(value: u32) -> u32 {
+pub(super) fn opaque_here(value: u32) -> u32 {
     let out: u32;
     unsafe {
         core::arch::asm!("mov.u32 {out}, {value};", out = out(reg32) out, value = in(reg32) value, options(nomem, nostack))

@@ -1,0 +1,889 @@
+//! Hopper attention backward: dQ, dK and dV of O = softmax(scale · Q·Kᵀ) · V from the forward's O and row
+//! log-sum-exp, FlashAttention-3's data path with the products taken "swapped" (keys as the M of every wgmma), so
+//! that P and dS stay in registers as the A operands of dV and dK.
+//!
+//! Three kernels per problem, launched in this order by host/src/ops/attention_backward.rs:
+//! 1. [`preprocess`], one warp per query row (every (batch, head) padded to whole query tiles): the row's
+//!    D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for padding rows, so its
+//!    probabilities come out 0), and zeros for its row of the f32 dQ accumulator.
+//! 2. [`attn_bwd`], one block per 128 keys of one (key/value head, batch): K and V stay in shared memory while the
+//!    producer warp has TMA stream query tiles of 64 rows (Q, dO, and the rows' LSE and D) through a ring, for each
+//!    query head of the key/value head in turn (GQA: dK and dV are summed in registers over the group, no atomics).
+//!    Each of the two consumer warpgroups owns 64 keys and, per query tile:
+//!    Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n64k16, both operands K-major in shared memory);
+//!    Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) per query column; dSᵀ = Pᵀ ∘ (dPᵀ − D);
+//!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
+//!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major, 64 columns
+//!    of head dim at a time) added to the f32 accumulator with `red.global.add.f32`.
+//!    At the end dK (times the softmax scale) and dV are converted and stored.
+//! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type.
+//!
+//! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
+
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdTile};
+use seq_macro::seq;
+
+use super::reference::{Bf16, Element, F16, warp_sum};
+use super::sm90::opaque_here;
+use crate::arch::mbarrier::{self, RingState};
+use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
+use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
+use crate::smem_layout::SW128_64X64_B16;
+
+/// log2(e): exp(x) = 2^(x · log2 e).
+const LOG2_E: f32 = core::f32::consts::LOG2_E;
+
+/// Packs two f32 into the 16-bit input type (round to nearest), the low one first.
+trait Pack {
+    fn pack2(lo: f32, hi: f32) -> u32;
+}
+
+impl Pack for Bf16 {
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        convert::pack_bf16x2(lo, hi)
+    }
+}
+
+impl Pack for F16 {
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        convert::pack_f16x2(lo, hi)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 1. Preprocessing.
+
+/// Element strides (batch, seq, head) of a BSHD tensor; head_dim is contiguous.
+#[derive(Clone, Copy)]
+struct Strides {
+    batch: usize,
+    seq: usize,
+    head: usize,
+}
+
+impl Strides {
+    #[inline(always)]
+    fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
+        batch * self.batch + seq * self.seq + head * self.head
+    }
+}
+
+/// One warp per padded query row `warp` = (batch · heads + head) · padded_rows + i: D_i = dO_i·O_i (0 for a padding
+/// row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row), and the row of the dQ accumulator zeroed.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn preprocess<E: Element>(
+    o: *const u16,
+    d_o: *const u16,
+    o_strides: Strides,
+    d_o_strides: Strides,
+    lse: *const f32,
+    lse_log2: *mut f32,
+    dsum: *mut f32,
+    dq_accum: *mut f32,
+    heads: usize,
+    seq_q: usize,
+    padded_rows: usize,
+    rows: usize,
+    head_dim: usize,
+) {
+    let warps_per_block = (block_dim_x() / 32) as usize;
+    let warp = block_idx_x() as usize * warps_per_block + (thread_idx_x() / 32) as usize;
+    // Warp-uniform: a warp's lanes share `warp`.
+    if warp >= rows {
+        return;
+    }
+    let lane = lane_id() as usize;
+    let (i, batch_head) = (warp % padded_rows, warp / padded_rows);
+    let (head, batch) = (batch_head % heads, batch_head / heads);
+    let accum = unsafe { dq_accum.add(warp * head_dim) };
+    let mut e = lane;
+    while e < head_dim {
+        unsafe { accum.add(e).write(0.0) };
+        e += 32;
+    }
+    let valid = i < seq_q;
+    let mut partial = 0.0f32;
+    if valid {
+        // Rows start on 16-byte boundaries (the host checks bases and strides): u32 loads of element pairs.
+        let o_row = unsafe { o.add(o_strides.offset(batch, i, head)) } as *const u32;
+        let d_o_row = unsafe { d_o.add(d_o_strides.offset(batch, i, head)) } as *const u32;
+        let mut pair = lane;
+        while pair < head_dim / 2 {
+            let (o0, o1) = E::widen_pair(unsafe { o_row.add(pair).read() });
+            let (g0, g1) = E::widen_pair(unsafe { d_o_row.add(pair).read() });
+            partial = core::intrinsics::fmaf32(g1, o1, core::intrinsics::fmaf32(g0, o0, partial));
+            pair += 32;
+        }
+    }
+    let dot = warp_sum(partial);
+    if lane == 0 {
+        let row_lse = if valid { unsafe { lse.add(batch_head * seq_q + i).read() } } else { f32::NEG_INFINITY };
+        let log2 = if row_lse == f32::NEG_INFINITY { f32::INFINITY } else { row_lse * LOG2_E };
+        unsafe {
+            lse_log2.add(warp).write(log2);
+            dsum.add(warp).write(if valid { dot } else { 0.0 });
+        }
+    }
+}
+
+/// Declares one exported preprocessing kernel.
+macro_rules! preprocess_kernel {
+    ($name:ident, $element:ty) => {
+        /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
+        /// padding rows), and its `head_dim` f32 of `dq_accum` zeroed. Any block size that is a multiple of 32;
+        /// the grid covers `batch · heads · padded_rows` warps.
+        ///
+        /// # Safety
+        /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
+        /// aligned bases), head_dim a multiple of 64; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
+        /// batch · heads · padded_rows f32 and dq_accum that times head_dim, overlapping nothing.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            o: *const u16,
+            d_o: *const u16,
+            o_batch_stride: u64,
+            o_seq_stride: u64,
+            o_head_stride: u64,
+            d_o_batch_stride: u64,
+            d_o_seq_stride: u64,
+            d_o_head_stride: u64,
+            lse: *const f32,
+            lse_log2: *mut f32,
+            dsum: *mut f32,
+            dq_accum: *mut f32,
+            batch: u32,
+            heads: u32,
+            seq_q: u32,
+            padded_rows: u32,
+            head_dim: u32,
+        ) {
+            let o_strides =
+                Strides { batch: o_batch_stride as usize, seq: o_seq_stride as usize, head: o_head_stride as usize };
+            let d_o_strides = Strides {
+                batch: d_o_batch_stride as usize,
+                seq: d_o_seq_stride as usize,
+                head: d_o_head_stride as usize,
+            };
+            let rows = batch as usize * heads as usize * padded_rows as usize;
+            unsafe {
+                preprocess::<$element>(
+                    o,
+                    d_o,
+                    o_strides,
+                    d_o_strides,
+                    lse,
+                    lse_log2,
+                    dsum,
+                    dq_accum,
+                    heads as usize,
+                    seq_q as usize,
+                    padded_rows as usize,
+                    rows,
+                    head_dim as usize,
+                )
+            }
+        }
+    };
+}
+
+preprocess_kernel!(attn_bwd_preprocess_bf16, Bf16);
+preprocess_kernel!(attn_bwd_preprocess_f16, F16);
+
+// ---------------------------------------------------------------------------------------------------------------
+// 3. dQ conversion.
+
+/// dQ = scale · dq_accum over the seq_q real rows, in the input type, with q's strides: one element pair per
+/// thread and step of a grid-stride loop.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn convert_dq<E: Pack>(
+    dq_accum: *const f32,
+    dq: *mut u16,
+    strides: Strides,
+    heads: usize,
+    seq_q: usize,
+    padded_rows: usize,
+    pairs: usize,
+    head_dim: usize,
+    scale: f32,
+) {
+    for pair in grid_stride(pairs) {
+        let element = 2 * pair;
+        let (column, row) = (element % head_dim, element / head_dim);
+        let (i, batch_head) = (row % seq_q, row / seq_q);
+        let (head, batch) = (batch_head % heads, batch_head / heads);
+        let from = unsafe { dq_accum.add((batch_head * padded_rows + i) * head_dim + column) };
+        let (lo, hi) = unsafe { (from.read(), from.add(1).read()) };
+        let to = unsafe { dq.add(strides.offset(batch, i, head) + column) } as *mut u32;
+        unsafe { to.write(E::pack2(lo * scale, hi * scale)) };
+    }
+}
+
+/// Declares one exported conversion kernel.
+macro_rules! convert_kernel {
+    ($name:ident, $element:ty) => {
+        /// See [`convert_dq`]. Any grid and block size (grid-stride loop over batch · heads · seq_q · head_dim / 2
+        /// element pairs).
+        ///
+        /// # Safety
+        /// dq_accum holds batch · heads · padded_rows · head_dim f32 (padded_rows ≥ seq_q); dq is [batch, seq_q,
+        /// heads, head_dim] with the given element strides (multiples of 8, 16-byte aligned base), its elements
+        /// distinct, overlapping nothing; head_dim is even.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            dq_accum: *const f32,
+            dq: *mut u16,
+            batch_stride: u64,
+            seq_stride: u64,
+            head_stride: u64,
+            batch: u32,
+            heads: u32,
+            seq_q: u32,
+            padded_rows: u32,
+            head_dim: u32,
+            scale: f32,
+        ) {
+            let strides =
+                Strides { batch: batch_stride as usize, seq: seq_stride as usize, head: head_stride as usize };
+            let pairs = batch as usize * heads as usize * seq_q as usize * head_dim as usize / 2;
+            unsafe {
+                convert_dq::<$element>(
+                    dq_accum,
+                    dq,
+                    strides,
+                    heads as usize,
+                    seq_q as usize,
+                    padded_rows as usize,
+                    pairs,
+                    head_dim as usize,
+                    scale,
+                )
+            }
+        }
+    };
+}
+
+convert_kernel!(attn_bwd_convert_dq_bf16, Bf16);
+convert_kernel!(attn_bwd_convert_dq_f16, F16);
+
+// ---------------------------------------------------------------------------------------------------------------
+// 2. The main kernel.
+
+/// Scores (and probability gradients) per thread: the m64n64 accumulator fragment of one consumer's 64 keys × one
+/// 64-row query tile.
+const TILE_VALUES: usize = 32;
+
+/// One kernel configuration: the tile (shared with the host), the element type and its wgmma.
+trait Config {
+    const TILE: AttnBwdTile;
+    /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of dK or dV.
+    type Acc: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    const ACC_ZERO: Self::Acc;
+    /// D (+)= A·B, m64n64k16, both operands in shared memory (MN-major where the flag is 1).
+    unsafe fn mma_ss<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; TILE_VALUES],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
+    /// D += A·B, m64n{head_dim}k16, A from registers, B MN-major in shared memory.
+    unsafe fn mma_rs(acc: &mut Self::Acc, a: &[u32; 4], desc_b: u64);
+    fn pack2(lo: f32, hi: f32) -> u32;
+}
+
+macro_rules! config {
+    ($name:ident, $tile:path, $ss:ident, $rs:ident, $pack:path, acc = $acc:literal) => {
+        struct $name;
+
+        const _: () = assert!(2 * $acc == $tile.head_dim);
+
+        impl Config for $name {
+            const TILE: AttnBwdTile = $tile;
+            type Acc = [f32; $acc];
+            const ACC_ZERO: Self::Acc = [0.0; $acc];
+
+            #[inline(always)]
+            unsafe fn mma_ss<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+                acc: &mut [f32; TILE_VALUES],
+                desc_a: u64,
+                desc_b: u64,
+                accumulate: bool,
+            ) {
+                unsafe { wgmma::$ss::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+            }
+
+            #[inline(always)]
+            unsafe fn mma_rs(acc: &mut Self::Acc, a: &[u32; 4], desc_b: u64) {
+                unsafe { wgmma::$rs::<1>(acc, a, desc_b, true) }
+            }
+
+            #[inline(always)]
+            fn pack2(lo: f32, hi: f32) -> u32 {
+                $pack(lo, hi)
+            }
+        }
+    };
+}
+
+config!(Bf16D128, ATTN_BWD_SM90_D128, mma_m64n64k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, acc = 64);
+config!(F16D128, ATTN_BWD_SM90_D128, mma_m64n64k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, acc = 64);
+config!(Bf16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, acc = 32);
+config!(F16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, acc = 32);
+
+/// Defines one exported kernel over [`attn_bwd`], its parameters those of `oxtile_abi::attn_bwd_sm90_params!`.
+macro_rules! attn_bwd_kernel {
+    ($(#[$doc:meta])* $name:ident, $config:ty) => {
+        oxtile_abi::attn_bwd_sm90_params! { attn_bwd_kernel_fn, ($(#[$doc])* $name, $config) }
+        // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
+        const _: () = assert!(<$config as Config>::TILE.threads() == 384);
+        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+    };
+}
+
+/// [`attn_bwd_kernel!`]'s function: one parameter per field of the list, in its order.
+macro_rules! attn_bwd_kernel_fn {
+    (($(#[$doc:meta])* $name:ident, $config:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The parameters are as `oxtile_abi::attn_bwd_sm90_params!` documents them: the tensor maps are over q and
+        /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
+        /// 128-byte swizzled, boxes of (64, 1, 64, 1) for q and dO and (64, 1, 128, 1) for k and v; the workspaces
+        /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
+        /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / 128), heads_kv,
+        /// batch), the tile's threads and dynamic shared memory.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
+            }
+            let params = Params { $($field: device_value!($kind, $field),)* };
+            let problem = Problem {
+                lse_log2: params.lse_log2,
+                dsum: params.dsum,
+                dq_accum: params.dq_accum,
+                dk: params.dk,
+                dv: params.dv,
+                dk_strides: Strides {
+                    batch: params.dk_batch_stride as usize,
+                    seq: params.dk_seq_stride as usize,
+                    head: params.dk_head_stride as usize,
+                },
+                dv_strides: Strides {
+                    batch: params.dv_batch_stride as usize,
+                    seq: params.dv_seq_stride as usize,
+                    head: params.dv_head_stride as usize,
+                },
+                seq_q: params.seq_q,
+                seq_k: params.seq_k,
+                padded_rows: params.padded_rows,
+                heads_q: params.heads_q,
+                group: params.group,
+                scale: params.scale,
+                scale_log2: params.scale_log2,
+                causal: params.causal != 0,
+            };
+            let tensor_maps = [params.tensor_map_q, params.tensor_map_k, params.tensor_map_v, params.tensor_map_do];
+            unsafe { attn_bwd::<$config>(tensor_maps, &problem) }
+        }
+    };
+}
+
+attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 128.
+    attn_bwd_bf16_d128_sm90, Bf16D128
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 128.
+    attn_bwd_f16_d128_sm90, F16D128
+);
+attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 64.
+    attn_bwd_bf16_d64_sm90, Bf16D64
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 64.
+    attn_bwd_f16_d64_sm90, F16D64
+);
+
+struct Problem {
+    lse_log2: *const f32,
+    dsum: *const f32,
+    dq_accum: *mut f32,
+    dk: *mut u16,
+    dv: *mut u16,
+    dk_strides: Strides,
+    dv_strides: Strides,
+    seq_q: u32,
+    seq_k: u32,
+    padded_rows: u32,
+    heads_q: u32,
+    group: u32,
+    scale: f32,
+    scale_log2: f32,
+    causal: bool,
+}
+
+/// Where everything lives in dynamic shared memory (offsets from oxtile-abi's [`AttnBwdTile`]).
+struct SmemMap {
+    base: u32,
+    tile: AttnBwdTile,
+}
+
+impl SmemMap {
+    /// Bytes of one 64-column block of a Q or dO tile / of the K or V tile.
+    fn q_block_bytes(&self) -> u32 {
+        self.tile.tile_q * 128
+    }
+    fn kv_block_bytes(&self) -> u32 {
+        self.tile.tile_kv * 128
+    }
+    fn k(&self, block: u32) -> u32 {
+        self.base + self.tile.smem_k_offset() + block * self.kv_block_bytes()
+    }
+    fn v(&self, block: u32) -> u32 {
+        self.base + self.tile.smem_v_offset() + block * self.kv_block_bytes()
+    }
+    fn q(&self, stage: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_q_offset(stage) + block * self.q_block_bytes()
+    }
+    fn d_o(&self, stage: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_do_offset(stage) + block * self.q_block_bytes()
+    }
+    fn ds(&self, consumer: u32) -> u32 {
+        self.base + self.tile.smem_ds_offset(consumer)
+    }
+    fn lse(&self, stage: u32) -> u32 {
+        self.base + self.tile.smem_lse_offset(stage)
+    }
+    fn dsum(&self, stage: u32) -> u32 {
+        self.base + self.tile.smem_dsum_offset(stage)
+    }
+    fn barrier(&self, index: u32) -> u32 {
+        self.base + self.tile.barriers_offset() + 8 * index
+    }
+    fn kv_full(&self) -> u32 {
+        self.barrier(0)
+    }
+    fn q_full(&self, stage: u32) -> u32 {
+        self.barrier(1 + stage)
+    }
+    fn q_empty(&self, stage: u32) -> u32 {
+        self.barrier(1 + self.tile.stages + stage)
+    }
+}
+
+/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands).
+const K_STEP_BYTES: u32 = 32;
+/// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms.
+const MN_K_STEP_BYTES: u32 = 2048;
+/// Named barriers among the 128 threads of consumer warpgroup `c`: `CONSUMER_BASE + c`.
+const CONSUMER_BASE: u32 = 1;
+
+/// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
+/// from the first that sees one of its keys (causal) to the last.
+#[derive(Clone, Copy)]
+struct Block {
+    kv_head: u32,
+    batch: u32,
+    key0: u32,
+    first_q_tile: u32,
+    /// Query tiles per query head.
+    q_tiles: u32,
+}
+
+impl Block {
+    #[inline(always)]
+    fn new(problem: &Problem, tile: AttnBwdTile) -> Block {
+        let key0 = block_idx_x() * tile.tile_kv;
+        // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
+        let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
+        let first_q_tile = first_row / tile.tile_q;
+        Block {
+            kv_head: block_idx_y(),
+            batch: block_idx_z(),
+            key0,
+            first_q_tile,
+            q_tiles: problem.padded_rows / tile.tile_q - first_q_tile,
+        }
+    }
+
+    /// Query tiles over all query heads of the group.
+    #[inline(always)]
+    fn items(&self, problem: &Problem) -> u32 {
+        problem.group * self.q_tiles
+    }
+
+    /// Item `index`: (query head, first query row of the tile).
+    #[inline(always)]
+    fn item(&self, index: u32, problem: &Problem, tile: AttnBwdTile) -> (u32, u32) {
+        let (member, q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
+        (self.kv_head * problem.group + member, q_tile * tile.tile_q)
+    }
+
+    /// Row of (batch, head, q0) in the per-row workspaces.
+    #[inline(always)]
+    fn workspace_row(&self, head: u32, q0: u32, problem: &Problem) -> usize {
+        (self.batch as usize * problem.heads_q as usize + head as usize) * problem.padded_rows as usize + q0 as usize
+    }
+}
+
+#[inline(always)]
+unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
+    let tile = C::TILE;
+    let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
+    let warpgroup = thread_idx_x() / AttnBwdTile::WARPGROUP_THREADS;
+    let thread = thread_idx_x() % AttnBwdTile::WARPGROUP_THREADS;
+    let block = Block::new(problem, tile);
+
+    if thread_idx_x() == 0 {
+        unsafe {
+            mbarrier::init(smem.kv_full(), 1);
+            for stage in 0..tile.stages {
+                mbarrier::init(smem.q_full(stage), 1);
+                mbarrier::init(smem.q_empty(stage), tile.consumers);
+            }
+        }
+        mbarrier::fence_init();
+    }
+    barrier::sync_threads();
+
+    if warpgroup == 0 {
+        setmaxnreg::dec::<24>();
+        if thread == 0 {
+            unsafe { produce(tensor_maps, &smem, &block, problem) };
+        }
+    } else {
+        setmaxnreg::inc::<240>();
+        unsafe { consume::<C>(&smem, &block, warpgroup - 1, thread, problem) };
+    }
+}
+
+/// The producer thread: K and V once, then each query tile's Q, dO, LSE and D into the ring.
+#[inline(always)]
+unsafe fn produce(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem: &Problem) {
+    let tile = smem.tile;
+    let [map_q, map_k, map_v, map_do] = tensor_maps;
+    for map in tensor_maps {
+        tma::prefetch_tensormap(map);
+    }
+    let (kv_head, batch) = (block.kv_head as i32, block.batch as i32);
+    unsafe {
+        mbarrier::arrive_expect_tx(smem.kv_full(), 2 * tile.smem_kv_bytes());
+        for column_block in 0..tile.column_blocks() {
+            let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
+            let key0 = block.key0 as i32;
+            tma::load_4d(smem.k(column_block), map_k, column, kv_head, key0, batch, smem.kv_full());
+            tma::load_4d(smem.v(column_block), map_v, column, kv_head, key0, batch, smem.kv_full());
+        }
+    }
+    let mut ring = RingState::new(tile.stages);
+    for index in 0..block.items(problem) {
+        let (head, q0) = block.item(index, problem, tile);
+        let stage = ring.stage;
+        let full = smem.q_full(stage);
+        let row = block.workspace_row(head, q0, problem);
+        unsafe {
+            mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1);
+            mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+            for column_block in 0..tile.column_blocks() {
+                let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
+                let (head, q0) = (head as i32, q0 as i32);
+                tma::load_4d(smem.q(stage, column_block), map_q, column, head, q0, batch, full);
+                tma::load_4d(smem.d_o(stage, column_block), map_do, column, head, q0, batch, full);
+            }
+            let rows_bytes = tile.smem_rows_bytes();
+            tma::load_bulk(smem.lse(stage), problem.lse_log2.add(row) as *const u8, rows_bytes, full);
+            tma::load_bulk(smem.dsum(stage), problem.dsum.add(row) as *const u8, rows_bytes, full);
+        }
+        ring.advance();
+    }
+}
+
+/// What a consumer warpgroup needs to issue its matrix work.
+struct Warpgroup<'a> {
+    smem: &'a SmemMap,
+    consumer: u32,
+    /// Byte offset of this warpgroup's 64 keys inside each 64-column block of K and V.
+    keys_offset: u32,
+    /// The first of the two key rows (m64 fragment rows r and r + 8, from the warpgroup's first key) this thread
+    /// holds, and the first of the two columns it holds in each 8-column block.
+    row: u32,
+    column: u32,
+    leader: bool,
+}
+
+impl Warpgroup<'_> {
+    /// acc = A·Bᵀ over the head dimension for this warpgroup's 64 keys: A = K or V (`a` its first column block),
+    /// B = Q or dO of a stage (`b` likewise), both K-major; one wgmma per 16 head-dim columns.
+    #[inline(always)]
+    fn issue_keys_by_queries<C: Config>(&self, acc: &mut [f32; TILE_VALUES], a: u32, b: u32) {
+        let (kv_block_bytes, q_block_bytes) = (self.smem.kv_block_bytes(), self.smem.q_block_bytes());
+        // K and V do not move: descriptors computed from addresses opaque here are computed at each use, one add
+        // each, instead of all of them once before the loop over query tiles and held (spilled) across it.
+        let desc_a = wgmma::desc_k_major_sw128(opaque_here(a + self.keys_offset));
+        let desc_b = wgmma::desc_k_major_sw128(b);
+        seq!(STEP in 0..8 {
+            if STEP < C::TILE.head_dim / 16 {
+                let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
+                let desc_a = wgmma::desc_advance(desc_a, block * kv_block_bytes + k_offset);
+                let desc_b = wgmma::desc_advance(desc_b, block * q_block_bytes + k_offset);
+                unsafe { C::mma_ss::<0, 0>(acc, desc_a, desc_b, STEP > 0) };
+            }
+        });
+    }
+
+    /// acc += Aᵀ-fragment · B over the query tile: A (this warpgroup's keys × the tile's queries) packed in
+    /// registers, B = dO or Q of a stage (`b` its first column block) read MN-major; one wgmma per 16 queries.
+    #[inline(always)]
+    fn issue_keys_by_head_dim<C: Config>(&self, acc: &mut C::Acc, a: &[u32; TILE_VALUES / 2], b: u32) {
+        let desc_b = wgmma::desc_mn_major_sw128(b, self.smem.q_block_bytes());
+        seq!(STEP in 0..4 {
+            let desc_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+            let step = [a[4 * STEP], a[4 * STEP + 1], a[4 * STEP + 2], a[4 * STEP + 3]];
+            unsafe { C::mma_rs(acc, &step, desc_b) };
+        });
+    }
+
+    /// acc = dS · K[:, 64 · column_block ..][.. 64] for the tile's 64 queries over this warpgroup's 64 keys: A = dSᵀ
+    /// from this warpgroup's shared tile, B = K, both read MN-major; one wgmma per 16 keys.
+    #[inline(always)]
+    fn issue_dq<C: Config>(&self, acc: &mut [f32; TILE_VALUES], column_block: u32) {
+        // Both tiles stay put; opaque addresses keep their descriptors from being held across the loop (see
+        // `issue_keys_by_queries`).
+        let desc_a =
+            wgmma::desc_mn_major_sw128(opaque_here(self.smem.ds(self.consumer)), self.smem.tile.smem_ds_bytes());
+        let desc_b = wgmma::desc_mn_major_sw128(
+            opaque_here(self.smem.k(column_block) + self.keys_offset),
+            self.smem.kv_block_bytes(),
+        );
+        seq!(STEP in 0..4 {
+            let desc_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
+            let desc_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+            unsafe { C::mma_ss::<1, 1>(acc, desc_a, desc_b, STEP > 0) };
+        });
+    }
+
+    /// A barrier among this warpgroup's 128 threads (unaligned: correct even if a warp arrives diverged).
+    #[inline(always)]
+    fn sync(&self) {
+        barrier::named_sync_id_unaligned(CONSUMER_BASE + self.consumer, AttnBwdTile::WARPGROUP_THREADS);
+    }
+
+    /// This warpgroup is done with the stage guarded by the empty barrier `bar`.
+    #[inline(always)]
+    fn release(&self, bar: u32) {
+        if self.leader {
+            unsafe { mbarrier::arrive(bar) };
+        }
+    }
+}
+
+/// Value `i` of an m64n64 (or m64nN) accumulator fragment: (row half: 0 for r, 1 for r + 8; column offset from
+/// the thread's first column).
+#[inline(always)]
+const fn value_position(i: usize) -> (u32, u32) {
+    let (block, half, pair) = (i / 4, (i / 2) % 2, i % 2);
+    (half as u32, 8 * block as u32 + pair as u32)
+}
+
+/// The consumer warpgroup `consumer`: its 64 keys against every query tile of the block.
+#[inline(always)]
+unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
+    let tile = C::TILE;
+    let (warp, lane) = (thread / 32, thread % 32);
+    let warpgroup = Warpgroup {
+        smem,
+        consumer,
+        keys_offset: consumer * tile.consumer_keys() * 128,
+        row: 16 * warp + lane / 4,
+        column: 2 * (lane % 4),
+        leader: thread == 0,
+    };
+    // This warpgroup's first key.
+    let key0 = block.key0 + consumer * tile.consumer_keys();
+    let mut dk = C::ACC_ZERO;
+    let mut dv = C::ACC_ZERO;
+    unsafe { mbarrier::wait(smem.kv_full(), 0) };
+    let mut ring = RingState::new(tile.stages);
+    for index in 0..block.items(problem) {
+        let (head, q0) = block.item(index, problem, tile);
+        let stage = ring.stage;
+        unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
+
+        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ.
+        let mut s = [0.0f32; TILE_VALUES];
+        let mut dp = [0.0f32; TILE_VALUES];
+        wgmma::fence();
+        warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0));
+        warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0));
+        wgmma::commit_group();
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(&mut s);
+        wgmma::fence_operands(&mut dp);
+
+        // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
+        // and their K rows add nothing to dQ, so only the causal mask needs applying.
+        let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
+        unsafe { gradients_of_scores(&mut s, &mut dp, &warpgroup, stage, key0, q0, masked, problem) };
+        let p = pack::<C>(&s);
+        let ds = pack::<C>(&dp);
+
+        // dSᵀ to shared memory, once every warp's dQ product of the previous tile has read it.
+        warpgroup.sync();
+        unsafe { store_ds(&ds, &warpgroup) };
+        smem::fence_proxy_async_shared();
+        warpgroup.sync();
+
+        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first 64 columns of dQ = dS·K.
+        let mut dq = [0.0f32; TILE_VALUES];
+        wgmma::fence();
+        warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
+        warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+        warpgroup.issue_dq::<C>(&mut dq, 0);
+        wgmma::commit_group();
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(dv.as_mut());
+        wgmma::fence_operands(dk.as_mut());
+        wgmma::fence_operands(&mut dq);
+        warpgroup.release(smem.q_empty(stage));
+        let accum_row = block.workspace_row(head, q0, problem);
+        unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, 0, problem) };
+        // The other column blocks of dQ, one at a time (registers: dK and dV hold head_dim f32 per thread).
+        for column_block in 1..tile.column_blocks() {
+            wgmma::fence();
+            warpgroup.issue_dq::<C>(&mut dq, column_block);
+            wgmma::commit_group();
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(&mut dq);
+            unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, column_block, problem) };
+        }
+        ring.advance();
+    }
+    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, problem) };
+}
+
+/// Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) (0 where the causal mask hides the key) in place of Sᵀ, and
+/// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ; LSE and D per query column, from the stage's rows.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gradients_of_scores(
+    s: &mut [f32; TILE_VALUES],
+    dp: &mut [f32; TILE_VALUES],
+    warpgroup: &Warpgroup,
+    stage: u32,
+    key0: u32,
+    q0: u32,
+    masked: bool,
+    problem: &Problem,
+) {
+    let (lse, dsum) = (warpgroup.smem.lse(stage), warpgroup.smem.dsum(stage));
+    let scale_log2 = problem.scale_log2;
+    seq!(BLOCK in 0..8 {
+        let column = 8 * BLOCK + warpgroup.column;
+        let (lse0, lse1) = unsafe { smem::load_f32x2(lse + 4 * column) };
+        let (d0, d1) = unsafe { smem::load_f32x2(dsum + 4 * column) };
+        seq!(HALF in 0..2 {
+            seq!(PAIR in 0..2 {
+                let i = 4 * BLOCK + 2 * HALF + PAIR;
+                let (row_lse, row_d) = if PAIR == 0 { (lse0, d0) } else { (lse1, d1) };
+                let mut probability = mufu::ex2_approx(core::intrinsics::fmaf32(s[i], scale_log2, -row_lse));
+                if masked {
+                    // Key j is hidden from query row i when j > i + seq_k − seq_q.
+                    let key = key0 + warpgroup.row + 8 * HALF;
+                    let query = q0 + column + PAIR;
+                    if key + problem.seq_q > query + problem.seq_k {
+                        probability = 0.0;
+                    }
+                }
+                s[i] = probability;
+                dp[i] = probability * (dp[i] - row_d);
+            });
+        });
+    });
+}
+
+/// A tile of probabilities (or their gradients) as the 16-bit A fragments of the k16 steps over the queries:
+/// values 2i and 2i + 1 are neighbours in a row.
+#[inline(always)]
+fn pack<C: Config>(values: &[f32; TILE_VALUES]) -> [u32; TILE_VALUES / 2] {
+    let mut packed = [0u32; TILE_VALUES / 2];
+    seq!(I in 0..16 {
+        packed[I] = C::pack2(values[2 * I], values[2 * I + 1]);
+    });
+    packed
+}
+
+/// Writes this thread's packed dSᵀ values into the warpgroup's shared tile: one 128-byte swizzled row per key,
+/// the tile's 64 queries along it (addressed by the layout algebra's [`SW128_64X64_B16`]).
+#[inline(always)]
+unsafe fn store_ds(ds: &[u32; TILE_VALUES / 2], warpgroup: &Warpgroup) {
+    let base = warpgroup.smem.ds(warpgroup.consumer);
+    // The offsets depend on the thread only; computed from values opaque here, they are computed here instead of
+    // once before the loop over query tiles and held (spilled, at its register pressure) until now.
+    let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
+    seq!(I in 0..16 {
+        let (half, column) = value_position(2 * I);
+        let offset = SW128_64X64_B16.crd2idx_u32(&[row + 8 * half, first_column + column]);
+        unsafe { smem::store_u32(base + offset, ds[I]) };
+    });
+}
+
+/// Adds this thread's values of a 64-column block of the dQ partial (rows = the tile's queries) to the
+/// accumulator, whose tile starts at row `accum_row` of the workspace (padding rows absorb the additions of rows
+/// past seq_q, which are 0).
+#[inline(always)]
+unsafe fn add_dq<C: Config>(
+    dq: &[f32; TILE_VALUES],
+    warpgroup: &Warpgroup,
+    accum_row: usize,
+    column_block: u32,
+    problem: &Problem,
+) {
+    let head_dim = C::TILE.head_dim as usize;
+    let first = (accum_row + warpgroup.row as usize) * head_dim
+        + (column_block * AttnBwdTile::BOX_COLS + warpgroup.column) as usize;
+    let accum = unsafe { problem.dq_accum.add(first) };
+    seq!(I in 0..32 {
+        let (half, column) = value_position(I);
+        unsafe { atomic::red_add_f32(accum.add(8 * half as usize * head_dim + column as usize), dq[I]) };
+    });
+}
+
+/// dK (times the softmax scale) and dV of this warpgroup's keys, converted to the input type: each thread writes
+/// its element pairs of its two key rows, rows past seq_k skipped.
+#[inline(always)]
+unsafe fn store_dk_dv<C: Config>(
+    dk: &C::Acc,
+    dv: &C::Acc,
+    warpgroup: &Warpgroup,
+    block: &Block,
+    key0: u32,
+    problem: &Problem,
+) {
+    let (dk, dv) = (dk.as_ref(), dv.as_ref());
+    let (batch, kv_head) = (block.batch as usize, block.kv_head as usize);
+    seq!(HALF in 0..2 {
+        let key = key0 + warpgroup.row + 8 * HALF;
+        if key < problem.seq_k {
+            let dk_row = unsafe { problem.dk.add(problem.dk_strides.offset(batch, key as usize, kv_head)) };
+            let dv_row = unsafe { problem.dv.add(problem.dv_strides.offset(batch, key as usize, kv_head)) };
+            seq!(BLOCK in 0..16 {
+                if 4 * BLOCK < dk.len() {
+                    let i = 4 * BLOCK + 2 * HALF;
+                    let column = (8 * BLOCK + warpgroup.column) as usize;
+                    let scale = problem.scale;
+                    unsafe {
+                        (dk_row.add(column) as *mut u32).write(C::pack2(dk[i] * scale, dk[i + 1] * scale));
+                        (dv_row.add(column) as *mut u32).write(C::pack2(dv[i], dv[i + 1]));
+                    }
+                }
+            });
+        }
+    });
+}
