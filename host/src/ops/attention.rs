@@ -227,6 +227,10 @@ pub trait AttnElement: GemmElement + Copy {
     const REFERENCE_KERNELS: &'static [(usize, Kernel)];
     /// (head_dim, kernel) of the plain GPU reference of the backward.
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)];
+    /// (head_dim, kernel) of the Hopper backward, and its preprocessing and dQ conversion kernels.
+    const BACKWARD_KERNELS: &'static [(usize, Kernel)];
+    const BACKWARD_PREPROCESS_KERNEL: Kernel;
+    const BACKWARD_CONVERT_DQ_KERNEL: Kernel;
 }
 
 impl AttnElement for bf16 {
@@ -243,6 +247,10 @@ impl AttnElement for bf16 {
         &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_BF16_D128), (64, kernels::ATTN_BWD_REFERENCE_BF16_D64)];
+    const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_BWD_BF16_D128_SM90), (64, kernels::ATTN_BWD_BF16_D64_SM90)];
+    const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_BF16;
+    const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_BF16;
 }
 
 impl AttnElement for f16 {
@@ -254,6 +262,10 @@ impl AttnElement for f16 {
         &[(128, kernels::ATTN_REFERENCE_F16_D128), (64, kernels::ATTN_REFERENCE_F16_D64)];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_F16_D128), (64, kernels::ATTN_BWD_REFERENCE_F16_D64)];
+    const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
+        &[(128, kernels::ATTN_BWD_F16_D128_SM90), (64, kernels::ATTN_BWD_F16_D64_SM90)];
+    const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_F16;
+    const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_F16;
 }
 
 /// The Hopper kernel for `T`, `head_dim` and `variant`, or why there is none.

@@ -1,18 +1,373 @@
 //! Attention backward: the gradients dQ, dK and dV of [`super::attention`]'s forward from its O and LSE.
 //!
-//! Today this holds the plain GPU reference ([`attention_backward_reference`], f32 arithmetic, one warp per output
-//! row: gpu/kernels/src/attention/reference_backward.rs), which the float64 CPU reference
-//! (`reference::attention_backward`) checks on small problems and which checks fast backward kernels on large
-//! ones. The Hopper backward kernel (issue 26) is not written yet.
+//! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/src/attention/backward_sm90.rs):
+//!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
+//!   kernel (one block per 128 keys of a key/value head: dK and dV in registers, dQ added to the accumulator in
+//!   global memory), and the conversion of the accumulator to dQ. The plan owns the workspaces.
+//! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
+//!   gpu/kernels/src/attention/reference_backward.rs), which the float64 CPU reference
+//!   (`reference::attention_backward`) checks on small problems and which checks the Hopper kernels on large ones.
+//!
+//! Layouts as the forward's: q, k, v, O BSHD with `options.strides` (packed by default); dO has O's strides, dQ
+//! q's, dK k's and dV v's (each output's strides must map distinct elements to distinct addresses). Every argument
+//! is checked before any launch, each failure a typed [`Error`].
 
-use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use std::sync::Mutex;
 
-use super::attention::{AttnElement, AttnOptions, AttnShape, AttnStrides, check_problem, reference_kernel};
-use super::{check_disjoint, input_ptr, output_ptr};
+use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdParams, AttnBwdTile, attn_bwd_padded_rows};
+
+use super::attention::{
+    AttnElement, AttnOptions, AttnShape, AttnStrides, CheckedProblem, Strides, check_problem, reference_kernel,
+};
+use super::{check_disjoint, input_ptr, output_ptr, strided_ptr, strided_ptr_mut};
 use crate::error::{Error, Result};
-use crate::runtime::Gpu;
+use crate::kernels::Kernel;
+use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
+use crate::tma::{self, Tile4d};
 
+const OP: &str = "attention_backward";
 const REFERENCE_OP: &str = "attention_backward_reference";
+
+/// Threads per block of the preprocessing kernel (one warp per query row) and of the dQ conversion.
+const PREPROCESS_THREADS: u32 = 256;
+const CONVERT_THREADS: u32 = 256;
+
+/// Checks a backward problem: the forward's checks ([`CheckedProblem::new`]), then what only the backward needs:
+/// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, and the grid's
+/// heads and batch fit its dimensions. No GPU needed.
+pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
+    let p = check_problem(OP, shape, options)?;
+    let AttnStrides { q, k, v, .. } = p.strides;
+    let (batch, d) = (shape.batch, shape.head_dim);
+    let outputs = [
+        ("dq", "q", q, shape.seq_q, shape.heads_q),
+        ("dk", "k", k, shape.seq_k, shape.heads_kv),
+        ("dv", "v", v, shape.seq_k, shape.heads_kv),
+    ];
+    for (name, input, strides, seq, heads) in outputs {
+        if !strides.is_injective(batch, seq, heads, d) {
+            return Err(Error::bad_argument(
+                OP,
+                format!("{name} takes {input}'s strides {strides:?}, which map two of its elements to one address"),
+            ));
+        }
+    }
+    // Grid (key tiles, kv heads, batch): y and z are 16-bit.
+    if shape.heads_kv > u16::MAX as usize || shape.batch > u16::MAX as usize {
+        return Err(Error::bad_argument(
+            OP,
+            format!("heads_kv {} and batch {} must each be at most 65535 (grid dimensions)", shape.heads_kv, batch),
+        ));
+    }
+    // The preprocessing kernel's grid counts padded rows in 32 bits.
+    if padded_rows_total(shape) > u32::MAX as usize {
+        return Err(Error::bad_argument(OP, "batch × heads_q × padded seq_q must be below 2^32"));
+    }
+    Ok(p)
+}
+
+/// Rows per (batch, head) in the workspaces: seq_q rounded up to whole query tiles.
+fn padded_rows(shape: AttnShape) -> usize {
+    attn_bwd_padded_rows(shape.seq_q as u32) as usize
+}
+
+/// Rows of the per-row workspaces over all batches and heads.
+fn padded_rows_total(shape: AttnShape) -> usize {
+    shape.batch
+        * shape.heads_q
+        * shape.seq_q.div_ceil(ATTN_BWD_SM90_D128.tile_q as usize)
+        * ATTN_BWD_SM90_D128.tile_q as usize
+}
+
+/// The backward's scratch memory: per padded query row, its LSE in log2 units and D = dO·O, and the f32 dQ
+/// accumulator.
+struct Workspace {
+    lse_log2: CudaSlice<f32>,
+    dsum: CudaSlice<f32>,
+    dq_accum: CudaSlice<f32>,
+}
+
+/// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
+/// device once and the workspaces allocated once, so repeated launches pay nothing but the three launches. One
+/// launch at a time uses the workspaces (a lock; launches are ordered on the plan's stream anyway).
+pub struct AttnBwdPlan<T: AttnElement> {
+    problem: CheckedProblem,
+    tile: AttnBwdTile,
+    kernel: Kernel,
+    function: CudaFunction,
+    preprocess: CudaFunction,
+    convert: CudaFunction,
+    tensor_maps: CudaSlice<u64>,
+    /// q, k, v and dO: the buffers the tensor maps describe.
+    bound: [u64; 4],
+    workspace: Mutex<Workspace>,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: AttnElement> AttnBwdPlan<T> {
+    pub fn new(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        d_o: &impl DevicePtr<T>,
+    ) -> Result<Self> {
+        let problem = check_backward(shape, &options)?;
+        let kernel = reference_kernel(OP, T::BACKWARD_KERNELS, shape.head_dim)?;
+        let tile = if shape.head_dim == 128 { ATTN_BWD_SM90_D128 } else { ATTN_BWD_SM90_D64 };
+        let stream = gpu.stream();
+        let [q_len, k_len, v_len, o_len] = problem.extents;
+        let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
+        let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
+        let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
+        let (d_o_address, _d_o_use) = strided_ptr(OP, "d_o", d_o, stream, o_len, 16)?;
+        let AttnStrides { q: qs, k: ks, v: vs, o: os } = problem.strides;
+        let operand = |address, strides: Strides, seq: usize, heads: usize, rows: u32| Tile4d {
+            data_type: T::TENSOR_MAP_TYPE,
+            address,
+            dims: [shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64],
+            strides: [strides.head as u64, strides.seq as u64, strides.batch as u64],
+            boxes: [AttnBwdTile::BOX_COLS, 1, rows, 1],
+        };
+        let maps = [
+            operand(q_address, qs, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+            operand(k_address, ks, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            operand(v_address, vs, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            operand(d_o_address, os, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+        ];
+        let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
+        let function = gpu.function(kernel)?;
+        function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            tile.smem_bytes() as i32,
+        )?;
+        let rows = padded_rows_total(shape);
+        let workspace = Workspace {
+            lse_log2: stream.alloc_zeros::<f32>(rows)?,
+            dsum: stream.alloc_zeros::<f32>(rows)?,
+            dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
+        };
+        Ok(AttnBwdPlan {
+            problem,
+            tile,
+            kernel,
+            function,
+            preprocess: gpu.function(T::BACKWARD_PREPROCESS_KERNEL)?,
+            convert: gpu.function(T::BACKWARD_CONVERT_DQ_KERNEL)?,
+            tensor_maps,
+            bound: [q_address, k_address, v_address, d_o_address],
+            workspace: Mutex::new(workspace),
+            _element: std::marker::PhantomData,
+        })
+    }
+
+    pub fn problem(&self) -> &CheckedProblem {
+        &self.problem
+    }
+
+    /// The main kernel the plan launches.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Blocks of the main kernel's grid: (key tiles, kv heads, batch).
+    pub fn grid(&self) -> (u32, u32, u32) {
+        let shape = self.problem.shape;
+        let key_tiles = shape.seq_k.div_ceil(self.tile.tile_kv as usize);
+        (key_tiles as u32, shape.heads_kv as u32, shape.batch as u32)
+    }
+
+    /// dQ, dK and dV (in the input type, with q's, k's and v's strides) for the q, k, v and dO the plan was made
+    /// for, from the forward's output `o` and row log-sum-exp `lse` (natural log, [batch, heads_q, seq_q]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        o: &impl DevicePtr<T>,
+        lse: &impl DevicePtr<f32>,
+        d_o: &impl DevicePtr<T>,
+        dq: &mut impl DevicePtrMut<T>,
+        dk: &mut impl DevicePtrMut<T>,
+        dv: &mut impl DevicePtrMut<T>,
+    ) -> Result<()> {
+        let stream = gpu.stream();
+        let p = &self.problem;
+        let shape = p.shape;
+        let [q_len, k_len, v_len, o_len] = p.extents;
+        let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
+        let (k_address, _k_use) = strided_ptr(OP, "k", k, stream, k_len, 16)?;
+        let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
+        let (o_address, _o_use) = strided_ptr(OP, "o", o, stream, o_len, 16)?;
+        let (d_o_address, _d_o_use) = strided_ptr(OP, "d_o", d_o, stream, o_len, 16)?;
+        if [q_address, k_address, v_address, d_o_address] != self.bound {
+            return Err(Error::bad_argument(OP, "q, k, v or d_o is not the buffer this plan's tensor maps describe"));
+        }
+        let rows = shape.rows();
+        let (lse_address, _lse_use) = input_ptr(OP, "lse", lse, stream, rows, 4)?;
+        let (dq_address, _dq_use) = strided_ptr_mut(OP, "dq", dq, stream, q_len, 16)?;
+        let (dk_address, _dk_use) = strided_ptr_mut(OP, "dk", dk, stream, k_len, 16)?;
+        let (dv_address, _dv_use) = strided_ptr_mut(OP, "dv", dv, stream, v_len, 16)?;
+        let element = std::mem::size_of::<T>();
+        let inputs = [
+            ("q", q_address, q_len * element),
+            ("k", k_address, k_len * element),
+            ("v", v_address, v_len * element),
+            ("o", o_address, o_len * element),
+            ("lse", lse_address, rows * 4),
+            ("d_o", d_o_address, o_len * element),
+        ];
+        let outputs = [
+            ("dq", dq_address, q_len * element),
+            ("dk", dk_address, k_len * element),
+            ("dv", dv_address, v_len * element),
+        ];
+        for (n, output) in outputs.iter().enumerate() {
+            check_disjoint(OP, *output, &inputs)?;
+            check_disjoint(OP, *output, &outputs[n + 1..])?;
+        }
+
+        let mut workspace = self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Workspace { lse_log2, dsum, dq_accum } = &mut *workspace;
+        let (lse_log2_address, _lse_log2_use) = lse_log2.device_ptr_mut(stream);
+        let (dsum_address, _dsum_use) = dsum.device_ptr_mut(stream);
+        let (dq_accum_address, _dq_accum_use) = dq_accum.device_ptr_mut(stream);
+        let padded = padded_rows(shape) as u32;
+        let (batch, heads_q, seq_q, head_dim) =
+            (shape.batch as u32, shape.heads_q as u32, shape.seq_q as u32, shape.head_dim as u32);
+        let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
+        let AttnStrides { q: qs, k: ks, v: vs, o: os } = p.strides;
+
+        // 1. D, the log2-unit LSE and the zeroed accumulator: one warp per padded row.
+        let [ob, osq, oh] = s(os);
+        let warps_per_block = (PREPROCESS_THREADS / 32) as usize;
+        let blocks = padded_rows_total(shape).div_ceil(warps_per_block) as u32;
+        let mut launch = stream.launch_builder(&self.preprocess);
+        launch
+            .arg(&o_address)
+            .arg(&d_o_address)
+            .arg(&ob)
+            .arg(&osq)
+            .arg(&oh)
+            .arg(&ob)
+            .arg(&osq)
+            .arg(&oh)
+            .arg(&lse_address)
+            .arg(&lse_log2_address)
+            .arg(&dsum_address)
+            .arg(&dq_accum_address)
+            .arg(&batch)
+            .arg(&heads_q)
+            .arg(&seq_q)
+            .arg(&padded)
+            .arg(&head_dim);
+        let config =
+            LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (PREPROCESS_THREADS, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the arguments match the kernel's signature in order and type; o and d_o hold every element their
+        // (checked, 8-element) strides address from 16-byte aligned bases; lse holds one f32 per query row; the
+        // workspaces hold the padded rows (and dq_accum head_dim f32 per row) and belong to this plan alone.
+        unsafe { launch.launch(config) }
+            .map_err(|source| Error::Launch { kernel: T::BACKWARD_PREPROCESS_KERNEL.name, source })?;
+
+        // 2. dK, dV and the dQ accumulator.
+        let (maps, _maps_use) = self.tensor_maps.device_ptr(stream);
+        let map_bytes = std::mem::size_of::<CUtensorMap>() as u64;
+        let [map_q, map_k, map_v, map_do] = [0, 1, 2, 3].map(|i| maps + i * map_bytes);
+        let [kb, ksq, kh] = s(ks);
+        let [vb, vsq, vh] = s(vs);
+        let mut params = AttnBwdParams {
+            tensor_map_q: map_q,
+            tensor_map_k: map_k,
+            tensor_map_v: map_v,
+            tensor_map_do: map_do,
+            lse_log2: lse_log2_address,
+            dsum: dsum_address,
+            dq_accum: dq_accum_address,
+            dk: dk_address,
+            dv: dv_address,
+            dk_batch_stride: kb,
+            dk_seq_stride: ksq,
+            dk_head_stride: kh,
+            dv_batch_stride: vb,
+            dv_seq_stride: vsq,
+            dv_head_stride: vh,
+            seq_q,
+            seq_k: shape.seq_k as u32,
+            padded_rows: padded,
+            heads_q,
+            group: shape.group() as u32,
+            scale: p.scale,
+            scale_log2: p.scale_log2,
+            causal: p.causal as u32,
+        };
+        let launch = ClusterLaunch {
+            grid_dim: self.grid(),
+            block_dim: (self.tile.threads(), 1, 1),
+            cluster_dim: (1, 1, 1),
+            shared_mem_bytes: self.tile.smem_bytes(),
+            dependent_launch: false,
+        };
+        // SAFETY: the arguments are the kernel's, one per field of `AttnBwdParams` (the list in oxtile-abi that the
+        // kernel's signature is declared from). The tensor maps describe q, k, v and d_o (checked above) with the
+        // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
+        // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
+        // overlap nothing; the grid is (key tiles, kv heads, batch) with the tile's threads and shared memory (the
+        // limit raised in `new`).
+        let mut args = params.kernel_args();
+        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
+
+        // 3. dQ = scale · the accumulator.
+        let [qb, qsq, qh] = s(qs);
+        let pairs = rows * shape.head_dim / 2;
+        let blocks = pairs.div_ceil(CONVERT_THREADS as usize).min(gpu.sm_count() as usize * 16) as u32;
+        let mut launch = stream.launch_builder(&self.convert);
+        launch
+            .arg(&dq_accum_address)
+            .arg(&dq_address)
+            .arg(&qb)
+            .arg(&qsq)
+            .arg(&qh)
+            .arg(&batch)
+            .arg(&heads_q)
+            .arg(&seq_q)
+            .arg(&padded)
+            .arg(&head_dim)
+            .arg(&p.scale);
+        let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (CONVERT_THREADS, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the arguments match the kernel's signature in order and type; dq_accum holds the padded rows the
+        // main kernel accumulated; dq holds every element q's strides address, injectively, 16-byte aligned, and
+        // overlaps nothing.
+        unsafe { launch.launch(config) }
+            .map(drop)
+            .map_err(|source| Error::Launch { kernel: T::BACKWARD_CONVERT_DQ_KERNEL.name, source })
+    }
+}
+
+/// dQ, dK and dV in one call (encodes the tensor maps and allocates the workspaces each time; keep an
+/// [`AttnBwdPlan`] to repeat). See [`AttnBwdPlan::launch`].
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward<T: AttnElement>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    q: &impl DevicePtr<T>,
+    k: &impl DevicePtr<T>,
+    v: &impl DevicePtr<T>,
+    o: &impl DevicePtr<T>,
+    lse: &impl DevicePtr<f32>,
+    d_o: &impl DevicePtr<T>,
+    dq: &mut impl DevicePtrMut<T>,
+    dk: &mut impl DevicePtrMut<T>,
+    dv: &mut impl DevicePtrMut<T>,
+    options: AttnOptions,
+) -> Result<()> {
+    AttnBwdPlan::new(gpu, shape, options, q, k, v, d_o)?.launch(gpu, q, k, v, o, lse, d_o, dq, dk, dv)
+}
 
 /// Threads per block of the reference kernel: 8 warps, one output row each.
 const REFERENCE_THREADS: u32 = 256;
@@ -105,4 +460,55 @@ pub fn attention_backward_reference<T: AttnElement>(
     // SAFETY: the arguments match the kernel's signature in order and type; every tensor is packed with the
     // lengths the kernel reads or writes, 4-byte aligned, and the outputs overlap nothing.
     unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: kernel.name, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(shape: AttnShape, options: AttnOptions) -> Error {
+        check_backward(shape, &options).unwrap_err()
+    }
+
+    #[test]
+    fn padded_rows_cover_whole_query_tiles() {
+        assert_eq!(padded_rows(AttnShape::new(1, 1, 1, 1, 1, 64)), 64);
+        assert_eq!(padded_rows(AttnShape::new(1, 64, 1, 1, 1, 64)), 64);
+        assert_eq!(padded_rows(AttnShape::new(1, 65, 1, 1, 1, 64)), 128);
+        assert_eq!(padded_rows_total(AttnShape::new(2, 77, 5, 3, 1, 128)), 2 * 3 * 128);
+    }
+
+    #[test]
+    fn backward_problems_are_checked_before_any_launch() {
+        let shape = AttnShape::new(2, 77, 129, 8, 2, 128);
+        check_backward(shape, &AttnOptions::causal()).unwrap();
+        // The forward's checks.
+        assert!(matches!(
+            refused(AttnShape { head_dim: 96, ..shape }, AttnOptions::default()),
+            Error::Unsupported { .. }
+        ));
+        assert!(matches!(
+            refused(AttnShape { heads_q: 6, heads_kv: 4, ..shape }, AttnOptions::default()),
+            Error::BadArgument { .. }
+        ));
+        // An input broadcast over heads is fine for the forward, but its gradient would race.
+        let mut strides = AttnStrides::packed(shape);
+        strides.k.head = 0;
+        let broadcast = AttnOptions { strides: Some(strides), ..AttnOptions::default() };
+        CheckedProblem::new(shape, &broadcast).unwrap();
+        let err = refused(shape, broadcast);
+        assert!(matches!(err, Error::BadArgument { .. }) && err.to_string().contains("dk takes k's strides"), "{err}");
+        // Grid dimensions.
+        let err = refused(AttnShape::new(70_000, 1, 1, 1, 1, 64), AttnOptions::default());
+        assert!(err.to_string().contains("65535"), "{err}");
+    }
+
+    #[test]
+    fn tiles_fit_the_workspaces_and_the_head_dims() {
+        for (tile, head_dim) in [(ATTN_BWD_SM90_D128, 128), (ATTN_BWD_SM90_D64, 64)] {
+            assert_eq!(tile.head_dim, head_dim);
+            assert_eq!(tile.tile_q, ATTN_BWD_SM90_D128.tile_q);
+            assert_eq!(attn_bwd_padded_rows(1), tile.tile_q);
+        }
+    }
 }
