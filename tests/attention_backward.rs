@@ -1,5 +1,16 @@
 //! Attention backward on the GPU: the plain reference kernel against the float64 CPU gradients on small odd shapes
-//! (S = 1, odd lengths, seq_q ≠ seq_k causal, GQA and MQA, both head dims and input types), and its argument checks.
+//! (S = 1, odd lengths, seq_q ≠ seq_k causal, GQA and MQA, both head dims and input types), and its argument checks;
+//! the Hopper kernels (`attention_backward`) against the float64 gradients on the same kind of shapes and against the
+//! reference kernel on large ones, and their argument checks.
+//!
+//! Bounds of the Hopper kernels (16-bit outputs), every element within a fraction of its tensor's largest
+//! |reference|: 2^-6 for bf16, 2^-8 for f16. What they have to absorb, in units of u (2^-9 bf16, 2^-12 f16: half an
+//! ulp relative): the output's own rounding (≤ 1 u of the largest element); P rounded to 16 bits as the A operand of
+//! dV = Pᵀ·dO and dS rounded to 16 bits as the A operand of dK = dSᵀ·Q and dQ = dS·K (each term within 1 u, errors of
+//! independent signs, so a sum's error is ≈ u · sqrt(Σ term²), which is of the order of u times the sum itself for
+//! these random inputs); the exponential (ex2.approx, 2 ulp of f32) and f32 accumulation (negligible against u). So
+//! a few u are expected; the bounds allow 8 u (bf16) and 16 u (f16), while a wrong mask, scale, tile or operand
+//! layout moves elements by O(1) of the largest (the tests of the reference kernel catch those sizes too).
 //!
 //! Inputs are fresh normal 16-bit values; the forward's O (rounded to the input type, as a kernel writes it) and
 //! LSE (f32) come from the float64 forward. The CPU side computes the gradients of those exact 16-bit inputs with
@@ -10,8 +21,8 @@
 
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
-use oxtile::ops::attention::{AttnElement, AttnOptions, AttnShape, AttnStrides};
-use oxtile::ops::attention_backward::attention_backward_reference;
+use oxtile::ops::attention::{self, AttnElement, AttnOptions, AttnShape, AttnStrides};
+use oxtile::ops::attention_backward::{AttnBwdPlan, attention_backward, attention_backward_reference};
 use oxtile::reference::attention::{AttnProblem, attention};
 use oxtile::reference::attention_backward::attention_backward_given_o;
 use oxtile::reference::{fresh_seed, randn};
@@ -137,4 +148,264 @@ fn bad_arguments_are_refused_before_launch() {
     strides.q.seq *= 2;
     let strided = AttnOptions { strides: Some(strides), ..AttnOptions::default() };
     assert!(matches!(run(shape, q_len, strided), Err(Error::Unsupported { .. })));
+}
+
+/// Set by scripts/gpu-run.sh --memcheck: kernels run tens of times slower under compute-sanitizer, so the large
+/// problems shrink.
+fn under_sanitizer() -> bool {
+    std::env::var_os("OXTILE_UNDER_SANITIZER").is_some()
+}
+
+/// The Hopper kernels' bound: a fraction of the largest |reference| (module documentation).
+fn fast_bound<T: AttnElement>() -> f64 {
+    if T::NAME == "bf16" { 2f64.powi(-6) } else { 2f64.powi(-8) }
+}
+
+/// 16-bit device values as f64.
+fn widen<T: AttnElement + CheckValue>(gpu: &Gpu, x: &CudaSlice<T>) -> Vec<f64> {
+    gpu.stream().clone_dtoh(x).unwrap().into_iter().map(|v| v.to_f64()).collect()
+}
+
+/// A buffer of `len` poison values (NaN), so an element the kernel never writes shows.
+fn poisoned<T: AttnElement + CheckValue>(gpu: &Gpu, len: usize) -> CudaSlice<T> {
+    gpu.stream().clone_htod(&vec![T::POISON; len]).unwrap()
+}
+
+/// One problem for the Hopper kernels against float64: returns a line describing it, and whether it passed.
+fn check_fast_case<T: AttnElement + CheckValue>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    causal: bool,
+    seed: u64,
+) -> (String, bool) {
+    let stream = gpu.stream();
+    let scale = 1.0 / (shape.head_dim as f64).sqrt();
+    let problem = AttnProblem { shape, causal, scale };
+    let q_len = shape.rows() * shape.head_dim;
+    let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
+    let draw = |len, seed| -> (Vec<T>, Vec<f64>) {
+        let values: Vec<T> = randn(len, 1.0, seed).into_iter().map(T::from_f32).collect();
+        let exact = values.iter().map(|v| v.to_f64()).collect();
+        (values, exact)
+    };
+    let (q, q64) = draw(q_len, seed);
+    let (k, k64) = draw(kv_len, seed + 1);
+    let (v, v64) = draw(kv_len, seed + 2);
+    let (d_o, d_o64) = draw(q_len, seed + 3);
+    let forward = attention(&problem, &q64, &k64, &v64);
+    let o: Vec<T> = forward.o.iter().map(|&x| T::from_f32(x as f32)).collect();
+    let o64: Vec<f64> = o.iter().map(|v| v.to_f64()).collect();
+    let lse: Vec<f32> = forward.lse.iter().map(|&x| x as f32).collect();
+    let want = attention_backward_given_o(&problem, &q64, &k64, &v64, &d_o64, &o64);
+
+    let up = |x: &[T]| stream.clone_htod(x).unwrap();
+    let (q_d, k_d, v_d, o_d, d_o_d) = (up(&q), up(&k), up(&v), up(&o), up(&d_o));
+    let lse_d: CudaSlice<f32> = stream.clone_htod(&lse).unwrap();
+    let (mut dq, mut dk, mut dv) = (poisoned::<T>(gpu, q_len), poisoned::<T>(gpu, kv_len), poisoned::<T>(gpu, kv_len));
+    let options = AttnOptions { causal, scale: Some(scale as f32), ..AttnOptions::default() };
+    attention_backward::<T>(gpu, shape, &q_d, &k_d, &v_d, &o_d, &lse_d, &d_o_d, &mut dq, &mut dk, &mut dv, options)
+        .unwrap();
+    let bound = fast_bound::<T>();
+    let mut passed = true;
+    let mut line = format!("{} {shape} {}:", T::NAME, if causal { "causal" } else { "full" });
+    for (name, got, reference) in
+        [("dq", widen(gpu, &dq), &want.dq), ("dk", widen(gpu, &dk), &want.dk), ("dv", widen(gpu, &dv), &want.dv)]
+    {
+        let got: Vec<f32> = got.iter().map(|&x| x as f32).collect();
+        let (error, written) = relative_error(&got, reference);
+        passed &= written && error <= bound;
+        line += &format!(" {name} {error:.2e}{}", if written { "" } else { " (unwritten elements)" });
+    }
+    (line, passed)
+}
+
+/// Runs `cases` (shape, causal) for both input types and fails with the table if any did not pass.
+fn run_fast_cases(cases: &[(AttnShape, bool)]) {
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (i, &(shape, causal)) in cases.iter().enumerate() {
+        let case_seed = seed + 10 * i as u64;
+        for (line, passed) in [
+            check_fast_case::<bf16>(&gpu, shape, causal, case_seed),
+            check_fast_case::<f16>(&gpu, shape, causal, case_seed + 5),
+        ] {
+            failed += !passed as usize;
+            lines.push(format!("{} {line}", if passed { "ok  " } else { "FAIL" }));
+        }
+    }
+    let table = lines.join("\n");
+    println!("{table}");
+    assert_eq!(failed, 0, "seed {seed}, bounds 2^-6 (bf16) and 2^-8 (f16) of the largest |reference|:\n{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fast_kernel_matches_float64_on_odd_and_edge_sizes() {
+    let mut cases = Vec::new();
+    for shape in [
+        AttnShape::new(1, 1, 1, 1, 1, 64),
+        AttnShape::new(1, 1, 1, 1, 1, 128),
+        AttnShape::new(2, 77, 77, 2, 2, 64),
+        AttnShape::new(1, 129, 129, 2, 1, 128),
+        AttnShape::new(1, 64, 128, 1, 1, 128),
+        AttnShape::new(1, 200, 200, 2, 2, 64),
+    ] {
+        cases.push((shape, false));
+        cases.push((shape, true));
+    }
+    run_fast_cases(&cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fast_kernel_matches_float64_when_seq_q_and_seq_k_differ() {
+    // Bottom-right causal: with seq_q > seq_k the first rows see no key (LSE = −∞, gradients 0); with seq_q < seq_k
+    // every row sees the keys before the diagonal block.
+    let mut cases = Vec::new();
+    for shape in [
+        AttnShape::new(2, 77, 129, 4, 2, 64),
+        AttnShape::new(1, 129, 77, 3, 1, 128),
+        AttnShape::new(1, 1, 300, 2, 1, 128),
+        AttnShape::new(1, 300, 1, 2, 1, 64),
+        AttnShape::new(1, 190, 260, 2, 2, 128),
+    ] {
+        cases.push((shape, false));
+        cases.push((shape, true));
+    }
+    run_fast_cases(&cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fast_kernel_sums_dk_and_dv_over_grouped_and_multi_query_heads() {
+    let mut cases = Vec::new();
+    for shape in [
+        AttnShape::new(1, 100, 100, 4, 2, 128),
+        AttnShape::new(2, 65, 130, 4, 2, 64),
+        AttnShape::new(1, 150, 150, 8, 1, 64),
+        AttnShape::new(1, 70, 200, 3, 1, 128),
+    ] {
+        cases.push((shape, false));
+        cases.push((shape, true));
+    }
+    run_fast_cases(&cases);
+}
+
+/// A large problem: the forward kernel's O and LSE, then the Hopper backward (poisoned outputs) and the plain
+/// reference kernel (f32 outputs, its own error ~1e-6 relative, negligible here) on the same inputs; dK and dV
+/// (no atomics) must also come out bit for bit the same from a second launch of the plan.
+fn check_large<T: AttnElement + CheckValue>(gpu: &Gpu, shape: AttnShape, causal: bool, seed: u64) -> (String, bool) {
+    let stream = gpu.stream();
+    let q_len = shape.rows() * shape.head_dim;
+    let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
+    let draw = |len, seed| -> CudaSlice<T> {
+        let values: Vec<T> = randn(len, 1.0, seed).into_iter().map(T::from_f32).collect();
+        stream.clone_htod(&values).unwrap()
+    };
+    let (q, k, v, d_o) = (draw(q_len, seed), draw(kv_len, seed + 1), draw(kv_len, seed + 2), draw(q_len, seed + 3));
+    let options = AttnOptions { causal, ..AttnOptions::default() };
+    let mut o = stream.alloc_zeros::<T>(q_len).unwrap();
+    let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
+    attention::attention::<T>(gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
+
+    let plan = AttnBwdPlan::<T>::new(gpu, shape, options, &q, &k, &v, &d_o).unwrap();
+    let (mut dq, mut dk, mut dv) = (poisoned::<T>(gpu, q_len), poisoned::<T>(gpu, kv_len), poisoned::<T>(gpu, kv_len));
+    plan.launch(gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+    let (dk_first, dv_first) = (stream.clone_dtoh(&dk).unwrap(), stream.clone_dtoh(&dv).unwrap());
+    plan.launch(gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+    let repeatable = stream.clone_dtoh(&dk).unwrap().iter().zip(&dk_first).all(|(a, b)| a.to_bits() == b.to_bits())
+        && stream.clone_dtoh(&dv).unwrap().iter().zip(&dv_first).all(|(a, b)| a.to_bits() == b.to_bits());
+
+    let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
+    let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
+    attention_backward_reference::<T>(gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options)
+        .unwrap();
+    let down = |x: &CudaSlice<f32>| -> Vec<f64> { stream.clone_dtoh(x).unwrap().into_iter().map(f64::from).collect() };
+    let bound = fast_bound::<T>();
+    let mut passed = repeatable;
+    let mut line = format!("{} {shape} {}:", T::NAME, if causal { "causal" } else { "full" });
+    for (name, got, reference) in
+        [("dq", widen(gpu, &dq), down(&rq)), ("dk", widen(gpu, &dk), down(&rk)), ("dv", widen(gpu, &dv), down(&rv))]
+    {
+        let got: Vec<f32> = got.iter().map(|&x| x as f32).collect();
+        let (error, written) = relative_error(&got, &reference);
+        passed &= written && error <= bound;
+        line += &format!(" {name} {error:.2e}{}", if written { "" } else { " (unwritten elements)" });
+    }
+    if !repeatable {
+        line += " (dK or dV differ between two launches)";
+    }
+    (line, passed)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_shapes_match_the_reference_kernel() {
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let shapes = if under_sanitizer() {
+        vec![AttnShape::new(1, 300, 300, 2, 1, 128), AttnShape::new(1, 257, 257, 2, 2, 64)]
+    } else {
+        vec![
+            AttnShape::new(2, 2048, 2048, 16, 16, 128),
+            AttnShape::new(1, 4096, 4096, 8, 2, 64),
+            AttnShape::new(1, 1000, 3000, 8, 8, 128),
+        ]
+    };
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (i, &shape) in shapes.iter().enumerate() {
+        for causal in [false, true] {
+            let case_seed = seed + 10 * i as u64 + 5 * causal as u64;
+            let mut results = vec![check_large::<bf16>(&gpu, shape, causal, case_seed)];
+            if i == 0 {
+                results.push(check_large::<f16>(&gpu, shape, causal, case_seed + 1));
+            }
+            for (line, passed) in results {
+                failed += !passed as usize;
+                lines.push(format!("{} {line}", if passed { "ok  " } else { "FAIL" }));
+            }
+        }
+    }
+    let table = lines.join("\n");
+    println!("{table}");
+    assert_eq!(failed, 0, "seed {seed}, bounds 2^-6 (bf16) and 2^-8 (f16) of the largest |reference|:\n{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fast_kernel_refuses_bad_arguments_before_launch() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let shape = AttnShape::new(1, 8, 8, 2, 1, 64);
+    let (q_len, kv_len) = (8 * 2 * 64, 8 * 64);
+    let buffer = |len| stream.alloc_zeros::<bf16>(len).unwrap();
+    let (q, k, v, o, d_o) = (buffer(q_len), buffer(kv_len), buffer(kv_len), buffer(q_len), buffer(q_len));
+    let lse = stream.alloc_zeros::<f32>(16).unwrap();
+    let run = |shape: AttnShape, dq_len: usize, lse: &CudaSlice<f32>, options: AttnOptions| {
+        let (mut dq, mut dk, mut dv) = (buffer(dq_len), buffer(kv_len), buffer(kv_len));
+        attention_backward::<bf16>(&gpu, shape, &q, &k, &v, &o, lse, &d_o, &mut dq, &mut dk, &mut dv, options)
+    };
+    run(shape, q_len, &lse, AttnOptions::default()).unwrap();
+    // A short output, a short LSE, a head dim without a kernel, heads that do not group, an output's strides that
+    // collide (q broadcast over heads: fine to read, not to write dQ with).
+    assert!(matches!(run(shape, q_len - 1, &lse, AttnOptions::default()), Err(Error::BadArgument { .. })));
+    let short_lse = stream.alloc_zeros::<f32>(15).unwrap();
+    assert!(matches!(run(shape, q_len, &short_lse, AttnOptions::default()), Err(Error::BadArgument { .. })));
+    let odd_head_dim = AttnShape::new(1, 8, 8, 2, 1, 96);
+    assert!(matches!(run(odd_head_dim, q_len, &lse, AttnOptions::default()), Err(Error::Unsupported { .. })));
+    let ungrouped = AttnShape::new(1, 8, 8, 3, 2, 64);
+    assert!(matches!(run(ungrouped, q_len, &lse, AttnOptions::default()), Err(Error::BadArgument { .. })));
+    let mut strides = AttnStrides::packed(shape);
+    strides.q.head = 0;
+    let broadcast = AttnOptions { strides: Some(strides), ..AttnOptions::default() };
+    assert!(matches!(run(shape, q_len, &lse, broadcast), Err(Error::BadArgument { .. })));
+    // A plan is bound to its inputs.
+    let plan = AttnBwdPlan::<bf16>::new(&gpu, shape, AttnOptions::default(), &q, &k, &v, &d_o).unwrap();
+    let other_q = buffer(q_len);
+    let (mut dq, mut dk, mut dv) = (buffer(q_len), buffer(kv_len), buffer(kv_len));
+    let err = plan.launch(&gpu, &other_q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap_err();
+    assert!(matches!(err, Error::BadArgument { .. }), "{err}");
 }

@@ -544,3 +544,30 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
         }
     }
 }
+
+/// The attention backward's main kernels issue every product by wgmma, from one copy of the loop: per query tile
+/// Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (head_dim / 16 m64n64k16 each), dV += Pᵀ·dO and dK += dSᵀ·Q (4 m64n{head_dim}k16 each,
+/// A from registers), and dQ = dS·K (4 m64n64k16 per 64 columns of head dim, both operands transposed); they add
+/// dQ to the f32 accumulator with one `red.global.add.f32` per accumulator value (32 per thread and 64 columns),
+/// keep everything in registers (the hot-kernel check) and run the consumers at 240 registers (168 at entry, the
+/// `.maxntid 384` cap).
+#[test]
+fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
+    let mut checked = 0;
+    for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")) {
+        let s = stats(*kernel);
+        let head_dim = if kernel.name.contains("_d128_") { 128 } else { 64 };
+        let column_blocks = head_dim / 64;
+        let expected = 2 * (head_dim / 16) + 2 * 4 + 4 * column_blocks;
+        assert_eq!(s.count("HGMMA"), expected, "`{}`: HGMMA", kernel.name);
+        let transposed = s.instructions.iter().filter(|i| i.starts_with("HGMMA") && i.contains("tnspA")).count();
+        assert_eq!(transposed as u32, 4 * column_blocks, "`{}`: dS·K with A read MN-major", kernel.name);
+        assert_eq!(s.count("REDG"), 32 * column_blocks, "`{}`: dQ reductions", kernel.name);
+        assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+    for kernel in [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16] {
+        assert_eq!(stats(kernel).count("HGMMA"), 0);
+    }
+}
