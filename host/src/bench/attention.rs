@@ -23,6 +23,7 @@ use super::suite::AttnShape as SuiteShape;
 use super::timing::{DEFAULT_ROUNDS, TimingConfig, TurnEvent, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
+use crate::ops::attention_backward::{AttnBwdPlan, attention_backward_reference};
 use crate::runtime::Gpu;
 use crate::types::Dtype;
 use crate::verify::CheckValue;
@@ -362,6 +363,199 @@ pub fn lse_difference(out: &[f32], reference: &[f32]) -> (f64, usize) {
         }
     }
     (max, bad)
+}
+
+/// The backward's row (`oxtile bench attn --backward`): our Hopper backward, alone.
+pub const BACKWARD_CONTENDER: &str = "oxtile-bwd";
+
+/// The backward's check bound: max |out − ref| / max |ref| per gradient (tests/attention_backward.rs says why).
+pub fn backward_check_bound(dtype: Dtype) -> f64 {
+    match dtype {
+        Dtype::Bf16 => 2f64.powi(-6),
+        Dtype::F16 => 2f64.powi(-8),
+    }
+}
+
+/// The backward of one problem (`oxtile bench attn --backward`): the forward kernel's O and LSE per input set, then
+/// our backward (preprocessing, main kernel, dQ conversion) timed in rounds as the forward's contenders are, its
+/// dQ, dK and dV on set 0 (poisoned first) checked against the plain GPU reference backward. FLOPs: 2.5 × the
+/// forward's (five products against two), halved when causal.
+pub fn bench_attn_backward(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &AttnBenchProblem,
+    config: &AttnBenchConfig,
+    observer: &mut dyn BenchObserver,
+) -> Result<Vec<Row>> {
+    match problem.dtype {
+        Dtype::Bf16 => backward_typed::<bf16>(gpu, info, pool, problem, config, observer),
+        Dtype::F16 => backward_typed::<f16>(gpu, info, pool, problem, config, observer),
+    }
+}
+
+/// One backward launch's buffers: the forward's inputs and outputs, dO, and the gradients.
+struct BackwardSet<T> {
+    q: CudaSlice<T>,
+    k: CudaSlice<T>,
+    v: CudaSlice<T>,
+    o: CudaSlice<T>,
+    lse: CudaSlice<f32>,
+    d_o: CudaSlice<T>,
+    dq: CudaSlice<T>,
+    dk: CudaSlice<T>,
+    dv: CudaSlice<T>,
+}
+
+fn backward_typed<T: AttnElement + CheckValue>(
+    gpu: &Gpu,
+    info: &DeviceInfo,
+    pool: &InputPool,
+    problem: &AttnBenchProblem,
+    config: &AttnBenchConfig,
+    observer: &mut dyn BenchObserver,
+) -> Result<Vec<Row>> {
+    let stream = gpu.stream();
+    let shape = problem.attn_shape();
+    let len = problem.tensor_len();
+    let options = AttnOptions { causal: problem.shape.causal, ..AttnOptions::default() };
+    let (free, _) = gpu.context().mem_get_info()?;
+    let budget = free / 10 * 6;
+    // Per set: 8 tensors of the input type and LSE; the plan's workspaces (f32 dQ, two rows) and the reference's
+    // three f32 gradients once.
+    let set_bytes = 8 * len * std::mem::size_of::<T>() + shape.rows() * 4;
+    let fixed_bytes = 2 * len * 4 + 3 * len * 4;
+    if set_bytes + fixed_bytes > budget {
+        return Err(Error::bad_argument(
+            "bench attn --backward",
+            format!(
+                "{problem} needs {} MiB, {} MiB of device memory is free",
+                (set_bytes + fixed_bytes) >> 20,
+                free >> 20
+            ),
+        ));
+    }
+    let l2 = if info.l2_bytes > 0 { info.l2_bytes } else { 128 << 20 };
+    let count = rotation_sets(set_bytes, l2, config.l2_multiple, config.max_sets, budget - fixed_bytes);
+    let mut sets = Vec::with_capacity(count);
+    for set in 0..count {
+        let upload = |which: usize| stream.clone_htod(&pool.fill::<T>(len, InputPool::offset(4 * set + which, 0)));
+        let (q, k, v, d_o) = (upload(0)?, upload(1)?, upload(2)?, upload(3)?);
+        let mut o = stream.alloc_zeros::<T>(len)?;
+        let mut lse = stream.alloc_zeros::<f32>(shape.rows())?;
+        attention::attention::<T>(gpu, shape, &q, &k, &v, &mut o, &mut lse, options)?;
+        let (dq, dk, dv) =
+            (stream.alloc_zeros::<T>(len)?, stream.alloc_zeros::<T>(len)?, stream.alloc_zeros::<T>(len)?);
+        sets.push(BackwardSet { q, k, v, o, lse, d_o, dq, dk, dv });
+    }
+    stream.synchronize()?;
+
+    observer.step(&format!("{problem} {BACKWARD_CONTENDER}: check"));
+    let mut row = Row::new("attn-bwd", problem.shape.to_string(), BACKWARD_CONTENDER);
+    row.kind = Some("oxtile".into());
+    row.origin = Some("in-process".into());
+    row.dtype = Some(problem.dtype.name().into());
+    row.work = Some(2.5 * problem.flops());
+    row.sets = Some(count);
+    let plans = match sets
+        .iter()
+        .map(|s| AttnBwdPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o))
+        .collect::<Result<Vec<_>>>()
+    {
+        Ok(plans) => plans,
+        Err(error) => {
+            row.error = Some(error.to_string());
+            return Ok(vec![row]);
+        }
+    };
+    if config.check {
+        let set = &mut sets[0];
+        poison(gpu, &mut set.dq)?;
+        poison(gpu, &mut set.dk)?;
+        poison(gpu, &mut set.dv)?;
+        plans[0].launch(
+            gpu,
+            &set.q,
+            &set.k,
+            &set.v,
+            &set.o,
+            &set.lse,
+            &set.d_o,
+            &mut set.dq,
+            &mut set.dk,
+            &mut set.dv,
+        )?;
+        let (mut rq, mut rk, mut rv) =
+            (stream.alloc_zeros::<f32>(len)?, stream.alloc_zeros::<f32>(len)?, stream.alloc_zeros::<f32>(len)?);
+        attention_backward_reference::<T>(
+            gpu, shape, &set.q, &set.k, &set.v, &set.o, &set.lse, &set.d_o, &mut rq, &mut rk, &mut rv, options,
+        )?;
+        let widen = |x: &CudaSlice<T>| -> Result<Vec<f32>> {
+            Ok(stream.clone_dtoh(x)?.into_iter().map(|v| v.to_f64() as f32).collect())
+        };
+        let (mut max_rel, mut not_finite) = (0f64, 0);
+        for (ours, reference) in [(&set.dq, &rq), (&set.dk, &rk), (&set.dv, &rv)] {
+            let diff = compare_outputs(&widen(ours)?, &stream.clone_dtoh(reference)?);
+            max_rel = max_rel.max(diff.max_rel);
+            not_finite += diff.not_finite + diff.reference_not_finite;
+        }
+        gpu.context().check_err()?;
+        row.max_rel_err = Some(max_rel);
+        row.check = Some(if not_finite > 0 {
+            format!("FAIL: {not_finite} not finite")
+        } else if max_rel > backward_check_bound(problem.dtype) {
+            "FAIL".into()
+        } else {
+            "ok".into()
+        });
+    }
+
+    let rounds = effective_rounds(config.rounds, config.timing.runs);
+    let meter = observer.meter();
+    let timed = time_in_rounds(
+        gpu,
+        &config.timing,
+        &[0],
+        config.rounds,
+        meter.as_ref(),
+        &mut |event| match event {
+            TurnEvent::Start(turn) => {
+                observer.step(&format!("{problem} {BACKWARD_CONTENDER}: round {}/{rounds}", turn.round + 1))
+            }
+            TurnEvent::Done(turn, times, clock) => observer.turn_done(&TurnRecord::new(&row, turn.round, times, clock)),
+        },
+        &mut |_, i| {
+            let s = i % count;
+            let set = &mut sets[s];
+            plans[s].launch(
+                gpu,
+                &set.q,
+                &set.k,
+                &set.v,
+                &set.o,
+                &set.lse,
+                &set.d_o,
+                &mut set.dq,
+                &mut set.dk,
+                &mut set.dv,
+            )
+        },
+    );
+    for (_, stats) in timed {
+        match stats {
+            Ok((stats, clock)) => {
+                row.set_stats(&stats);
+                if let Some(clock) = &clock {
+                    row.set_clock(clock);
+                }
+                let tflops = 2.5 * problem.flops() / (stats.median_ms * 1e-3) / 1e12;
+                row.tflops = Some(tflops);
+                row.pct_peak = Some(100.0 * tflops / DATASHEET_DENSE_BF16_TFLOPS);
+            }
+            Err(error) => row.error = Some(error.to_string()),
+        }
+    }
+    Ok(vec![row])
 }
 
 #[cfg(test)]

@@ -197,6 +197,10 @@ struct AttnArgs {
     /// Skip the extra launch per kernel that counts rescales.
     #[arg(long)]
     no_stats: bool,
+    /// Time the backward instead (dQ, dK, dV from the forward's O and LSE: the preprocessing, the main kernel and
+    /// the dQ conversion together); FLOPs 2.5 × the forward's, halved when causal.
+    #[arg(long)]
+    backward: bool,
     /// Seed of the random inputs (default: fresh from the clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -490,7 +494,8 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
 
 fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
     let shapes = if args.shapes.is_empty() { suite::attn_suite() } else { args.shapes.clone() };
-    let keep = |row: &Row| row.op == "attn" && row.shape.parse::<AttnShape>().is_ok_and(|s| shapes.contains(&s));
+    let op = if args.backward { "attn-bwd" } else { "attn" };
+    let keep = |row: &Row| row.op == op && row.shape.parse::<AttnShape>().is_ok_and(|s| shapes.contains(&s));
     let Some(gpu) = open_gpu()? else {
         // Nothing of ours can run; the peers' rows are still worth a table.
         let mut rows = Vec::new();
@@ -527,13 +532,23 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
         .collect();
     let contenders = attention::CONTENDERS;
     let pool = InputPool::new(seed);
-    let mut watch = Watch::new(&gpu, problems.len() * contenders.len() * (1 + config.rounds));
+    let per_problem = if args.backward { 1 } else { contenders.len() };
+    let mut watch = Watch::new(&gpu, problems.len() * per_problem * (1 + config.rounds));
     let mut rows = Vec::new();
+    let op = if args.backward { "attn-bwd" } else { "attn" };
+    if args.backward {
+        println!("# --backward: dQ, dK, dV from the forward kernel's O and LSE; TFLOP/s: 2.5 × the forward's count");
+    }
     for problem in &problems {
-        match attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut watch) {
+        let result = if args.backward {
+            attention::bench_attn_backward(&gpu, &info, &pool, problem, &config, &mut watch)
+        } else {
+            attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut watch)
+        };
+        match result {
             Ok(problem_rows) => rows.extend(problem_rows),
             Err(error) => {
-                let mut row = Row::new("attn", problem.shape.to_string(), "-");
+                let mut row = Row::new(op, problem.shape.to_string(), "-");
                 row.dtype = Some(problem.dtype.name().into());
                 row.error = Some(error.to_string());
                 rows.push(row);
