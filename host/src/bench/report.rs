@@ -288,9 +288,16 @@ pub fn parse_peer_rows(json: &str) -> std::result::Result<Vec<Row>, serde_json::
                     row.work = row.shape.parse::<AttnShape>().ok().map(|s| s.flops());
                 }
             }
+            // scripts/torch_attn_bwd.py's rows: the backward, 2.5 × the forward's FLOPs.
+            "attn-bwd" => {
+                row.dtype.get_or_insert_with(|| "bf16".into());
+                if row.work.is_none() {
+                    row.work = row.shape.parse::<AttnShape>().ok().map(|s| 2.5 * s.flops());
+                }
+            }
             _ => {}
         }
-        if row.pct_peak.is_none() && matches!(row.op.as_str(), "gemm" | "attn") {
+        if row.pct_peak.is_none() && matches!(row.op.as_str(), "gemm" | "attn" | "attn-bwd") {
             row.pct_peak = row.tflops.map(|t| 100.0 * t / DATASHEET_DENSE_BF16_TFLOPS);
         }
     }
@@ -530,6 +537,16 @@ mod tests {
                     vs the fastest peer: geomean 1.789, lowest 0.800 (1x1x1)\n";
         assert_eq!(summary, want);
         assert_eq!(suite_summary(&rows[..2], "cublasLt"), "");
+    }
+
+    #[test]
+    fn backward_peer_rows_count_two_and_a_half_forwards() {
+        let json =
+            r#"[{"op": "attn-bwd", "shape": "4,16,8192,128,causal", "impl": "cudnn", "ms": 10.0, "tflops": 440.0}]"#;
+        let rows = parse_peer_rows(json).unwrap();
+        assert_eq!(rows[0].dtype.as_deref(), Some("bf16"));
+        assert_eq!(rows[0].work, Some(2.5 * 4.0 * 4.0 * 16.0 * 8192f64.powi(2) * 128.0 / 2.0));
+        assert!(rows[0].pct_peak.is_some());
     }
 
     #[test]
