@@ -409,3 +409,71 @@ fn fast_kernel_refuses_bad_arguments_before_launch() {
     let err = plan.launch(&gpu, &other_q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap_err();
     assert!(matches!(err, Error::BadArgument { .. }), "{err}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deterministic_mode_repeats_dq_bit_for_bit() {
+    // Several key tiles add to every dQ tile (and, causal, a different number to each); with GQA the blocks of one
+    // key/value head serve several query heads. Five launches: dQ must not move by a bit, and match the reference.
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let seed = fresh_seed();
+    let shapes = if under_sanitizer() {
+        vec![AttnShape::new(1, 200, 300, 2, 1, 64)]
+    } else {
+        vec![AttnShape::new(2, 1024, 1024, 8, 2, 128), AttnShape::new(1, 777, 1500, 4, 4, 64)]
+    };
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (i, &shape) in shapes.iter().enumerate() {
+        for causal in [false, true] {
+            let seed = seed + 10 * i as u64 + 5 * causal as u64;
+            let q_len = shape.rows() * shape.head_dim;
+            let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
+            let draw = |len, seed| -> CudaSlice<bf16> {
+                stream.clone_htod(&randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect::<Vec<_>>()).unwrap()
+            };
+            let (q, k, v, d_o) =
+                (draw(q_len, seed), draw(kv_len, seed + 1), draw(kv_len, seed + 2), draw(q_len, seed + 3));
+            let options = AttnOptions { causal, ..AttnOptions::default() };
+            let mut o = stream.alloc_zeros::<bf16>(q_len).unwrap();
+            let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
+            attention::attention::<bf16>(&gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
+            let plan = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
+            assert!(plan.is_deterministic());
+            let mut first: Option<Vec<u16>> = None;
+            let mut repeatable = true;
+            let (mut dq, mut dk, mut dv) =
+                (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
+            for _ in 0..5 {
+                plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+                let bits: Vec<u16> = stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect();
+                match &first {
+                    None => first = Some(bits),
+                    Some(first) => repeatable &= *first == bits,
+                }
+            }
+            let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
+            let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
+            attention_backward_reference::<bf16>(
+                &gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options,
+            )
+            .unwrap();
+            let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
+            let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
+            let (error, written) = relative_error(&got, &reference);
+            let passed = repeatable && written && error <= fast_bound::<bf16>();
+            failed += !passed as usize;
+            lines.push(format!(
+                "{} bf16 {shape} {}: dq {error:.2e}{}{}",
+                if passed { "ok  " } else { "FAIL" },
+                if causal { "causal" } else { "full" },
+                if written { "" } else { " (unwritten elements)" },
+                if repeatable { "" } else { " (dQ differs between launches)" }
+            ));
+        }
+    }
+    let table = lines.join("\n");
+    println!("{table}");
+    assert_eq!(failed, 0, "seed {seed}:\n{table}");
+}

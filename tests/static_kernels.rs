@@ -548,7 +548,8 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
 /// The attention backward's main kernels issue every product by wgmma, from one copy of the loop: per query tile
 /// Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (head_dim / 16 m64n64k16 each), dV += Pᵀ·dO and dK += dSᵀ·Q (4 m64n{head_dim}k16 each,
 /// A from registers), and dQ = dS·K (4 m64n64k16 per 64 columns of head dim, both operands transposed); they add
-/// dQ to the f32 accumulator with one `red.global.add.f32` per accumulator value (32 per thread and 64 columns),
+/// dQ to the f32 accumulator with one `red.global.add.f32` per accumulator value (32 per thread and 64 columns; in the
+/// deterministic mode behind a semaphore per query tile, released by one more reduction),
 /// keep everything in registers (the hot-kernel check) and run the consumers at 240 registers (168 at entry, the
 /// `.maxntid 384` cap).
 #[test]
@@ -562,7 +563,9 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         assert_eq!(s.count("HGMMA"), expected, "`{}`: HGMMA", kernel.name);
         let transposed = s.instructions.iter().filter(|i| i.starts_with("HGMMA") && i.contains("tnspA")).count();
         assert_eq!(transposed as u32, 4 * column_blocks, "`{}`: dS·K with A read MN-major", kernel.name);
-        assert_eq!(s.count("REDG"), 32 * column_blocks, "`{}`: dQ reductions", kernel.name);
+        assert_eq!(s.count_with("REDG", "F32") as u32, 32 * column_blocks, "`{}`: dQ reductions", kernel.name);
+        // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
+        assert_eq!(s.count("REDG") - 32 * column_blocks, 1, "`{}`: semaphore releases", kernel.name);
         assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
         checked += 1;
     }

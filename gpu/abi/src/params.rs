@@ -115,6 +115,10 @@ macro_rules! attn_bwd_sm90_params {
             /// The dQ accumulator, [batch, heads_q, padded rows, head_dim] f32, zeroed by the preprocessing kernel;
             /// the kernel adds dS·K to it (unscaled).
             dq_accum: ptr(*mut f32),
+            /// Null, or the deterministic mode's semaphores: one u32 per (batch, head, query tile), zeroed by the
+            /// preprocessing kernel, counting the consumer threads that have added their part of that dQ tile; the
+            /// kernel then adds in a fixed order (key tiles ascending, consumer 0 before 1).
+            dq_semaphores: ptr(*mut u32),
             /// dK and dV, as k and v: [batch, seq_k, heads_kv, head_dim] with these element strides.
             dk: ptr(*mut u16),
             dv: ptr(*mut u16),

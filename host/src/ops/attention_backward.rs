@@ -87,6 +87,8 @@ struct Workspace {
     lse_log2: CudaSlice<f32>,
     dsum: CudaSlice<f32>,
     dq_accum: CudaSlice<f32>,
+    /// The deterministic mode's semaphores, one per (batch, head, query tile).
+    dq_semaphores: Option<CudaSlice<u32>>,
 }
 
 /// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
@@ -150,6 +152,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             lse_log2: stream.alloc_zeros::<f32>(rows)?,
             dsum: stream.alloc_zeros::<f32>(rows)?,
             dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
+            dq_semaphores: None,
         };
         Ok(AttnBwdPlan {
             problem,
@@ -163,6 +166,32 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             workspace: Mutex::new(workspace),
             _element: std::marker::PhantomData,
         })
+    }
+
+    /// As [`new`](Self::new), in the deterministic mode: the blocks add their parts of each dQ tile in a fixed
+    /// order (key tiles ascending, then consumer warpgroup), each waiting at a semaphore per (batch, head, query
+    /// tile) for the ones before it, so dQ comes out bit for bit the same from every launch (dK and dV always do).
+    /// The waits cost time where blocks of one query tile run at once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_deterministic(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        d_o: &impl DevicePtr<T>,
+    ) -> Result<Self> {
+        let plan = Self::new(gpu, shape, options, q, k, v, d_o)?;
+        let tiles = padded_rows_total(shape) / ATTN_BWD_SM90_D128.tile_q as usize;
+        let semaphores = gpu.stream().alloc_zeros::<u32>(tiles)?;
+        plan.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dq_semaphores = Some(semaphores);
+        Ok(plan)
+    }
+
+    /// Whether dQ is accumulated in a fixed order ([`new_deterministic`](Self::new_deterministic)).
+    pub fn is_deterministic(&self) -> bool {
+        self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dq_semaphores.is_some()
     }
 
     pub fn problem(&self) -> &CheckedProblem {
@@ -234,10 +263,17 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         }
 
         let mut workspace = self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Workspace { lse_log2, dsum, dq_accum } = &mut *workspace;
+        let Workspace { lse_log2, dsum, dq_accum, dq_semaphores } = &mut *workspace;
         let (lse_log2_address, _lse_log2_use) = lse_log2.device_ptr_mut(stream);
         let (dsum_address, _dsum_use) = dsum.device_ptr_mut(stream);
         let (dq_accum_address, _dq_accum_use) = dq_accum.device_ptr_mut(stream);
+        let (semaphores_address, _semaphores_use) = match dq_semaphores {
+            Some(semaphores) => {
+                let (address, guard) = semaphores.device_ptr_mut(stream);
+                (address, Some(guard))
+            }
+            None => (0u64, None),
+        };
         let padded = padded_rows(shape) as u32;
         let (batch, heads_q, seq_q, head_dim) =
             (shape.batch as u32, shape.heads_q as u32, shape.seq_q as u32, shape.head_dim as u32);
@@ -262,6 +298,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             .arg(&lse_log2_address)
             .arg(&dsum_address)
             .arg(&dq_accum_address)
+            .arg(&semaphores_address)
             .arg(&batch)
             .arg(&heads_q)
             .arg(&seq_q)
@@ -271,7 +308,8 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (PREPROCESS_THREADS, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: the arguments match the kernel's signature in order and type; o and d_o hold every element their
         // (checked, 8-element) strides address from 16-byte aligned bases; lse holds one f32 per query row; the
-        // workspaces hold the padded rows (and dq_accum head_dim f32 per row) and belong to this plan alone.
+        // workspaces hold the padded rows (and dq_accum head_dim f32 per row, the semaphores, if any, one u32 per
+        // 64 rows) and belong to this plan alone.
         unsafe { launch.launch(config) }
             .map_err(|source| Error::Launch { kernel: T::BACKWARD_PREPROCESS_KERNEL.name, source })?;
 
@@ -289,6 +327,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             lse_log2: lse_log2_address,
             dsum: dsum_address,
             dq_accum: dq_accum_address,
+            dq_semaphores: semaphores_address,
             dk: dk_address,
             dv: dv_address,
             dk_batch_stride: kb,

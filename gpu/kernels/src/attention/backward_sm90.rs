@@ -83,6 +83,7 @@ unsafe fn preprocess<E: Element>(
     lse_log2: *mut f32,
     dsum: *mut f32,
     dq_accum: *mut f32,
+    dq_semaphores: *mut u32,
     heads: usize,
     seq_q: usize,
     padded_rows: usize,
@@ -126,6 +127,11 @@ unsafe fn preprocess<E: Element>(
             lse_log2.add(warp).write(log2);
             dsum.add(warp).write(if valid { dot } else { 0.0 });
         }
+        // The first row of each query tile zeroes the tile's semaphore (deterministic mode).
+        let tile_q = ATTN_BWD_SM90_D128.tile_q as usize;
+        if !dq_semaphores.is_null() && i % tile_q == 0 {
+            unsafe { dq_semaphores.add(warp / tile_q).write(0) };
+        }
     }
 }
 
@@ -133,13 +139,15 @@ unsafe fn preprocess<E: Element>(
 macro_rules! preprocess_kernel {
     ($name:ident, $element:ty) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and its `head_dim` f32 of `dq_accum` zeroed. Any block size that is a multiple of 32;
-        /// the grid covers `batch · heads · padded_rows` warps.
+        /// padding rows), and its `head_dim` f32 of `dq_accum` zeroed; per query tile, its u32 of `dq_semaphores`
+        /// zeroed unless that is null. Any block size that is a multiple of 32; the grid covers
+        /// `batch · heads · padded_rows` warps.
         ///
         /// # Safety
         /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
         /// aligned bases), head_dim a multiple of 64; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
-        /// batch · heads · padded_rows f32 and dq_accum that times head_dim, overlapping nothing.
+        /// batch · heads · padded_rows f32 and dq_accum that times head_dim, dq_semaphores (or null) one u32 per 64
+        /// of those rows, overlapping nothing.
         #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn $name(
@@ -155,6 +163,7 @@ macro_rules! preprocess_kernel {
             lse_log2: *mut f32,
             dsum: *mut f32,
             dq_accum: *mut f32,
+            dq_semaphores: *mut u32,
             batch: u32,
             heads: u32,
             seq_q: u32,
@@ -179,6 +188,7 @@ macro_rules! preprocess_kernel {
                     lse_log2,
                     dsum,
                     dq_accum,
+                    dq_semaphores,
                     heads as usize,
                     seq_q as usize,
                     padded_rows as usize,
@@ -367,6 +377,7 @@ macro_rules! attn_bwd_kernel_fn {
                 lse_log2: params.lse_log2,
                 dsum: params.dsum,
                 dq_accum: params.dq_accum,
+                dq_semaphores: params.dq_semaphores,
                 dk: params.dk,
                 dv: params.dv,
                 dk_strides: Strides {
@@ -415,6 +426,7 @@ struct Problem {
     lse_log2: *const f32,
     dsum: *const f32,
     dq_accum: *mut f32,
+    dq_semaphores: *mut u32,
     dk: *mut u16,
     dv: *mut u16,
     dk_strides: Strides,
@@ -524,6 +536,16 @@ impl Block {
     fn item(&self, index: u32, problem: &Problem, tile: AttnBwdTile) -> (u32, u32) {
         let (member, q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
         (self.kv_head * problem.group + member, q_tile * tile.tile_q)
+    }
+
+    /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
+    #[inline(always)]
+    fn semaphore(&self, head: u32, q0: u32, problem: &Problem, tile: AttnBwdTile) -> *mut u32 {
+        if problem.dq_semaphores.is_null() {
+            return core::ptr::null_mut();
+        }
+        let row = self.workspace_row(head, q0, problem);
+        unsafe { problem.dq_semaphores.add(row / tile.tile_q as usize) }
     }
 
     /// Row of (batch, head, q0) in the per-row workspaces.
@@ -753,6 +775,16 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(&mut dq);
         warpgroup.release(smem.q_empty(stage));
         let accum_row = block.workspace_row(head, q0, problem);
+        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer thread of the key tiles
+        // before this block's, and of consumer 0 before 1 (the key tiles that see a query tile are always the
+        // first ones: the first query tile each sees grows with the key tile). Each thread waits for the count
+        // itself (acquire) and counts its own additions in after them (release): the memory model's pattern for
+        // data written by several threads (arch/atomic.rs).
+        let semaphore = block.semaphore(head, q0, problem, tile);
+        if !semaphore.is_null() {
+            let turn = AttnBwdTile::WARPGROUP_THREADS * (tile.consumers * block_idx_x() + warpgroup.consumer);
+            while unsafe { atomic::load_acquire_gpu(semaphore) } < turn {}
+        }
         unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, 0, problem) };
         // The other column blocks of dQ, one at a time (registers: dK and dV hold head_dim f32 per thread).
         for column_block in 1..tile.column_blocks() {
@@ -762,6 +794,9 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
             wgmma::wait_group::<0>();
             wgmma::fence_operands(&mut dq);
             unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, column_block, problem) };
+        }
+        if !semaphore.is_null() {
+            unsafe { atomic::red_release_gpu_add(semaphore, 1) };
         }
         ring.advance();
     }
