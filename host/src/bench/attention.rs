@@ -365,8 +365,9 @@ pub fn lse_difference(out: &[f32], reference: &[f32]) -> (f64, usize) {
     (max, bad)
 }
 
-/// The backward's row (`oxtile bench attn --backward`): our Hopper backward, alone.
-pub const BACKWARD_CONTENDER: &str = "oxtile-bwd";
+/// The backward's rows (`oxtile bench attn --backward`): our Hopper backward alone, as it comes and in its
+/// deterministic mode (`AttnBwdPlan::new_deterministic`).
+pub const BACKWARD_CONTENDERS: [(&str, bool); 2] = [("oxtile-bwd", false), ("oxtile-bwd-det", true)];
 
 /// The backward's check bound: max |out − ref| / max |ref| per gradient (tests/attention_backward.rs says why).
 pub fn backward_check_bound(dtype: Dtype) -> f64 {
@@ -450,64 +451,52 @@ fn backward_typed<T: AttnElement + CheckValue>(
     }
     stream.synchronize()?;
 
-    observer.step(&format!("{problem} {BACKWARD_CONTENDER}: check"));
-    let mut row = Row::new("attn-bwd", problem.shape.to_string(), BACKWARD_CONTENDER);
-    row.kind = Some("oxtile".into());
-    row.origin = Some("in-process".into());
-    row.dtype = Some(problem.dtype.name().into());
-    row.work = Some(2.5 * problem.flops());
-    row.sets = Some(count);
-    let plans = match sets
-        .iter()
-        .map(|s| AttnBwdPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o))
-        .collect::<Result<Vec<_>>>()
-    {
-        Ok(plans) => plans,
-        Err(error) => {
-            row.error = Some(error.to_string());
-            return Ok(vec![row]);
+    let mut rows = Vec::new();
+    let mut plans: Vec<Vec<AttnBwdPlan<T>>> = Vec::new();
+    let mut ready = Vec::new();
+    for (index, (name, deterministic)) in BACKWARD_CONTENDERS.into_iter().enumerate() {
+        observer.step(&format!("{problem} {name}: check"));
+        let mut row = Row::new("attn-bwd", problem.shape.to_string(), name);
+        row.kind = Some("oxtile".into());
+        row.origin = Some("in-process".into());
+        row.dtype = Some(problem.dtype.name().into());
+        row.work = Some(2.5 * problem.flops());
+        row.sets = Some(count);
+        let made = sets
+            .iter()
+            .map(|s| {
+                if deterministic {
+                    AttnBwdPlan::<T>::new_deterministic(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o)
+                } else {
+                    AttnBwdPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o)
+                }
+            })
+            .collect::<Result<Vec<_>>>();
+        match made.and_then(|made| {
+            let check =
+                if config.check { Some(check_backward::<T>(gpu, &made[0], &mut sets[0], options)?) } else { None };
+            Ok((made, check))
+        }) {
+            Ok((made, check)) => {
+                if let Some((max_rel, not_finite)) = check {
+                    row.max_rel_err = Some(max_rel);
+                    row.check = Some(if not_finite > 0 {
+                        format!("FAIL: {not_finite} not finite")
+                    } else if max_rel > backward_check_bound(problem.dtype) {
+                        "FAIL".into()
+                    } else {
+                        "ok".into()
+                    });
+                }
+                plans.push(made);
+                ready.push(index);
+            }
+            Err(error) => {
+                row.error = Some(error.to_string());
+                plans.push(Vec::new());
+            }
         }
-    };
-    if config.check {
-        let set = &mut sets[0];
-        poison(gpu, &mut set.dq)?;
-        poison(gpu, &mut set.dk)?;
-        poison(gpu, &mut set.dv)?;
-        plans[0].launch(
-            gpu,
-            &set.q,
-            &set.k,
-            &set.v,
-            &set.o,
-            &set.lse,
-            &set.d_o,
-            &mut set.dq,
-            &mut set.dk,
-            &mut set.dv,
-        )?;
-        let (mut rq, mut rk, mut rv) =
-            (stream.alloc_zeros::<f32>(len)?, stream.alloc_zeros::<f32>(len)?, stream.alloc_zeros::<f32>(len)?);
-        attention_backward_reference::<T>(
-            gpu, shape, &set.q, &set.k, &set.v, &set.o, &set.lse, &set.d_o, &mut rq, &mut rk, &mut rv, options,
-        )?;
-        let widen = |x: &CudaSlice<T>| -> Result<Vec<f32>> {
-            Ok(stream.clone_dtoh(x)?.into_iter().map(|v| v.to_f64() as f32).collect())
-        };
-        let (mut max_rel, mut not_finite) = (0f64, 0);
-        for (ours, reference) in [(&set.dq, &rq), (&set.dk, &rk), (&set.dv, &rv)] {
-            let diff = compare_outputs(&widen(ours)?, &stream.clone_dtoh(reference)?);
-            max_rel = max_rel.max(diff.max_rel);
-            not_finite += diff.not_finite + diff.reference_not_finite;
-        }
-        gpu.context().check_err()?;
-        row.max_rel_err = Some(max_rel);
-        row.check = Some(if not_finite > 0 {
-            format!("FAIL: {not_finite} not finite")
-        } else if max_rel > backward_check_bound(problem.dtype) {
-            "FAIL".into()
-        } else {
-            "ok".into()
-        });
+        rows.push(row);
     }
 
     let rounds = effective_rounds(config.rounds, config.timing.runs);
@@ -515,19 +504,23 @@ fn backward_typed<T: AttnElement + CheckValue>(
     let timed = time_in_rounds(
         gpu,
         &config.timing,
-        &[0],
+        &ready,
         config.rounds,
         meter.as_ref(),
         &mut |event| match event {
-            TurnEvent::Start(turn) => {
-                observer.step(&format!("{problem} {BACKWARD_CONTENDER}: round {}/{rounds}", turn.round + 1))
+            TurnEvent::Start(turn) => observer.step(&format!(
+                "{problem} {}: round {}/{rounds}",
+                BACKWARD_CONTENDERS[turn.contender].0,
+                turn.round + 1
+            )),
+            TurnEvent::Done(turn, times, clock) => {
+                observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, clock))
             }
-            TurnEvent::Done(turn, times, clock) => observer.turn_done(&TurnRecord::new(&row, turn.round, times, clock)),
         },
-        &mut |_, i| {
+        &mut |contender, i| {
             let s = i % count;
             let set = &mut sets[s];
-            plans[s].launch(
+            plans[contender][s].launch(
                 gpu,
                 &set.q,
                 &set.k,
@@ -541,7 +534,8 @@ fn backward_typed<T: AttnElement + CheckValue>(
             )
         },
     );
-    for (_, stats) in timed {
+    for (contender, stats) in timed {
+        let row = &mut rows[contender];
         match stats {
             Ok((stats, clock)) => {
                 row.set_stats(&stats);
@@ -555,7 +549,40 @@ fn backward_typed<T: AttnElement + CheckValue>(
             Err(error) => row.error = Some(error.to_string()),
         }
     }
-    Ok(vec![row])
+    Ok(rows)
+}
+
+/// One launch of `plan` on `set` (outputs poisoned first) against the plain GPU reference backward: the largest
+/// max |out − ref| / max |ref| over dQ, dK and dV, and the non-finite elements.
+fn check_backward<T: AttnElement + CheckValue>(
+    gpu: &Gpu,
+    plan: &AttnBwdPlan<T>,
+    set: &mut BackwardSet<T>,
+    options: AttnOptions,
+) -> Result<(f64, usize)> {
+    let stream = gpu.stream();
+    let shape = plan.problem().shape;
+    poison(gpu, &mut set.dq)?;
+    poison(gpu, &mut set.dk)?;
+    poison(gpu, &mut set.dv)?;
+    plan.launch(gpu, &set.q, &set.k, &set.v, &set.o, &set.lse, &set.d_o, &mut set.dq, &mut set.dk, &mut set.dv)?;
+    let (q_len, kv_len) = (set.dq.len(), set.dk.len());
+    let (mut rq, mut rk, mut rv) =
+        (stream.alloc_zeros::<f32>(q_len)?, stream.alloc_zeros::<f32>(kv_len)?, stream.alloc_zeros::<f32>(kv_len)?);
+    attention_backward_reference::<T>(
+        gpu, shape, &set.q, &set.k, &set.v, &set.o, &set.lse, &set.d_o, &mut rq, &mut rk, &mut rv, options,
+    )?;
+    let widen = |x: &CudaSlice<T>| -> Result<Vec<f32>> {
+        Ok(stream.clone_dtoh(x)?.into_iter().map(|v| v.to_f64() as f32).collect())
+    };
+    let (mut max_rel, mut not_finite) = (0f64, 0);
+    for (ours, reference) in [(&set.dq, &rq), (&set.dk, &rk), (&set.dv, &rv)] {
+        let diff = compare_outputs(&widen(ours)?, &stream.clone_dtoh(reference)?);
+        max_rel = max_rel.max(diff.max_rel);
+        not_finite += diff.not_finite + diff.reference_not_finite;
+    }
+    gpu.context().check_err()?;
+    Ok((max_rel, not_finite))
 }
 
 #[cfg(test)]

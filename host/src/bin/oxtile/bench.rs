@@ -532,7 +532,7 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
         .collect();
     let contenders = attention::CONTENDERS;
     let pool = InputPool::new(seed);
-    let per_problem = if args.backward { 1 } else { contenders.len() };
+    let per_problem = if args.backward { attention::BACKWARD_CONTENDERS.len() } else { contenders.len() };
     let mut watch = Watch::new(&gpu, problems.len() * per_problem * (1 + config.rounds));
     let mut rows = Vec::new();
     let op = if args.backward { "attn-bwd" } else { "attn" };
