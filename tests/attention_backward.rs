@@ -4,15 +4,15 @@
 //! reference kernel on large ones, and their argument checks.
 //!
 //! Bounds of the Hopper kernels (16-bit outputs), every element within a fraction of its tensor's largest
-//! |reference|: 2^-6 for bf16, 2^-8 for f16. What they have to absorb, in units of u (2^-9 bf16, 2^-12 f16: half an
-//! ulp relative): the output's own rounding (≤ 1 u of the largest element); P rounded to 16 bits as the A operand of
+//! |reference|: 2^-6 for bf16, 2^-8 for f16. What they have to absorb, in units of u (the unit roundoff: 2^-8 bf16,
+//! 2^-11 f16): the output's own rounding (≤ 1 u of the largest element); P rounded to 16 bits as the A operand of
 //! dV = Pᵀ·dO and dS rounded to 16 bits as the A operand of dK = dSᵀ·Q and dQ = dS·K (each term within 1 u, errors of
 //! independent signs, so a sum's error is ≈ u · sqrt(Σ term²), which is of the order of u times the sum itself for
 //! these random inputs); the exponential (ex2.approx, 2 ulp of f32) and f32 accumulation (negligible against u). So
-//! a few u are expected; the bounds allow 8 u (bf16) and 16 u (f16), while a wrong mask, scale, tile or operand
-//! layout moves elements by O(1) of the largest (the tests of the reference kernel catch those sizes too).
+//! about 1–2 u are expected (RMS rounding u/√3 per term, plus the output's); the bounds allow 4 u (bf16) and 8 u
+//! (f16), while a wrong mask, scale, tile or operand layout moves elements by O(1) of the largest.
 //!
-//! Inputs are fresh normal 16-bit values; the forward's O (rounded to the input type, as a kernel writes it) and
+//! The reference kernel: inputs are fresh normal 16-bit values; the forward's O (rounded to the input type, as a kernel writes it) and
 //! LSE (f32) come from the float64 forward. The CPU side computes the gradients of those exact 16-bit inputs with
 //! D from the same rounded O (`attention_backward_given_o`), so what remains is the kernel's f32 arithmetic: dot
 //! products of head_dim terms, ex2.approx (2 ulp), and sums over up to a few hundred rows. Bound: every element of
