@@ -1159,12 +1159,22 @@ impl Fixup {
         let expected = (self.owner - first_peer) * 32;
         // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
         // stays converged for the partial loads and the epilogue's barriers. The wait is bounded, never a hang
-        // (stream_k::WAIT_LIMIT_NS); the timeout is voted too, so the warp traps as one.
-        let since = sreg::global_timer_ns();
+        // (stream_k::WAIT_LIMIT_NS): the clock starts at the first poll that finds the count short and is read again
+        // every `stream_k::POLLS_PER_CLOCK_READ` polls, so a reducer whose peers are done never reads it. The poll
+        // count is the same in every lane (the loop ends by a vote) and so is the timeout, voted, so the warp traps
+        // as one.
+        let mut polls = 0u32;
+        let mut since = 0u64;
         while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {
-            if warp::any(sreg::global_timer_ns().wrapping_sub(since) > stream_k::WAIT_LIMIT_NS) {
-                trap::trap();
+            if polls % stream_k::POLLS_PER_CLOCK_READ == 0 {
+                let now = sreg::global_timer_ns();
+                if polls == 0 {
+                    since = now;
+                } else if warp::any(now.wrapping_sub(since) > stream_k::WAIT_LIMIT_NS) {
+                    trap::trap();
+                }
             }
+            polls = polls.wrapping_add(1);
         }
         for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
