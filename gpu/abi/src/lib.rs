@@ -355,11 +355,14 @@ impl AttnTile {
     }
 }
 
-/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V.
+/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile (a
+/// second would take the block to 224 KB of shared memory and measured no faster: items are twice as long as at
+/// head dim 64, so the next Q's load hides under fewer of them).
 pub const ATTN_SM90_D128: AttnTile =
-    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, q_buffers: 2, consumers: 2, element_bytes: 2 };
+    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, q_buffers: 1, consumers: 2, element_bytes: 2 };
 
-/// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring.
+/// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
+/// short at this head dim: the next item's Q arrives while the current one is computed).
 pub const ATTN_SM90_D64: AttnTile =
     AttnTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 4, q_buffers: 2, consumers: 2, element_bytes: 2 };
 
