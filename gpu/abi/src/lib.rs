@@ -355,9 +355,9 @@ impl AttnTile {
     }
 }
 
-/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile (a
-/// second would take the block to 224 KB of shared memory and measured no faster: items are twice as long as at
-/// head dim 64, so the next Q's load hides under fewer of them).
+/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile. A
+/// second one (224 KB of shared memory in all) measured no faster: an item here runs twice as long as at head dim
+/// 64, so the wait for its Q at the start weighs half as much.
 pub const ATTN_SM90_D128: AttnTile =
     AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, q_buffers: 1, consumers: 2, element_bytes: 2 };
 
