@@ -363,8 +363,8 @@ fn ns_cases<T: Value + NsElement>(gram: bool) {
         // Gram NS iterates in f16 whatever T is, and its result is rounded to T at the end.
         let unit = if gram { f16::UNIT.max(T::UNIT) } else { T::UNIT };
         // Five iterations in half precision: the float64 iteration's X is matched to a few percent (bf16) or about
-        // one (f16); the polynomials' slopes amplify each step's roundoff, ~20 units of it.
-        check_ns(&what, &out, &reference, 20.0 * unit, band_for(unit));
+        // one (f16); the polynomials' slopes amplify each step's roundoff, ~30 units of it.
+        check_ns(&what, &out, &reference, 30.0 * unit, band_for(unit));
     }
 }
 

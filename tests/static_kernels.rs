@@ -544,3 +544,55 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
         }
     }
 }
+
+/// The symmetric GEMMs (gpu/abi's `for_each_gemm_sm90_symmetric!`): the data path of their tile (one m64n128k16 per
+/// 64 rows, one wgmma group in flight, 3-D TMA loads), every value in registers, and the mirrored epilogue: per
+/// staged chunk a second TMA store (the transposed part), its slices written by `stmatrix.trans` (STSM.16.MT88) for
+/// 16-bit outputs and by one 4-byte STS per value for f32.
+#[test]
+fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
+    let mut checked = 0;
+    for gemm in kernels::GEMM_SYMMETRIC_SM90 {
+        checked += 1;
+        let s = stats(gemm.kernel);
+        let config = gemm.variant.config().expect("a configured variant");
+        assert!(config.symmetric, "`{}`", s.name);
+        let tile = config.tile;
+        let input = if gemm.input == "bf16" { ".BF16" } else { "" };
+        let want = format!("HGMMA.64x{}x16.F32{input}", tile.tile_n);
+        let (mn_a, mn_b) = (gemm.layout.a_order() == Order::ColMajor, gemm.layout.b_order() == Order::RowMajor);
+        let hgmma: Vec<&String> =
+            s.instructions.iter().filter(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)) == "HGMMA").collect();
+        assert_eq!(hgmma.len(), 8, "`{}`: two row blocks × four k16 steps", s.name);
+        for instruction in hgmma {
+            assert_eq!(inspect::sass::opcode(instruction), want, "`{}`: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspA"), mn_a, "`{}` A majorness: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspB"), mn_b, "`{}` B majorness: {instruction}", s.name);
+        }
+        let opcodes = |full: &str| s.opcodes().filter(|op| *op == full).count();
+        assert_eq!(opcodes("WARPGROUP.ARRIVE"), 1, "`{}`: a second one would serialize the wgmma", s.name);
+        assert!(s.instructions.iter().any(|i| i.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")), "`{}`", s.name);
+        assert!(
+            s.count("UTMALDG") > 0 && s.count("UTMALDG") as usize == opcodes("UTMALDG.3D"),
+            "`{}`: 3-D loads",
+            s.name
+        );
+        // Every chunk twice (straight and transposed), three staged epilogues (the scalings), 3-D stores.
+        let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
+        let (row_blocks, tile_n) = (tile.consumer_rows() / 64, tile.tile_n);
+        let chunks = STAGED_EPILOGUES * row_blocks * tile_n * output_bytes / 128;
+        assert_eq!(opcodes("UTMASTG.3D"), 2 * chunks as usize, "`{}`", s.name);
+        assert_eq!(s.count("UTMASTG"), 2 * chunks, "`{}`", s.name);
+        let slices = (STAGED_EPILOGUES * row_blocks * tile_n / 16) as usize;
+        if gemm.output == "f32" {
+            assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+            assert_eq!(s.count_with("STS", "64"), 4 * slices, "`{}`: the straight chunks", s.name);
+            assert_eq!(opcodes("STS"), 8 * slices, "`{}`: the transposed parts, a value each", s.name);
+        } else {
+            assert_eq!(opcodes("STSM.16.M88.4"), slices, "`{}`", s.name);
+            assert_eq!(opcodes("STSM.16.MT88.4"), slices, "`{}`: the transposed parts", s.name);
+        }
+    }
+    // Ping-pong bf16 and f16, cooperative bf16 and f16 to themselves and to f32, each in tn and nt.
+    assert_eq!(checked, 12);
+}
