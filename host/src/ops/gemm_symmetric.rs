@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 pub use crate::kernels::SymmetricVariant;
 use crate::kernels::{self, GemmSymmetricKernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
-use crate::tma::{self, Tile4d};
+use crate::tma::{self, Tile3d};
 
 const OP: &str = "gemm_symmetric";
 
@@ -120,21 +120,21 @@ fn check_stack(what: &'static str, elements: usize, batch: usize, per_matrix: us
     }
 }
 
-/// A 3-D map over a stack of row-major `rows × columns` matrices: dims (columns, rows, batch), as [`Tile4d`] with a
-/// fourth dimension of one.
+/// A 3-D map over a stack of row-major `rows × columns` matrices: dims (columns, rows, batch). The kernels' 3-D TMA
+/// instructions need a map of rank 3.
 fn stack_map(
     data_type: CUtensorMapDataType,
     address: u64,
     (rows, columns, batch): (usize, usize, usize),
     (box_rows, box_columns): (u32, u32),
-) -> Tile4d {
+) -> Tile3d {
     let (rows, columns, batch) = (rows as u64, columns as u64, batch as u64);
-    Tile4d {
+    Tile3d {
         data_type,
         address,
-        dims: [columns, rows, batch, 1],
-        strides: [columns, rows * columns, batch * rows * columns],
-        boxes: [box_columns, box_rows, 1, 1],
+        dims: [columns, rows, batch],
+        strides: [columns, rows * columns],
+        boxes: [box_columns, box_rows, 1],
     }
 }
 
@@ -146,7 +146,7 @@ fn operand_map(
     k_major: bool,
     (mn, k, batch): (usize, usize, usize),
     box_mn: u32,
-) -> Tile4d {
+) -> Tile3d {
     const SWIZZLE_ROW: u32 = GemmTile::MN_BOX;
     if k_major {
         stack_map(data_type, address, (mn, k, batch), (box_mn, SWIZZLE_ROW))
@@ -374,6 +374,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn operand_maps_are_3d_over_the_stack_and_follow_the_contiguous_dimension() {
+        let bf16 = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        // tn: X n×k row-major (K-major), boxes of a tile's rows × 64 k, one matrix deep.
+        let k_major = operand_map(bf16, 0x1000, true, (300, 200, 3), 128);
+        assert_eq!((k_major.dims, k_major.strides, k_major.boxes), ([200, 300, 3], [200, 60_000], [64, 128, 1]));
+        // nt: X k×n row-major (MN-major), boxes of 64 × 64.
+        let mn_major = operand_map(bf16, 0x1000, false, (300, 200, 3), 128);
+        assert_eq!((mn_major.dims, mn_major.strides, mn_major.boxes), ([300, 200, 3], [300, 60_000], [64, 64, 1]));
+        // D and its mirror over the stack of n×n outputs: 16 rows × 128 bytes, and the transposed part's
+        // 64 rows × 16 columns (16-bit).
+        let straight = stack_map(bf16, 0x1000, (300, 300, 3), (GemmTile::STORE_BOX_ROWS, 64));
+        let mirror = stack_map(bf16, 0x1000, (300, 300, 3), (64, GemmTile::STORE_BOX_ROWS));
+        assert_eq!((straight.dims, straight.boxes), ([300, 300, 3], [64, 16, 1]));
+        assert_eq!(mirror.boxes, [16, 64, 1]);
     }
 
     #[test]
