@@ -157,7 +157,8 @@ fn gram_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(
     let mut d = stream.clone_htod(&vec![O::POISON; batch * n * n]).unwrap();
     let options = SymmetricOptions { layout, alpha, beta, variant };
     let shape = SymmetricShape::new(batch, n, k);
-    let what = format!("{}→{} {layout} {variant:?} {batch}×{n}×{n}, k {k}, alpha {alpha}, beta {beta}", T::NAME, O::NAME);
+    let what =
+        format!("{}→{} {layout} {variant:?} {batch}×{n}×{n}, k {k}, alpha {alpha}, beta {beta}", T::NAME, O::NAME);
     let c_exact = if beta != 0.0 {
         let (c, c_exact) = symmetric_stack::<O>(batch, n, seed + 1);
         let c_gpu = stream.clone_htod(&c).unwrap();
@@ -174,16 +175,8 @@ fn gram_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(
 
 /// (batch, n, k): n odd, n ≤ one tile, n one past a tile, n no multiple of the tile, several waves of tiles, stacks.
 /// k a multiple of 8 (TMA); for nt n must be one too (X's rows are n long).
-const TN_SHAPES: &[(usize, usize, usize)] = &[
-    (1, 1, 8),
-    (1, 77, 64),
-    (1, 128, 136),
-    (1, 129, 64),
-    (1, 333, 200),
-    (3, 200, 72),
-    (2, 1001, 264),
-    (1, 2048, 512),
-];
+const TN_SHAPES: &[(usize, usize, usize)] =
+    &[(1, 1, 8), (1, 77, 64), (1, 128, 136), (1, 129, 64), (1, 333, 200), (3, 200, 72), (2, 1001, 264), (1, 2048, 512)];
 const NT_SHAPES: &[(usize, usize, usize)] = &[(1, 8, 8), (1, 120, 64), (1, 136, 200), (3, 200, 72), (2, 1000, 264)];
 
 fn shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
@@ -250,7 +243,8 @@ fn bad_arguments_are_typed_errors_before_any_launch() {
     let x = stream.alloc_zeros::<bf16>(2 * 64 * 128).unwrap();
     let mut d = stream.alloc_zeros::<bf16>(2 * 64 * 64).unwrap();
     let options = SymmetricOptions::default();
-    let run = |shape: SymmetricShape, d: &mut CudaSlice<bf16>| gemm_symmetric::<bf16, bf16>(&gpu, shape, &x, &x, d, options);
+    let run =
+        |shape: SymmetricShape, d: &mut CudaSlice<bf16>| gemm_symmetric::<bf16, bf16>(&gpu, shape, &x, &x, d, options);
     let not_square = SymmetricShape { batch: 2, a: (64, 128), b: (128, 72) };
     assert!(matches!(run(not_square, &mut d), Err(Error::NotSquare { rows: 64, columns: 72, .. })));
     let inner = SymmetricShape { batch: 2, a: (64, 128), b: (120, 64) };
@@ -270,10 +264,14 @@ fn bad_arguments_are_typed_errors_before_any_launch() {
     let (address, _use) = x.device_ptr(stream);
     // SAFETY: the alias lies inside `x`, which outlives it; it is never dropped (`x` frees the memory), and the
     // refused calls launch nothing through it.
-    let mut over_x = ManuallyDrop::new(unsafe { stream.upgrade_device_ptr::<bf16>(address + 64 * 128 * 2, 2 * 64 * 64) });
+    let mut over_x =
+        ManuallyDrop::new(unsafe { stream.upgrade_device_ptr::<bf16>(address + 64 * 128 * 2, 2 * 64 * 64) });
     let overlap = gemm_symmetric::<bf16, bf16>(&gpu, shape, &x, &x, &mut *over_x, options);
-    assert!(matches!(&overlap, Err(Error::Overlap { output, other, .. }) if output == "D" && other == "A"), "{overlap:?}");
-    let (d_address, _d_use) = d.device_ptr(stream);
+    assert!(
+        matches!(&overlap, Err(Error::Overlap { output, other, .. }) if output == "D" && other == "A"),
+        "{overlap:?}"
+    );
+    let d_address = d.device_ptr(stream).0;
     // SAFETY: as above, inside `d`.
     let c_over_d = ManuallyDrop::new(unsafe { stream.upgrade_device_ptr::<bf16>(d_address, 2 * 64 * 64) });
     let beta = SymmetricOptions { beta: 1.0, ..options };
@@ -297,7 +295,10 @@ fn check_ns<T: Value>(what: &str, out: &[T], reference: &[Matrix], max_relative:
         let band = (band.0.min(reference_sv[0] + widen), band.1.max(reference_sv[reference_sv.len() - 1] - widen));
         println!("{what}: matrix {b}: relative error {relative:.2e}, singular values in [{low:.4}, {high:.4}]");
         assert!(relative <= max_relative, "{what}: matrix {b}: relative error {relative:e} > {max_relative:e}");
-        assert!(low >= band.0 && high <= band.1, "{what}: matrix {b}: singular values [{low}, {high}] outside {band:?}");
+        assert!(
+            low >= band.0 && high <= band.1,
+            "{what}: matrix {b}: singular values [{low}, {high}] outside {band:?}"
+        );
     }
 }
 
@@ -364,7 +365,11 @@ fn ns_cases<T: Value + NsElement>(gram: bool) {
                 }
             })
             .collect();
-        let what = format!("{} {} {shape:?} decades {decades}", if gram { "gram" } else { "standard" }, T::NAME);
+        let what = format!(
+            "{} {} {shape:?} decades {decades}",
+            if gram { "gram" } else { "standard" },
+            <T as GemmElement>::NAME
+        );
         if gram {
             gram_newton_schulz::<T>(&gpu, shape, &x_gpu, &mut out, &coefficients, DEFAULT_RESTARTS).unwrap();
         } else {
