@@ -1227,8 +1227,11 @@ unsafe fn gemm<
             }
             let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
             let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
-            // A symmetric tile above the diagonal is stored transposed too; its matrix of the stack.
-            let mirror = SYMMETRIC && work.tile.m != work.tile.n;
+            // A symmetric tile above the diagonal is stored transposed too; its matrix of the stack. The triangular
+            // order's loops leave ptxas unsure that the tile is the same in every lane, and the mirror's
+            // `stmatrix.trans` and warp barriers hang on it: broadcast from lane 0, it is provably warp-uniform (else
+            // ptxas guards every warp barrier of the epilogue with a divergence check).
+            let mirror = SYMMETRIC && warp::broadcast_first((work.tile.m != work.tile.n) as u32) != 0;
             let out = if SYMMETRIC { Epilogue { matrix: work.tile.batch, ..out } } else { out };
             if staged {
                 let index = epilogue_index;
