@@ -220,8 +220,8 @@ fn f32_output_symmetric_gemm_matches_float64_on_odd_and_edge_sizes() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_product_of_two_symmetric_matrices_in_tn() {
-    // S·S for a symmetric S: A = S row-major, B = S read column-major (itself). 300 and 520: partial tiles and TMA
-    // stores; 301: the register epilogue (odd n), k = n odd is not TMA-loadable, so S is 304 with a zero border.
+    // S·S for a symmetric S: A = S row-major, B = S read column-major (itself), k = n (a multiple of 8, as TMA loads
+    // need). 300 and 520: partial tiles, f32 D stored through TMA, a stack of two.
     let gpu = gpu();
     let stream = gpu.stream();
     for (batch, n) in [(1, 300), (2, 520)] {
