@@ -33,7 +33,7 @@ collect examples --examples
 cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
-cp scripts/torch_cublas_kernels.py "$out/"
+cp scripts/torch_cublas_kernels.py scripts/torch_newton_schulz.py "$out/"
 # The device tool carries at most 64 MiB; the binaries embed the whole PTX module each, so ship them compressed.
 pack="$(dirname "$out")/gpu-pack"
 mkdir -p "$pack"

@@ -39,6 +39,7 @@ pub mod bench;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
+pub mod matrix;
 pub mod smem_layout;
 pub mod softmax;
 

@@ -88,3 +88,16 @@ pub unsafe fn store_relaxed_sys(flag: *mut u32, value: u32) {
             value = in(reg32) value, options(nostack));
     }
 }
+
+/// `red.relaxed.gpu.global.add.f32`: adds `value` to the f32 at `sum` (no ordering: a sum whose readers run in a
+/// later kernel). The order of the additions is the hardware's, so the low bits of a sum vary between launches.
+///
+/// # Safety
+/// `sum` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn red_relaxed_gpu_add_f32(sum: *mut f32, value: f32) {
+    unsafe {
+        core::arch::asm!("red.relaxed.gpu.global.add.f32 [{sum}], {value};", sum = in(reg64) sum,
+            value = in(reg32) value, options(nostack));
+    }
+}
