@@ -36,6 +36,7 @@ macro_rules! device_value {
 pub mod arch;
 pub mod attention;
 pub mod bench;
+pub mod bounded_wait;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;

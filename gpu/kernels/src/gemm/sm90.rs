@@ -59,9 +59,8 @@ use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{
-    atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, sreg, stmatrix, tma, trap, warp, wgmma,
-};
+use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
+use crate::bounded_wait;
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -1328,25 +1327,8 @@ impl Fixup {
     unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
         let flag = self.flag(tile_index);
         let expected = (self.owner - first_peer) * 32;
-        // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
-        // stays converged for the partial loads and the epilogue's barriers. The wait is bounded, never a hang
-        // (stream_k::WAIT_LIMIT_NS): the clock starts at the first poll that finds the count short and is read again
-        // every `stream_k::POLLS_PER_CLOCK_READ` polls, so a reducer whose peers are done never reads it. The poll
-        // count is the same in every lane (the loop ends by a vote) and so is the timeout, voted, so the warp traps
-        // as one.
-        let mut polls = 0u32;
-        let mut since = 0u64;
-        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {
-            if polls % stream_k::POLLS_PER_CLOCK_READ == 0 {
-                let now = sreg::global_timer_ns();
-                if polls == 0 {
-                    since = now;
-                } else if warp::any(now.wrapping_sub(since) > stream_k::WAIT_LIMIT_NS) {
-                    trap::trap();
-                }
-            }
-            polls = polls.wrapping_add(1);
-        }
+        // Bounded, and left by the whole warp at once (converged for the partial loads and the epilogue's barriers).
+        unsafe { bounded_wait::wait_at_least(flag, expected) };
         for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
