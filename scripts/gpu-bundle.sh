@@ -33,11 +33,12 @@ collect examples --examples
 cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
-cp scripts/torch_cublas_kernels.py "$out/"
-cp scripts/torch_attn_bwd.py "$out/"
-# The device tool carries at most 64 MiB; the binaries embed the whole PTX module each, so ship them compressed.
+cp scripts/torch_cublas_kernels.py scripts/torch_newton_schulz.py scripts/torch_attn_bwd.py "$out/"
+# The device tool carries at most 64 MiB. Every binary embeds the same PTX module and cubin (~40 MB each), so one
+# xz stream with a dictionary larger than a binary stores that blob once: ~900 MB of binaries pack into ~6 MB in
+# 15 s on one core (multithreaded xz splits the stream into blocks and loses that: 80 MB at level 1).
 pack="$(dirname "$out")/gpu-pack"
 mkdir -p "$pack"
-tar cf - -C "$(dirname "$out")" "$(basename "$out")" | xz -T0 -6 > "$pack/gpu-run.tar.xz"
+tar cf - -C "$(dirname "$out")" "$(basename "$out")" | xz -T1 --lzma2=preset=1,dict=192MiB > "$pack/gpu-run.tar.xz"
 echo "gpu-pack/gpu-run.tar.xz: $(du -sh "$pack/gpu-run.tar.xz" | cut -f1) (on the GPU machine: tar xJf gpu-pack/gpu-run.tar.xz)"
 echo "gpu-run/: $(ls "$out/tests" | wc -l) test, $(ls "$out/benches" | wc -l) bench, $(ls "$out/examples" | wc -l) example binaries ($(du -sh "$out" | cut -f1))"

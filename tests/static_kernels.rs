@@ -183,8 +183,8 @@ fn gemm_kernels_issue_the_wgmma_of_their_tile_types_and_layout() {
 #[test]
 fn gemm_kernels_wait_for_the_grid_before_them_ahead_of_any_global_access() {
     const GLOBAL: [&str; 10] = ["LDG", "STG", "LD", "ST", "ATOMG", "ATOM", "RED", "UTMALDG", "UTMASTG", "UBLKCP"];
-    for gemm in kernels::GEMM_SM90 {
-        let s = stats(gemm.kernel);
+    for kernel in every_gemm_kernel() {
+        let s = stats(kernel);
         let position = |wanted: &dyn Fn(&str) -> bool| {
             s.instructions.iter().position(|i| wanted(inspect::sass::mnemonic(inspect::sass::opcode(i))))
         };
@@ -287,6 +287,11 @@ const STAGED_EPILOGUES: u32 = 3;
 fn consumer_block(variant: Variant) -> (u32, u32) {
     let tile = config(variant).tile;
     (tile.consumer_rows() / 64, tile.tile_n)
+}
+
+/// Every GEMM kernel: the general table's, then the symmetric table's (same data path).
+fn every_gemm_kernel() -> impl Iterator<Item = Kernel> {
+    kernels::GEMM_SM90.iter().map(|g| g.kernel).chain(kernels::GEMM_SYMMETRIC_SM90.iter().map(|g| g.kernel))
 }
 
 /// A registered GEMM's row of the GEMM table.
@@ -447,8 +452,7 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
     // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide and
     // 128×128 tiles' 128, 16 for the 64×128 tile's 64; fragment order) and comes back as as many 16-byte L2 loads per
     // peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`: a GPU-scope fence, then the
-    // RED) and an acquire load (`ld.acquire.gpu`: a strong GPU-scope load), reset by a
-    // strong store.
+    // RED) and acquire loads (`ld.acquire.gpu`: a strong GPU-scope load), reset by a strong store.
     let stream_k: Vec<_> = kernels::GEMM_SM90.iter().filter(|g| g.variant.is_stream_k()).collect();
     assert!(!stream_k.is_empty(), "the GEMM table has no stream-K row");
     for gemm in stream_k {
@@ -477,10 +481,11 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
             s.opcodes().any(|op| op.starts_with("MEMBAR") && op.contains("GPU")),
             "`{name}` has no GPU-scope fence"
         );
-        // `ld.global.cg` is a strong GPU-scope load in SASS as well (LDG.E.128.STRONG.GPU): the acquire is the one
-        // 32-bit strong load.
+        // `ld.global.cg` is a strong GPU-scope load in SASS as well (LDG.E.128.STRONG.GPU): the acquires are the
+        // 32-bit strong loads, two of them: the wait's first poll is peeled off its loop (it reads no clock, the
+        // polls after it start and check the bound), so a reducer whose peers are done makes that one load only.
         let acquire = s.opcodes().filter(|op| *op == "LDG.E.STRONG.GPU").count();
-        assert_eq!(acquire, 1, "`{name}`: acquire loads {:?}", opcodes_of(s, "LDG"));
+        assert_eq!(acquire, 2, "`{name}`: acquire loads {:?}", opcodes_of(s, "LDG"));
         let strong_stores =
             s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "STG" && op.contains("STRONG.GPU")).count();
         assert_eq!(strong_stores, 1, "`{name}`: flag resets {:?}", opcodes_of(s, "STG"));
@@ -493,8 +498,8 @@ fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
     // descriptors of each stage and k16 slice are one add from stage 0's (`wgmma::desc_advance`). Rebuilt from the
     // address they would cost a shift, a bit-field extract (SGXT) and an OR each, dependent, before every wgmma
     // (docs/perf-notes.md, GEMM sm90 v9).
-    for gemm in kernels::GEMM_SM90 {
-        let s = stats(gemm.kernel);
+    for kernel in every_gemm_kernel() {
+        let s = stats(kernel);
         let code = &s.instructions;
         let wait_group = code
             .iter()
@@ -508,9 +513,14 @@ fn gemm_main_loops_advance_their_descriptors_instead_of_rebuilding_them() {
         let mnemonics = || body.iter().map(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)));
         assert!(mnemonics().all(|m| m != "SGXT"), "`{}` rebuilds a descriptor: {body:#?}", s.name);
         // Each wgmma needs its two descriptor words moved to uniform registers and at most an add; the rest is the
-        // ring's bookkeeping. Measured with ptxas 13.0: 51–58 instructions around 4 HGMMA, 83–84 around 8.
+        // ring's bookkeeping. Measured with ptxas 13.0: 51–58 instructions around 4 HGMMA, 83–84 around 8. In the
+        // symmetric ping-pong kernels (89) ptxas rebuilds stage 0's descriptor words from the shared base in the
+        // uniform datapath at the top of each k-tile (USHF, USGXT, 8 instructions beside 8 HGMMA) rather than keep
+        // them live across the longer epilogue: allowed them, nothing more.
         let wgmma = mnemonics().filter(|m| *m == "HGMMA").count();
-        assert!(body.len() <= 40 + 6 * wgmma, "`{}`: {} instructions for {wgmma} HGMMA", s.name, body.len());
+        let symmetric = kernels::GEMM_SYMMETRIC_SM90.iter().any(|g| g.kernel == kernel);
+        let limit = 40 + 6 * wgmma + if symmetric { 8 } else { 0 };
+        assert!(body.len() <= limit, "`{}`: {} instructions for {wgmma} HGMMA", s.name, body.len());
     }
 }
 
@@ -521,8 +531,8 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
     // every copy was wrapped in a loop over lanes (ELECT, four R2UR, BRA.U.ANY): about 50 instructions of one warp's
     // dependent chain per k-tile, which held the 64×128 tile 10–20% below the rate of its wgmma (docs/perf-notes.md,
     // GEMM sm90 v18).
-    for gemm in kernels::GEMM_SM90 {
-        let s = stats(gemm.kernel);
+    for kernel in every_gemm_kernel() {
+        let s = stats(kernel);
         let code = &s.instructions;
         let loads: Vec<usize> =
             (0..code.len()).filter(|&i| inspect::sass::opcode(&code[i]).starts_with("UTMALDG")).collect();
@@ -573,4 +583,68 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     for kernel in [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16] {
         assert_eq!(stats(kernel).count("HGMMA"), 0);
     }
+}
+
+/// The symmetric GEMMs (gpu/abi's `for_each_gemm_sm90_symmetric!`): the data path of their tile (one m64n128k16 per
+/// 64 rows, one wgmma group in flight, 3-D TMA loads), every value in registers, and the mirrored epilogue: per
+/// staged chunk a second TMA store (the transposed part), its slices written by `stmatrix.trans` (STSM.16.MT88) for
+/// 16-bit outputs and by one 4-byte STS per value for f32.
+#[test]
+fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
+    let mut checked = 0;
+    for gemm in kernels::GEMM_SYMMETRIC_SM90 {
+        checked += 1;
+        let s = stats(gemm.kernel);
+        let config = gemm.variant.config().expect("a configured variant");
+        assert!(config.symmetric, "`{}`", s.name);
+        let tile = config.tile;
+        let input = if gemm.input == "bf16" { ".BF16" } else { "" };
+        let want = format!("HGMMA.64x{}x16.F32{input}", tile.tile_n);
+        let (mn_a, mn_b) = (gemm.layout.a_order() == Order::ColMajor, gemm.layout.b_order() == Order::RowMajor);
+        let hgmma: Vec<&String> =
+            s.instructions.iter().filter(|i| inspect::sass::mnemonic(inspect::sass::opcode(i)) == "HGMMA").collect();
+        assert_eq!(hgmma.len(), 8, "`{}`: two row blocks × four k16 steps", s.name);
+        for instruction in hgmma {
+            assert_eq!(inspect::sass::opcode(instruction), want, "`{}`: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspA"), mn_a, "`{}` A majorness: {instruction}", s.name);
+            assert_eq!(instruction.contains(".tnspB"), mn_b, "`{}` B majorness: {instruction}", s.name);
+        }
+        let opcodes = |full: &str| s.opcodes().filter(|op| *op == full).count();
+        assert_eq!(opcodes("WARPGROUP.ARRIVE"), 1, "`{}`: a second one would serialize the wgmma", s.name);
+        assert!(s.instructions.iter().any(|i| i.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")), "`{}`", s.name);
+        assert!(
+            s.count("UTMALDG") > 0 && s.count("UTMALDG") as usize == opcodes("UTMALDG.3D"),
+            "`{}`: 3-D loads",
+            s.name
+        );
+        // Every chunk twice (straight and transposed), three staged epilogues (the scalings), 3-D stores.
+        let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
+        let (row_blocks, tile_n) = (tile.consumer_rows() / 64, tile.tile_n);
+        let chunks = STAGED_EPILOGUES * row_blocks * tile_n * output_bytes / 128;
+        assert_eq!(opcodes("UTMASTG.3D"), 2 * chunks as usize, "`{}`", s.name);
+        assert_eq!(s.count("UTMASTG"), 2 * chunks, "`{}`", s.name);
+        let slices = (STAGED_EPILOGUES * row_blocks * tile_n / 16) as usize;
+        if gemm.output == "f32" {
+            assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
+            assert_eq!(s.count_with("STS", "64"), 4 * slices, "`{}`: the straight chunks", s.name);
+            assert_eq!(opcodes("STS"), 8 * slices, "`{}`: the transposed parts, a value each", s.name);
+        } else {
+            assert_eq!(opcodes("STSM.16.M88.4"), slices, "`{}`", s.name);
+            assert_eq!(opcodes("STSM.16.MT88.4"), slices, "`{}`: the transposed parts", s.name);
+        }
+        // As the general epilogue (`tma_store_epilogues_sync_warps_not_warpgroups`), with twice the chunks: warps
+        // meet only their own lanes, one bulk group per store, a read wait per store and one at the drain, and the
+        // only named barriers are the ping-pong turns.
+        let stores = 2 * chunks as usize;
+        let ptx = entry_ptx(gemm.kernel);
+        assert_eq!(ptx.matches("barrier.sync").count(), 0, "`{}`: unaligned named barriers", s.name);
+        assert_eq!(ptx.matches("cp.async.bulk.tensor.3d.global.shared").count(), stores, "`{}`", s.name);
+        assert_eq!(ptx.matches("cp.async.bulk.commit_group").count(), stores, "`{}`: bulk groups", s.name);
+        assert_eq!(ptx.matches("cp.async.bulk.wait_group.read").count(), stores + 1, "`{}`: waits", s.name);
+        assert!(ptx.matches("bar.warp.sync").count() >= 2 * stores, "`{}`: warp barriers", s.name);
+        assert_eq!(ptx.matches("bar.sync %r").count() > 0, tile.schedule == GemmSchedule::PingPong, "`{}`", s.name);
+        assert_eq!(s.count_with("BRA", "DIV"), 0, "`{}` reaches a barrier with a diverged warp", s.name);
+    }
+    // Ping-pong bf16 and f16, cooperative bf16 and f16 to themselves and to f32, each in tn and nt.
+    assert_eq!(checked, 12);
 }

@@ -20,6 +20,20 @@ pub enum Error {
         "bad argument to `{op}`: {what} belongs to another CUDA context ({found}) than the GPU handle ({expected}): allocate it on the Gpu's stream or context"
     )]
     WrongContext { op: &'static str, what: String, found: String, expected: String },
+    #[error("bad argument to `{op}`: the output is {rows}×{columns} (A's rows × B's columns), not square")]
+    NotSquare { op: &'static str, rows: usize, columns: usize },
+    #[error(
+        "bad argument to `{op}`: A is {a_rows}×{a_columns} and B is {b_rows}×{b_columns}: A's columns must be B's rows"
+    )]
+    InnerMismatch { op: &'static str, a_rows: usize, a_columns: usize, b_rows: usize, b_columns: usize },
+    #[error("bad argument to `{op}`: {what} is {rows}×{columns}, the output {n}×{n}")]
+    OperandShape { op: &'static str, what: &'static str, rows: usize, columns: usize, n: usize },
+    #[error("bad argument to `{op}`: {what} holds {elements} elements, fewer than {batch} matrices of {per_matrix}")]
+    BufferTooSmall { op: &'static str, what: &'static str, elements: usize, batch: usize, per_matrix: usize },
+    #[error(
+        "bad argument to `{op}`: {what} holds {elements} elements, not {batch} matrices of {per_matrix} (a stack of another depth?)"
+    )]
+    BatchMismatch { op: &'static str, what: &'static str, elements: usize, batch: usize, per_matrix: usize },
     #[error("`{op}` does not support this yet: {message}")]
     Unsupported { op: &'static str, message: String },
     #[error("`{op}` could not allocate its {bytes}-byte {what} on the GPU: {source}")]

@@ -95,6 +95,7 @@ macro_rules! gemm_variants {
                         cluster: $cluster,
                         share: gemm_share!($share),
                         stream_k: $stream_k,
+                        symmetric: false,
                     }),)*
                 }
             }
@@ -290,6 +291,112 @@ macro_rules! gemm_layout {
 
 oxtile_abi::for_each_gemm_sm90_kernel! { gemm_kernels }
 
+/// Defines [`SymmetricVariant`] from the symmetric GEMM table (`oxtile_abi::for_each_gemm_sm90_symmetric!`).
+macro_rules! symmetric_variants {
+    ($($(#[$doc:meta])* $variant:ident { label: $label:literal, kernel: $kernel:literal, tile: $tile:ident, cluster: $cluster:literal, share: $share:ident, stream_k: $stream_k:literal, tune: $tune:literal, types: $types:tt, layouts: $layouts:tt })*) => {
+        /// Which sm90 symmetric GEMM kernel runs a problem: [`SymmetricVariant::Auto`], or a row of the symmetric
+        /// table (gpu/abi's `for_each_gemm_sm90_symmetric!`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+        pub enum SymmetricVariant {
+            /// The ping-pong tile for 16-bit outputs, the cooperative one for f32.
+            #[default]
+            Auto,
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl SymmetricVariant {
+            /// Every configuration of the table, in its order.
+            pub const CONFIGURED: &[SymmetricVariant] = &[$(SymmetricVariant::$variant),*];
+
+            /// The row's configuration; `None` for [`SymmetricVariant::Auto`].
+            pub const fn config(self) -> Option<GemmConfig> {
+                match self {
+                    SymmetricVariant::Auto => None,
+                    $(SymmetricVariant::$variant => Some(GemmConfig {
+                        tile: oxtile_abi::$tile,
+                        cluster: $cluster,
+                        share: gemm_share!($share),
+                        stream_k: $stream_k,
+                        symmetric: true,
+                    }),)*
+                }
+            }
+
+            /// The short name tables and contenders use.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    SymmetricVariant::Auto => "sym-auto",
+                    $(SymmetricVariant::$variant => $label,)*
+                }
+            }
+        }
+    };
+}
+
+oxtile_abi::for_each_gemm_sm90_symmetric! { symmetric_variants }
+
+// Every symmetric row holds what the kernels assume of it.
+const _: () = {
+    let mut i = 0;
+    while i < SymmetricVariant::CONFIGURED.len() {
+        match SymmetricVariant::CONFIGURED[i].config() {
+            Some(config) => config.check(),
+            None => panic!("a configured variant without a configuration"),
+        }
+        i += 1;
+    }
+};
+
+/// An sm90 symmetric GEMM kernel and the problems it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmSymmetricKernel {
+    pub kernel: Kernel,
+    pub input: &'static str,
+    pub output: &'static str,
+    pub layout: GemmLayout,
+    pub variant: SymmetricVariant,
+}
+
+/// The symmetric kernel computing `input` → `output` in `layout` with this (concrete) variant.
+pub fn find_gemm_symmetric(
+    input: &str,
+    output: &str,
+    layout: GemmLayout,
+    variant: SymmetricVariant,
+) -> Option<GemmSymmetricKernel> {
+    GEMM_SYMMETRIC_SM90
+        .iter()
+        .copied()
+        .find(|g| (g.input, g.output, g.layout, g.variant) == (input, output, layout, variant))
+}
+
+/// Declares [`GEMM_SYMMETRIC_SM90`] from the symmetric table's kernels.
+macro_rules! symmetric_kernels {
+    ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
+        /// Every sm90 symmetric GEMM kernel (gpu/kernels/src/gemm/sm90.rs), in table order.
+        pub const GEMM_SYMMETRIC_SM90: &[GemmSymmetricKernel] = &[$(GemmSymmetricKernel {
+            kernel: Kernel::hopper(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            input: stringify!($input),
+            output: stringify!($output),
+            layout: gemm_layout!($layout),
+            variant: SymmetricVariant::$variant,
+        }),*];
+    };
+}
+
+oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_kernels }
+
+/// Newton-Schulz's small kernels on stacks of matrices (gpu/kernels/src/matrix.rs): squared Frobenius norms, the
+/// scaled conversion (normalization) between bf16 and f16, adding a multiple of the identity.
+pub const SUM_SQUARES_BF16: Kernel = Kernel::hopper("sum_squares_bf16");
+pub const SUM_SQUARES_F16: Kernel = Kernel::hopper("sum_squares_f16");
+pub const SCALE_BF16_TO_BF16: Kernel = Kernel::hopper("scale_bf16_to_bf16");
+pub const SCALE_BF16_TO_F16: Kernel = Kernel::hopper("scale_bf16_to_f16");
+pub const SCALE_F16_TO_F16: Kernel = Kernel::hopper("scale_f16_to_f16");
+pub const SCALE_F16_TO_BF16: Kernel = Kernel::hopper("scale_f16_to_bf16");
+pub const ADD_DIAGONAL_BF16: Kernel = Kernel::hopper("add_diagonal_bf16");
+pub const ADD_DIAGONAL_F16: Kernel = Kernel::hopper("add_diagonal_f16");
+
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
 pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
 pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
@@ -380,22 +487,34 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_PREPROCESS_F16,
     ATTN_BWD_CONVERT_DQ_BF16,
     ATTN_BWD_CONVERT_DQ_F16,
+    SUM_SQUARES_BF16,
+    SUM_SQUARES_F16,
+    SCALE_BF16_TO_BF16,
+    SCALE_BF16_TO_F16,
+    SCALE_F16_TO_F16,
+    SCALE_F16_TO_BF16,
+    ADD_DIAGONAL_BF16,
+    ADD_DIAGONAL_F16,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,
     BLOCK_PLACEMENT,
 ];
 
-/// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs.
+/// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs, then the symmetric GEMMs.
 pub const ALL: &[Kernel] = &{
-    let mut all = [AXPY_F32; OTHERS.len() + GEMM_SM90.len()];
+    let mut all = [AXPY_F32; OTHERS.len() + GEMM_SM90.len() + GEMM_SYMMETRIC_SM90.len()];
     let mut i = 0;
     while i < OTHERS.len() {
         all[i] = OTHERS[i];
         i += 1;
     }
-    while i < all.len() {
+    while i < OTHERS.len() + GEMM_SM90.len() {
         all[i] = GEMM_SM90[i - OTHERS.len()].kernel;
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = GEMM_SYMMETRIC_SM90[i - OTHERS.len() - GEMM_SM90.len()].kernel;
         i += 1;
     }
     all
@@ -453,6 +572,9 @@ mod tests {
             }
         };
         for gemm in GEMM_SM90 {
+            check(&gemm.kernel, &GemmParams::SIZES);
+        }
+        for gemm in GEMM_SYMMETRIC_SM90 {
             check(&gemm.kernel, &GemmParams::SIZES);
         }
         let attention: Vec<&Kernel> = ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")).collect();

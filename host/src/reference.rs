@@ -4,6 +4,7 @@
 
 pub mod attention;
 pub mod attention_backward;
+pub mod newton_schulz;
 
 use half::bf16;
 use rand::SeedableRng;

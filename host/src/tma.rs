@@ -31,6 +31,7 @@ impl Tile2d {
             &[self.cols, self.rows],
             &[self.row_stride],
             &[self.box_cols, self.box_rows],
+            true,
         )
     }
 }
@@ -54,7 +55,34 @@ pub struct Tile4d {
 impl Tile4d {
     /// Encodes the tensor map; fails with a clear message when TMA's rules rule it out.
     pub fn encode(&self, op: &'static str) -> Result<CUtensorMap> {
-        encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes)
+        encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, true)
+    }
+}
+
+/// A 3-D box over a stack of row-major matrices, innermost first (columns, rows, matrix), e.g. the symmetric GEMM's
+/// operands and outputs. The innermost dimension is contiguous; `strides` are the element strides of the other two.
+#[derive(Clone, Copy, Debug)]
+pub struct Tile3d {
+    pub data_type: CUtensorMapDataType,
+    pub address: u64,
+    /// Extents, innermost first.
+    pub dims: [u64; 3],
+    /// Element strides of dims 1 and 2.
+    pub strides: [u64; 2],
+    /// Box extents, innermost first.
+    pub boxes: [u32; 3],
+}
+
+impl Tile3d {
+    /// Encodes the tensor map with the 128-byte swizzle (the innermost box extent must be 128 bytes).
+    pub fn encode(&self, op: &'static str) -> Result<CUtensorMap> {
+        encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, true)
+    }
+
+    /// As [`Tile3d::encode`] without the swizzle: the box lies in shared memory as plain rows of its innermost
+    /// extent, which need only be a multiple of 16 bytes.
+    pub fn encode_unswizzled(&self, op: &'static str) -> Result<CUtensorMap> {
+        encode_tiled(op, self.data_type, self.address, &self.dims, &self.strides, &self.boxes, false)
     }
 }
 
@@ -74,7 +102,8 @@ fn element_bytes(data_type: CUtensorMapDataType) -> u64 {
     }
 }
 
-/// `cuTensorMapEncodeTiled` for 16-bit or f32 elements with the 128-byte swizzle and zero fill, rank `dims.len()`:
+/// `cuTensorMapEncodeTiled` for 16-bit or f32 elements with the 128-byte swizzle (or none) and zero fill, rank
+/// `dims.len()`:
 /// the innermost dimension contiguous, `strides` the element strides of the others. Checks every rule the driver
 /// would reject (and 128-byte box rows, which the kernels' shared layouts assume) first, so the caller gets a
 /// message that names the problem instead of CUDA_ERROR_INVALID_VALUE.
@@ -85,6 +114,7 @@ fn encode_tiled(
     dims: &[u64],
     strides: &[u64],
     boxes: &[u32],
+    swizzle: bool,
 ) -> Result<CUtensorMap> {
     let element_bytes = element_bytes(data_type);
     let rank = dims.len();
@@ -113,8 +143,11 @@ fn encode_tiled(
             return bad(format!("TMA strides must be below 2^40 bytes; dimension {} is {bytes} bytes apart", d + 1));
         }
     }
-    if boxes[0] as u64 * element_bytes != 128 {
+    if swizzle && boxes[0] as u64 * element_bytes != 128 {
         return bad(format!("a 128-byte swizzled box must be 128 bytes wide, not {} elements", boxes[0]));
+    }
+    if !swizzle && !(boxes[0] as u64 * element_bytes).is_multiple_of(16) {
+        return bad(format!("an unswizzled box's rows must be multiples of 16 bytes, not {} elements", boxes[0]));
     }
     if let Some(d) = boxes.iter().position(|&b| b == 0 || b > MAX_BOX) {
         return bad(format!("TMA box extent {} (dimension {d}) is outside 1..=256", boxes[d]));
@@ -134,7 +167,11 @@ fn encode_tiled(
             boxes.as_ptr(),
             element_strides.as_ptr(),
             CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            if swizzle {
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+            } else {
+                CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+            },
             CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             // NONE fills out-of-bounds elements with zeros (the alternative fills NaN).
             CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,

@@ -25,6 +25,9 @@ pub struct GemmConfig {
     pub share: GemmShare,
     /// The hybrid data-parallel + stream-K schedule ([`crate::stream_k`]).
     pub stream_k: bool,
+    /// The symmetric GEMM ([`for_each_gemm_sm90_symmetric!`]): the upper-triangle tiles of a stack of square outputs
+    /// ([`crate::raster::TriangularScheduler`]), each off-diagonal one stored again transposed.
+    pub symmetric: bool,
 }
 
 impl GemmConfig {
@@ -57,6 +60,15 @@ impl GemmConfig {
         let cooperative = matches!(self.tile.schedule, crate::GemmSchedule::Cooperative);
         assert!(!self.stream_k || (cooperative && (self.cluster == 1 || matches!(self.share, GemmShare::B))));
         assert!(self.threads() <= GemmTile::MAX_THREADS);
+        // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
+        // cluster pairings share an operand between tiles the triangle does not pair), no stream-K.
+        assert!(
+            !self.symmetric
+                || (self.tile.tile_m == self.tile.tile_n
+                    && self.cluster == 1
+                    && !self.stream_k
+                    && self.tile.stores_through_tma())
+        );
     }
 }
 
@@ -127,6 +139,37 @@ macro_rules! for_each_gemm_sm90 {
             /// the clusters. bf16 → bf16 only.
             StreamKCluster2 { label: "streamk-c2", kernel: "128x256_sk_c2", tile: GEMM_SM90_128X256, cluster: 2, share: b, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
         }
+    };
+}
+
+/// Calls `$callback! { rows }` with the table of Hopper *symmetric* GEMM configurations, in the grammar of
+/// [`for_each_gemm_sm90!`]: D = alpha·A·B + beta·C for an n×n D that the caller promises is symmetric (A·B and C
+/// both), stacked `batch` deep. Each block computes the tiles (i, j) with i ≤ j of the triangular order
+/// ([`crate::raster::TriangularScheduler`]) and stores each at (i, j) and, for i < j, transposed at (j, i) (a second
+/// TMA store of the tile staged transposed by `stmatrix.trans`). Layouts: `tn` (A row-major, B column-major: X·Xᵀ
+/// from one row-major X, both operands K-major, and A·B of two symmetric matrices) and `nt` (Xᵀ·X from one
+/// row-major X: A = Xᵀ column-major, B = X row-major, both MN-major). Square tiles, one block each, no stream-K
+/// (`GemmConfig::check`).
+#[macro_export]
+macro_rules! for_each_gemm_sm90_symmetric {
+    ($callback:path $(, $arg:tt)*) => {
+        $callback! {
+            $($arg)*
+            /// The ping-pong 128×128 tile: each consumer's epilogue, twice as long here (the tile and its transpose),
+            /// runs under the other's main loop. 16-bit outputs (the ping-pong tile's).
+            SymmetricPingPong { label: "sym-pingpong", kernel: "128x128_pp_sym", tile: GEMM_SM90_128X128_PINGPONG, cluster: 1, share: none, stream_k: false, tune: false, types: [bf16 -> bf16, f16 -> f16], layouts: [tn, nt] }
+            /// The cooperative 128×128 tile (one consumer for all 128 rows): every output type, f32 included.
+            SymmetricSquare { label: "sym-square", kernel: "128x128_sym", tile: GEMM_SM90_128X128, cluster: 1, share: none, stream_k: false, tune: false, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, nt] }
+        }
+    };
+}
+
+/// Calls `$callback! { kernels }` with every kernel of the symmetric table, as [`for_each_gemm_sm90_kernel!`] does
+/// for the general one.
+#[macro_export]
+macro_rules! for_each_gemm_sm90_symmetric_kernel {
+    ($callback:path) => {
+        $crate::for_each_gemm_sm90_symmetric! { $crate::__gemm_sm90_kernels, ($callback) }
     };
 }
 

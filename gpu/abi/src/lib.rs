@@ -284,6 +284,9 @@ pub struct AttnTile {
     pub tile_kv: u32,
     pub head_dim: u32,
     pub stages: u32,
+    /// Q tiles in shared memory: with two, the producer loads the next work item's Q while the consumers still
+    /// compute the current one, so a consumer finds it there when its epilogue ends.
+    pub q_buffers: u32,
     /// Math warpgroups; each owns `tile_q / consumers` query rows.
     pub consumers: u32,
     pub element_bytes: u32,
@@ -304,8 +307,13 @@ impl AttnTile {
         self.head_dim / Self::BOX_COLS
     }
 
+    /// One Q tile.
     pub const fn smem_q_bytes(&self) -> u32 {
         self.tile_q * self.head_dim * self.element_bytes
+    }
+
+    pub const fn smem_q_offset(&self, buffer: u32) -> u32 {
+        buffer * self.smem_q_bytes()
     }
 
     /// One K (or V) tile.
@@ -314,7 +322,7 @@ impl AttnTile {
     }
 
     pub const fn smem_k_offset(&self, stage: u32) -> u32 {
-        self.smem_q_bytes() + stage * self.smem_kv_bytes()
+        self.smem_q_offset(self.q_buffers) + stage * self.smem_kv_bytes()
     }
 
     pub const fn smem_v_offset(&self, stage: u32) -> u32 {
@@ -326,18 +334,19 @@ impl AttnTile {
         self.smem_v_offset(self.stages)
     }
 
-    /// Barriers after the operands: Q full, Q empty, then K full, K empty, V full, V empty per stage.
+    /// Barriers after the operands: Q full and Q empty per Q buffer, then K full, K empty, V full, V empty per
+    /// stage.
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_o_offset() + self.smem_q_bytes()
     }
 
-    /// The work item the producer publishes to the consumers, after the barriers.
-    pub const fn work_slot_offset(&self) -> u32 {
-        self.barriers_offset() + (2 + 4 * self.stages) * Self::BARRIER_BYTES
+    /// The work item the producer publishes to the consumers with the Q of `buffer`, after the barriers.
+    pub const fn work_slot_offset(&self, buffer: u32) -> u32 {
+        self.barriers_offset() + (2 * self.q_buffers + 4 * self.stages) * Self::BARRIER_BYTES + 4 * buffer
     }
 
     pub const fn smem_bytes(&self) -> u32 {
-        self.work_slot_offset() + 4
+        self.work_slot_offset(self.q_buffers)
     }
 
     /// Query rows each consumer warpgroup computes.
@@ -346,13 +355,16 @@ impl AttnTile {
     }
 }
 
-/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V.
+/// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile. A
+/// second one (224 KB of shared memory in all) measured no faster: an item here runs twice as long as at head dim
+/// 64, so the wait for its Q at the start weighs half as much.
 pub const ATTN_SM90_D128: AttnTile =
-    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, consumers: 2, element_bytes: 2 };
+    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, q_buffers: 1, consumers: 2, element_bytes: 2 };
 
-/// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring.
+/// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
+/// short at this head dim: the next item's Q arrives while the current one is computed).
 pub const ATTN_SM90_D64: AttnTile =
-    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 4, consumers: 2, element_bytes: 2 };
+    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 4, q_buffers: 2, consumers: 2, element_bytes: 2 };
 
 const _: () = assert!(ATTN_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(ATTN_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);

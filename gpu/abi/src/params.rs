@@ -34,7 +34,11 @@ macro_rules! gemm_sm90_params {
             /// Generic address of D's tensor map in global memory (the TMA-store epilogue), or 0: D is written from
             /// registers.
             tensor_map_d: val(u64),
-            /// D: M×N elements of the output type, row-major with leading dimension `ldd`, 8-byte aligned.
+            /// The symmetric GEMM only (0 for the others): generic address of D's tensor map for the transposed tiles,
+            /// unswizzled boxes of 16 columns × one staging row's columns of rows, one matrix deep.
+            tensor_map_d_mirror: val(u64),
+            /// D: M×N elements of the output type, row-major with leading dimension `ldd`, 8-byte aligned; for the
+            /// symmetric GEMM `batch` such matrices, `M·ldd` elements apart.
             d: ptr(*mut u8),
             m: val(u32),
             n: val(u32),
@@ -50,6 +54,9 @@ macro_rules! gemm_sm90_params {
             flags: ptr(*mut u32),
             /// Stream-K (cluster) tiles of the launch's schedule, the tail split by k-tiles; 0 for the others.
             sk_tiles: val(u32),
+            /// Matrices in the stack (the symmetric GEMM, whose tensor maps are 3-D: (inner, outer, matrix)); 1 for
+            /// the others.
+            batch: val(u32),
         }
     };
 }

@@ -37,6 +37,12 @@
 /// barrier poll, a thousand times that; ten seconds leaves a wide margin above both.
 pub const WAIT_LIMIT_NS: u64 = 10_000_000_000;
 
+/// How many polls of a peer's flag a reducer makes between reads of `%globaltimer` for [`WAIT_LIMIT_NS`]. A poll is
+/// an acquire load from L2 (hundreds of nanoseconds), so the limit is noticed well within a millisecond of passing,
+/// while the clock read (a special-register read, slower than the load) stays off the common path: a reducer whose
+/// peers are already done makes one poll and no clock read.
+pub const POLLS_PER_CLOCK_READ: u32 = 64;
+
 /// Flags per (stream-K tile, consumer warpgroup) in the workspace: one per warp of the warpgroup, since each warp of
 /// the reducing block reads exactly what the same warp of each peer block stored.
 pub const FLAGS_PER_CONSUMER: u32 = 4;

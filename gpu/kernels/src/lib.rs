@@ -36,9 +36,11 @@ macro_rules! device_value {
 pub mod arch;
 pub mod attention;
 pub mod bench;
+pub mod bounded_wait;
 pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
+pub mod matrix;
 pub mod smem_layout;
 pub mod softmax;
 

@@ -31,6 +31,7 @@ pub mod exp2;
 pub mod gemm;
 pub mod hold;
 pub mod inputs;
+pub mod ns;
 pub mod outputs;
 pub mod oxtile;
 pub mod peers;

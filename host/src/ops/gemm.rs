@@ -684,6 +684,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             tensor_map_b: map_b,
             tensor_map_a_tail: map_a_tail,
             tensor_map_d: map_d.as_ref().map_or(0, |(address, _)| *address),
+            tensor_map_d_mirror: 0,
             d: d_address,
             m: m as u32,
             n: n as u32,
@@ -694,6 +695,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             partials: partials.as_ref().map_or(0, |(address, _)| *address),
             flags: flags.as_ref().map_or(0, |(address, _)| *address),
             sk_tiles: self.stream_k.map_or(0, |s| s.sk_tiles()),
+            batch: 1,
         };
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams` (the list in oxtile-abi that the
         // kernel's signature is declared from). The tensor maps describe A and B in the layout the kernel reads

@@ -4,7 +4,9 @@ pub mod attention;
 pub mod attention_backward;
 pub mod elementwise;
 pub mod gemm;
+pub mod gemm_symmetric;
 pub mod layout_demo;
+pub mod newton_schulz;
 pub mod softmax;
 
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg, SyncOnDrop, sys};

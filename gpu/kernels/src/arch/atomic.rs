@@ -89,18 +89,18 @@ pub unsafe fn store_relaxed_sys(flag: *mut u32, value: u32) {
     }
 }
 
-/// `red.global.add.f32`: adds `value` to the f32 at `at` (relaxed, GPU scope), without returning the old value: an
-/// accumulation many blocks share, e.g. the attention backward's dQ. The order in which blocks' additions land is not
-/// fixed, so the sum's rounding may differ from run to run. (The two-element form `red.global.add.v2.f32` needs PTX
-/// ISA 8.1; the device crate is built for 8.0.)
+/// `red.relaxed.gpu.global.add.f32`: adds `value` to the f32 at `sum` (no ordering: a sum whose readers run in a
+/// later kernel, e.g. the attention backward's dQ or a sum of squares). The order of the additions is the
+/// hardware's, so the low bits of a sum vary between launches. (The two-element form `red.global.add.v2.f32` needs
+/// PTX ISA 8.1; the device crate is built for 8.0.)
 /// PTX ISA: "red" (#parallel-synchronization-and-communication-instructions-red).
 ///
 /// # Safety
-/// `at` is a 4-byte aligned address in global memory.
+/// `sum` is a 4-byte aligned address in global memory.
 #[inline(always)]
-pub unsafe fn red_add_f32(at: *mut f32, value: f32) {
+pub unsafe fn red_relaxed_gpu_add_f32(sum: *mut f32, value: f32) {
     unsafe {
-        core::arch::asm!("red.global.add.f32 [{at}], {value};", at = in(reg64) at, value = in(reg32) value,
-            options(nostack));
+        core::arch::asm!("red.relaxed.gpu.global.add.f32 [{sum}], {value};", sum = in(reg64) sum,
+            value = in(reg32) value, options(nostack));
     }
 }

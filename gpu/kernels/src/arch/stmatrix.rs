@@ -34,3 +34,19 @@ pub unsafe fn store_x4(row_address: u32, fragments: [u32; 4]) {
             r2 = in(reg32) fragments[2], r3 = in(reg32) fragments[3], options(nostack, preserves_flags));
     }
 }
+
+/// `stmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: as [`store_x4`], each matrix stored transposed: the 16-byte row
+/// that lane `8i + r` addresses receives column `r` of matrix `i` (its 8 elements from rows 0..7, the lanes' pairs
+/// read down the column), so the rows given are the transposed matrix's rows.
+///
+/// # Safety
+/// As [`store_x4`].
+#[inline(always)]
+pub unsafe fn store_x4_trans(row_address: u32, fragments: [u32; 4]) {
+    unsafe {
+        core::arch::asm!(
+            "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{addr}], {{{r0}, {r1}, {r2}, {r3}}};",
+            addr = in(reg32) row_address, r0 = in(reg32) fragments[0], r1 = in(reg32) fragments[1],
+            r2 = in(reg32) fragments[2], r3 = in(reg32) fragments[3], options(nostack, preserves_flags));
+    }
+}

@@ -92,6 +92,37 @@ pub unsafe fn load_2d_multicast(dst: u32, tensor_map: u64, x: i32, y: i32, bar: 
     }
 }
 
+/// As [`load_2d`] for a 3-D tensor: the box at coordinates (`x` innermost, `y`, `z`), e.g. a stack of matrices seen
+/// as (column, row, matrix) with boxes one matrix deep. The box lands in shared memory as a 2-D box of the same
+/// extents would.
+///
+/// # Safety
+/// As [`load_2d`].
+#[inline(always)]
+pub unsafe fn load_3d(dst: u32, tensor_map: u64, x: i32, y: i32, z: i32, bar: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{x}, {y}, {z}}}], [{bar}];",
+            dst = in(reg32) dst, map = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z,
+            bar = in(reg32) bar, options(nostack));
+    }
+}
+
+/// As [`store_2d`] for a 3-D tensor: the box at shared address `src` to coordinates (`x` innermost, `y`, `z`)
+/// (`cp.async.bulk.tensor.3d.global.shared::cta.bulk_group`); parts of the box outside the tensor are not written.
+///
+/// # Safety
+/// As [`store_4d`].
+#[inline(always)]
+pub unsafe fn store_3d(tensor_map: u64, x: i32, y: i32, z: i32, src: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [{map}, {{{x}, {y}, {z}}}], [{src}];",
+            map = in(reg64) tensor_map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, src = in(reg32) src,
+            options(nostack));
+    }
+}
+
 /// As [`load_2d`] for a 4-D tensor: the box at coordinates (`c0` innermost, `c1`, `c2`, `c3`), e.g. an attention
 /// operand [batch, seq, head, dim] seen as dims (dim, head, seq, batch). The box lands in shared memory packed in
 /// dimension order, so a box of (64, 1, rows, 1) is `rows` 128-byte rows.

@@ -28,6 +28,7 @@ use super::sm90::opaque_here;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
+use crate::bounded_wait;
 use crate::smem_layout::SW128_64X64_B16;
 
 /// log2(e): exp(x) = 2^(x · log2 e).
@@ -653,9 +654,9 @@ impl Warpgroup<'_> {
         seq!(STEP in 0..8 {
             if STEP < C::TILE.head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
-                let desc_a = wgmma::desc_advance(desc_a, block * kv_block_bytes + k_offset);
-                let desc_b = wgmma::desc_advance(desc_b, block * q_block_bytes + k_offset);
-                unsafe { C::mma_ss::<0, 0>(acc, desc_a, desc_b, STEP > 0) };
+                let step_a = wgmma::desc_advance(desc_a, block * kv_block_bytes + k_offset);
+                let step_b = wgmma::desc_advance(desc_b, block * q_block_bytes + k_offset);
+                unsafe { C::mma_ss::<0, 0>(acc, step_a, step_b, STEP > 0) };
             }
         });
     }
@@ -665,10 +666,12 @@ impl Warpgroup<'_> {
     #[inline(always)]
     fn issue_keys_by_head_dim<C: Config>(&self, acc: &mut C::Acc, a: &[u32; TILE_VALUES / 2], b: u32) {
         let desc_b = wgmma::desc_mn_major_sw128(b, self.smem.q_block_bytes());
+        // `seq!` repeats its body in one scope: each step's descriptor gets a name of its own (a shadowing
+        // `let desc_b` would advance from the previous step's, not from the tile's start).
         seq!(STEP in 0..4 {
-            let desc_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+            let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
             let step = [a[4 * STEP], a[4 * STEP + 1], a[4 * STEP + 2], a[4 * STEP + 3]];
-            unsafe { C::mma_rs(acc, &step, desc_b) };
+            unsafe { C::mma_rs(acc, &step, step_b) };
         });
     }
 
@@ -685,9 +688,9 @@ impl Warpgroup<'_> {
             self.smem.kv_block_bytes(),
         );
         seq!(STEP in 0..4 {
-            let desc_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
-            let desc_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
-            unsafe { C::mma_ss::<1, 1>(acc, desc_a, desc_b, STEP > 0) };
+            let step_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
+            let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+            unsafe { C::mma_ss::<1, 1>(acc, step_a, step_b, STEP > 0) };
         });
     }
 
@@ -783,7 +786,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         let semaphore = block.semaphore(head, q0, problem, tile);
         if !semaphore.is_null() {
             let turn = AttnBwdTile::WARPGROUP_THREADS * (tile.consumers * block_idx_x() + warpgroup.consumer);
-            while unsafe { atomic::load_acquire_gpu(semaphore) } < turn {}
+            unsafe { bounded_wait::wait_at_least(semaphore, turn) };
         }
         unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, 0, problem) };
         // The other column blocks of dQ, one at a time (registers: dK and dV hold head_dim f32 per thread).
@@ -886,7 +889,7 @@ unsafe fn add_dq<C: Config>(
     let accum = unsafe { problem.dq_accum.add(first) };
     seq!(I in 0..32 {
         let (half, column) = value_position(I);
-        unsafe { atomic::red_add_f32(accum.add(8 * half as usize * head_dim + column as usize), dq[I]) };
+        unsafe { atomic::red_relaxed_gpu_add_f32(accum.add(8 * half as usize * head_dim + column as usize), dq[I]) };
     });
 }
 

@@ -284,8 +284,8 @@ impl SmemMap {
     fn kv_block_bytes(&self) -> u32 {
         self.tile.tile_kv * 128
     }
-    fn q(&self, block: u32) -> u32 {
-        self.base + block * self.q_block_bytes()
+    fn q(&self, buffer: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_q_offset(buffer) + block * self.q_block_bytes()
     }
     fn k(&self, stage: u32, block: u32) -> u32 {
         self.base + self.tile.smem_k_offset(stage) + block * self.kv_block_bytes()
@@ -296,31 +296,31 @@ impl SmemMap {
     fn barrier(&self, index: u32) -> u32 {
         self.base + self.tile.barriers_offset() + 8 * index
     }
-    fn q_full(&self) -> u32 {
-        self.barrier(0)
+    fn q_full(&self, buffer: u32) -> u32 {
+        self.barrier(buffer)
     }
-    /// The work item the producer published with the last Q (after the barriers).
-    fn work_slot(&self) -> u32 {
-        self.base + self.tile.work_slot_offset()
+    /// The work item the producer published with the Q of `buffer` (after the barriers).
+    fn work_slot(&self, buffer: u32) -> u32 {
+        self.base + self.tile.work_slot_offset(buffer)
     }
-    fn q_empty(&self) -> u32 {
-        self.barrier(1)
+    fn q_empty(&self, buffer: u32) -> u32 {
+        self.barrier(self.tile.q_buffers + buffer)
     }
     fn k_full(&self, stage: u32) -> u32 {
-        self.barrier(2 + stage)
+        self.barrier(2 * self.tile.q_buffers + stage)
     }
     fn k_empty(&self, stage: u32) -> u32 {
-        self.barrier(2 + self.tile.stages + stage)
+        self.barrier(2 * self.tile.q_buffers + self.tile.stages + stage)
     }
     fn v_full(&self, stage: u32) -> u32 {
-        self.barrier(2 + 2 * self.tile.stages + stage)
+        self.barrier(2 * self.tile.q_buffers + 2 * self.tile.stages + stage)
     }
     /// Column block `block` of the O staging tile, at this warpgroup's rows.
     fn o(&self, block: u32, rows_offset: u32) -> u32 {
         self.base + self.tile.smem_o_offset() + block * self.q_block_bytes() + rows_offset
     }
     fn v_empty(&self, stage: u32) -> u32 {
-        self.barrier(2 + 3 * self.tile.stages + stage)
+        self.barrier(2 * self.tile.q_buffers + 3 * self.tile.stages + stage)
     }
 }
 
@@ -402,9 +402,11 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 
     if thread_idx_x() == 0 {
         unsafe {
-            mbarrier::init(smem.q_full(), 1);
-            // One arrival per consumer warp: each warp's reader of the work slot hands Q and the slot back itself.
-            mbarrier::init(smem.q_empty(), tile.consumers * WARPS_PER_WARPGROUP);
+            for buffer in 0..tile.q_buffers {
+                mbarrier::init(smem.q_full(buffer), 1);
+                // One arrival per consumer warp: each warp's reader of the work slot hands Q and the slot back itself.
+                mbarrier::init(smem.q_empty(buffer), tile.consumers * WARPS_PER_WARPGROUP);
+            }
             for stage in 0..tile.stages {
                 mbarrier::init(smem.k_full(stage), 1);
                 mbarrier::init(smem.k_empty(stage), tile.consumers);
@@ -424,7 +426,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             tma::prefetch_tensormap(map_k);
             tma::prefetch_tensormap(map_v);
             let counter = unsafe { AtomicU32::from_ptr(problem.work_counter) };
-            let mut q_phase = 0;
+            let mut q_ring = RingState::new(tile.q_buffers);
             let mut ring = RingState::new(tile.stages);
             let mut next = block_idx_x();
             loop {
@@ -433,29 +435,31 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                     // Claimed now, used after this item's loads: the atomic's latency hides under them.
                     next = grid_dim_x() + counter.fetch_add(1, Ordering::Relaxed);
                 }
-                // The consumers release Q (and have read the work slot) after their last Q·Kᵀ of the previous item.
-                unsafe { mbarrier::wait(smem.q_empty(), q_phase ^ 1) };
-                q_phase ^= 1;
+                // The consumers release a Q buffer (and have read its work slot) after their last Q·Kᵀ of the item
+                // it held, `q_buffers` items ago.
+                let (q, q_full) = (q_ring.stage, smem.q_full(q_ring.stage));
+                unsafe { mbarrier::wait(smem.q_empty(q), q_ring.phase ^ 1) };
+                q_ring.advance();
                 if index >= scheduler.works {
                     unsafe {
-                        smem::store_u32(smem.work_slot(), NO_WORK);
-                        mbarrier::arrive(smem.q_full());
+                        smem::store_u32(smem.work_slot(q), NO_WORK);
+                        mbarrier::arrive(q_full);
                     }
                     break;
                 }
                 let work = scheduler.work(index, problem, tile);
-                unsafe { smem::store_u32(smem.work_slot(), index) };
+                unsafe { smem::store_u32(smem.work_slot(q), index) };
                 if work.kv_tiles == 0 {
-                    unsafe { mbarrier::arrive(smem.q_full()) };
+                    unsafe { mbarrier::arrive(q_full) };
                     continue;
                 }
                 let kv_head = (work.head / problem.group) as i32;
                 let (head, batch) = (work.head as i32, work.batch as i32);
                 unsafe {
-                    mbarrier::arrive_expect_tx(smem.q_full(), tile.smem_q_bytes());
+                    mbarrier::arrive_expect_tx(q_full, tile.smem_q_bytes());
                     for block in 0..tile.column_blocks() {
                         let column = (block * AttnTile::BOX_COLS) as i32;
-                        tma::load_4d(smem.q(block), map_q, column, head, work.q0 as i32, batch, smem.q_full());
+                        tma::load_4d(smem.q(q, block), map_q, column, head, work.q0 as i32, batch, q_full);
                     }
                 }
                 for kv_tile in 0..work.kv_tiles {
@@ -488,7 +492,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             smem: &smem,
             consumer,
             q_rows_offset,
-            desc_q: wgmma::desc_k_major_sw128(smem.q(0) + q_rows_offset),
+            desc_q: wgmma::desc_k_major_sw128(smem.q(0, 0) + q_rows_offset),
             leader: thread == 0,
             pingpong: C::PINGPONG,
             map_o: tensor_maps[3],
@@ -498,25 +502,27 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         if consumer == 1 {
             warpgroup.pass_token();
         }
-        let mut q_phase = 0;
+        let mut q_ring = RingState::new(tile.q_buffers);
         let mut ring = RingState::new(tile.stages);
         loop {
-            unsafe { mbarrier::wait(smem.q_full(), q_phase) };
-            q_phase ^= 1;
+            let q = q_ring.stage;
+            unsafe { mbarrier::wait(smem.q_full(q), q_ring.phase) };
+            q_ring.advance();
             // One lane per warp reads the slot and arrives on q_empty after its last use of Q, so each read is
             // ordered before the arrival that lets the producer overwrite the slot (racecheck sees no other lane).
-            let index = warp::broadcast_first(if lane_id() == 0 { unsafe { smem::load_u32(smem.work_slot()) } } else { 0 });
+            let slot = smem.work_slot(q);
+            let index = warp::broadcast_first(if lane_id() == 0 { unsafe { smem::load_u32(slot) } } else { 0 });
             if index == NO_WORK {
                 break;
             }
             let work = scheduler.work(index, problem, tile);
             let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
             if work.kv_tiles == 0 {
-                warpgroup.release_q();
+                warpgroup.release_q(q);
                 unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
                 continue;
             }
-            let (softmax, o) = unsafe { consume::<C>(&warpgroup, &work, &rows, &mut ring, problem) };
+            let (softmax, o) = unsafe { consume::<C>(&warpgroup, q, &work, &rows, &mut ring, problem) };
             unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, problem) };
         }
         // The last stores must be done reading shared memory before the block exits (their global writes are done
@@ -856,6 +862,7 @@ fn opaque_u64(value: u64) -> u64 {
 #[inline(always)]
 unsafe fn consume<C: Config>(
     warpgroup: &Warpgroup,
+    q: u32,
     work: &Work,
     rows: &Rows,
     ring: &mut RingState,
@@ -872,14 +879,14 @@ unsafe fn consume<C: Config>(
     warpgroup.take_token();
     unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
     wgmma::fence();
-    warpgroup.issue_qk::<C>(&mut s, ring.stage);
+    warpgroup.issue_qk::<C>(&mut s, q, ring.stage);
     wgmma::commit_group();
     warpgroup.pass_token();
     wgmma::wait_group::<0>();
     wgmma::fence_operands(s.as_mut());
     warpgroup.release(smem.k_empty(ring.stage));
     if kv_tiles == 1 {
-        warpgroup.release_q();
+        warpgroup.release_q(q);
     }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
     let mut p = pack::<C>(&s);
@@ -899,7 +906,7 @@ unsafe fn consume<C: Config>(
         unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
         unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
         wgmma::fence();
-        warpgroup.issue_qk::<C>(&mut s, ring.stage);
+        warpgroup.issue_qk::<C>(&mut s, q, ring.stage);
         wgmma::commit_group();
         warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
         wgmma::commit_group();
@@ -909,7 +916,7 @@ unsafe fn consume<C: Config>(
         wgmma::fence_operands(s.as_mut());
         warpgroup.release(smem.k_empty(ring.stage));
         if kv_tile == kv_tiles - 1 {
-            warpgroup.release_q();
+            warpgroup.release_q(q);
         }
         let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
         let speculated = if C::SPECULATE {
@@ -981,7 +988,7 @@ struct Warpgroup<'a> {
     consumer: u32,
     /// Byte offset of this warpgroup's 64 query rows inside each 64-column block of Q.
     q_rows_offset: u32,
-    /// Descriptor of this warpgroup's rows of Q's first column block (Q never moves).
+    /// Descriptor of this warpgroup's rows of the first column block of Q buffer 0.
     desc_q: u64,
     /// Thread 0 of the warpgroup: the one that arrives on the empty barriers.
     leader: bool,
@@ -991,17 +998,18 @@ struct Warpgroup<'a> {
 }
 
 impl Warpgroup<'_> {
-    /// S = Q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K). Every descriptor
-    /// is the first one advanced by a constant.
+    /// S = Q_q·K_stageᵀ: one wgmma per 16 head-dim columns (64-column block STEP / 4 of Q and K). Every descriptor
+    /// is the first one of its buffer advanced by a constant.
     #[inline(always)]
-    fn issue_qk<C: Config>(&self, s: &mut C::Scores, stage: u32) {
+    fn issue_qk<C: Config>(&self, s: &mut C::Scores, q: u32, stage: u32) {
         let head_dim = C::TILE.head_dim;
         let (q_block_bytes, kv_block_bytes) = (self.smem.q_block_bytes(), self.smem.kv_block_bytes());
+        let desc_q = wgmma::desc_advance(self.desc_q, C::TILE.smem_q_offset(q));
         let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
         seq!(STEP in 0..8 {
             if STEP < head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
-                let desc_q = wgmma::desc_advance(self.desc_q, block * q_block_bytes + k_offset);
+                let desc_q = wgmma::desc_advance(desc_q, block * q_block_bytes + k_offset);
                 let desc_k = wgmma::desc_advance(desc_k, block * kv_block_bytes + k_offset);
                 unsafe { C::mma_qk(s, desc_q, desc_k, STEP > 0) };
             }
@@ -1030,12 +1038,12 @@ impl Warpgroup<'_> {
         }
     }
 
-    /// This warp is done with Q and the work slot: lane 0, which read the slot, arrives on q_empty (one arrival per
-    /// consumer warp).
+    /// This warp is done with Q buffer `q` and its work slot: lane 0, which read the slot, arrives on its q_empty
+    /// (one arrival per consumer warp).
     #[inline(always)]
-    fn release_q(&self) {
+    fn release_q(&self, q: u32) {
         if lane_id() == 0 {
-            unsafe { mbarrier::arrive(self.smem.q_empty()) };
+            unsafe { mbarrier::arrive(self.smem.q_empty(q)) };
         }
     }
 

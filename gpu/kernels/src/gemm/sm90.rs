@@ -48,7 +48,7 @@
 
 use core::marker::PhantomData;
 
-use oxtile_abi::raster::{Tile, TileScheduler};
+use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
 use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK};
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
@@ -59,9 +59,8 @@ use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{
-    atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, sreg, stmatrix, tma, trap, warp, wgmma,
-};
+use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
+use crate::bounded_wait;
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -100,21 +99,35 @@ trait Input {
 trait OutputElement {
     /// How one element is stored.
     type Bits: Copy;
+    /// A 16-column slice's eight values of one thread as [`OutputElement::stage_slice`] takes them: converted, and
+    /// packed in pairs where the type is 16-bit.
+    type Packed: Copy;
     /// Columns of D in one 128-byte row of a staging buffer: the width of the TMA-store epilogue's box and chunk.
     const BOX_COLUMNS: u32;
     fn to_f32(value: Self::Bits) -> f32;
     /// Writes `v0` at `at` and, when `second`, `v1` after it. `at` is aligned to two elements when `ldd_even`
     /// (see [`Epilogue::store_pair`]): then a pair goes out as one store of twice the element's width.
     unsafe fn store(at: *mut Self::Bits, v0: f32, v1: f32, second: bool, ldd_even: bool);
+    /// This thread's values 0..8 of a slice's m64n16 accumulator fragment ([`SLICE_ACCUMULATOR`]), scaled, as the
+    /// staging functions take them.
+    fn pack(values: [f32; 8]) -> Self::Packed;
     /// Writes a 16-column slice of a consumer warpgroup's 64 rows into a staging buffer (64 rows × 128 bytes in
-    /// the 128-byte swizzled layout TMA stores from): `values` are this thread's values 0..8 of the slice's m64n16
-    /// accumulator fragment ([`SLICE_ACCUMULATOR`]), scaled, and `column` (a multiple of 16) is where the slice
-    /// starts in the buffer.
+    /// the 128-byte swizzled layout TMA stores from): `values` are [`OutputElement::pack`]'s, and `column` (a
+    /// multiple of 16) is where the slice starts in the buffer.
     ///
     /// # Safety
     /// The whole warpgroup calls it together, `thread` being the caller's index in it; `buffer` is a
     /// 1024-byte aligned staging buffer that no TMA store still reads.
-    unsafe fn stage_slice(buffer: u32, values: [f32; 8], thread: u32, column: u32);
+    unsafe fn stage_slice(buffer: u32, values: Self::Packed, thread: u32, column: u32);
+    /// The symmetric GEMM's mirrored tile: writes the transpose of this thread's warp's 16 rows of the slice into
+    /// the warp's part of a staging buffer, `part`: [`Self::BOX_COLUMNS`] rows (the chunk's columns) of 16 elements
+    /// (the warp's rows), unswizzled, 32 or 64 bytes apart — the box of D's mirror map. `column` (a multiple of 16) is
+    /// where the slice starts in the chunk.
+    ///
+    /// # Safety
+    /// The whole warp calls it together, `thread` being the caller's index in its warpgroup; `part` is 256-byte
+    /// aligned with 2 KiB that no TMA store still reads.
+    unsafe fn stage_slice_transposed(part: u32, values: Self::Packed, thread: u32, column: u32);
 }
 
 /// The m64n16k16 accumulator fragment, (thread, value) → column-major index in the 64×16 block: the layout of
@@ -130,6 +143,21 @@ unsafe fn stage_slice_16bit(buffer: u32, pairs: [u32; 4], thread: u32, column: u
     let address = buffer + SW128_64X64_B16.crd2idx_u32(&[16 * warp + row, column + column_in_slice]);
     unsafe { stmatrix::store_x4(address, pairs) };
 }
+
+/// Writes the transpose of a warp's 16×16 block of a 16-bit slice with one `stmatrix.x4.trans`: matrix `i` covers
+/// the block's rows 8·(i % 2) .. and columns 8·(i / 2) .. (see [`stage_slice_16bit`]); stored transposed, memory row
+/// `r` of it receives the matrix's column `r`, so lane `8i + r` gives the address of row `column + 8·(i / 2) + r` of
+/// the transposed part (32-byte rows), at its 16-byte half `i % 2`.
+#[inline(always)]
+unsafe fn stage_slice_16bit_transposed(part: u32, pairs: [u32; 4], thread: u32, column: u32) {
+    let lane = thread % 32;
+    let (matrix, row) = (lane / 8, lane % 8);
+    let address = part + (column + 8 * (matrix / 2) + row) * MIRROR_ROW_BYTES_16BIT + 16 * (matrix % 2);
+    unsafe { stmatrix::store_x4_trans(address, pairs) };
+}
+
+/// Bytes of one row of a warp's transposed part for a 16-bit output: its 16 elements (the warp's rows).
+const MIRROR_ROW_BYTES_16BIT: u32 = 2 * GemmTile::STORE_BOX_ROWS;
 
 // `stmatrix.x4` puts register `i` of lane `l` at (row l / 4, columns 2·(l % 4), +1) of matrix `i`, matrix `i`
 // covering rows 8·(i % 2) .. and columns 8·(i / 2) .. of the warp's 16×16 block: for every lane of warp 0 this is
@@ -153,6 +181,13 @@ const _: () = {
 struct Bf16;
 struct F16;
 struct F32;
+
+/// Bytes of one row of a warp's transposed part for an f32 output: its 16 elements (the warp's rows).
+const MIRROR_ROW_BYTES_F32: u32 = 4 * GemmTile::STORE_BOX_ROWS;
+// A warp's transposed part of a chunk fills its quarter of a staging buffer, for either element size: 64 rows of 32
+// bytes (16-bit), 32 rows of 64 bytes (f32).
+const _: () = assert!(64 * MIRROR_ROW_BYTES_16BIT == GemmTile::STORE_BOX_ROWS * GemmTile::STAGING_ROW_BYTES);
+const _: () = assert!(32 * MIRROR_ROW_BYTES_F32 == GemmTile::STORE_BOX_ROWS * GemmTile::STAGING_ROW_BYTES);
 
 impl Input for Bf16 {
     #[inline(always)]
@@ -229,6 +264,7 @@ unsafe fn store_16bit(at: *mut u16, packed: u32, second: bool, ldd_even: bool) {
 
 impl OutputElement for Bf16 {
     type Bits = u16;
+    type Packed = [u32; 4];
     const BOX_COLUMNS: u32 = 64;
     #[inline(always)]
     fn to_f32(value: u16) -> f32 {
@@ -239,14 +275,22 @@ impl OutputElement for Bf16 {
         unsafe { store_16bit(at, convert::pack_bf16x2(v0, v1), second, ldd_even) }
     }
     #[inline(always)]
-    unsafe fn stage_slice(buffer: u32, v: [f32; 8], thread: u32, column: u32) {
-        let pairs = [0, 1, 2, 3].map(|i| convert::pack_bf16x2(v[2 * i], v[2 * i + 1]));
+    fn pack(v: [f32; 8]) -> [u32; 4] {
+        [0, 1, 2, 3].map(|i| convert::pack_bf16x2(v[2 * i], v[2 * i + 1]))
+    }
+    #[inline(always)]
+    unsafe fn stage_slice(buffer: u32, pairs: [u32; 4], thread: u32, column: u32) {
         unsafe { stage_slice_16bit(buffer, pairs, thread, column) }
+    }
+    #[inline(always)]
+    unsafe fn stage_slice_transposed(part: u32, pairs: [u32; 4], thread: u32, column: u32) {
+        unsafe { stage_slice_16bit_transposed(part, pairs, thread, column) }
     }
 }
 
 impl OutputElement for F16 {
     type Bits = u16;
+    type Packed = [u32; 4];
     const BOX_COLUMNS: u32 = 64;
     #[inline(always)]
     fn to_f32(value: u16) -> f32 {
@@ -257,14 +301,22 @@ impl OutputElement for F16 {
         unsafe { store_16bit(at, convert::pack_f16x2(v0, v1), second, ldd_even) }
     }
     #[inline(always)]
-    unsafe fn stage_slice(buffer: u32, v: [f32; 8], thread: u32, column: u32) {
-        let pairs = [0, 1, 2, 3].map(|i| convert::pack_f16x2(v[2 * i], v[2 * i + 1]));
+    fn pack(v: [f32; 8]) -> [u32; 4] {
+        [0, 1, 2, 3].map(|i| convert::pack_f16x2(v[2 * i], v[2 * i + 1]))
+    }
+    #[inline(always)]
+    unsafe fn stage_slice(buffer: u32, pairs: [u32; 4], thread: u32, column: u32) {
         unsafe { stage_slice_16bit(buffer, pairs, thread, column) }
+    }
+    #[inline(always)]
+    unsafe fn stage_slice_transposed(part: u32, pairs: [u32; 4], thread: u32, column: u32) {
+        unsafe { stage_slice_16bit_transposed(part, pairs, thread, column) }
     }
 }
 
 impl OutputElement for F32 {
     type Bits = f32;
+    type Packed = [f32; 8];
     const BOX_COLUMNS: u32 = 32;
     #[inline(always)]
     fn to_f32(value: f32) -> f32 {
@@ -279,6 +331,22 @@ impl OutputElement for F32 {
             let (row, column_in_slice) = (index % 64, index / 64);
             let address = buffer + SW128_64X32_B32.crd2idx_u32(&[row, column + column_in_slice]);
             unsafe { smem::store_f32x2(address, v[2 * PAIR], v[2 * PAIR + 1]) };
+        });
+    }
+    #[inline(always)]
+    fn pack(values: [f32; 8]) -> [f32; 8] {
+        values
+    }
+    /// No transposing `stmatrix` for 32-bit elements: one 4-byte store per value at (its column, its row within the
+    /// warp's 16) of the part's 64-byte rows. A warp's store touches 8 rows × 4 columns: 4-way bank conflicts, on the
+    /// f32 symmetric epilogue only.
+    #[inline(always)]
+    unsafe fn stage_slice_transposed(part: u32, v: [f32; 8], thread: u32, column: u32) {
+        seq!(VALUE in 0..8 {
+            let index = SLICE_ACCUMULATOR.crd2idx_u32(&[thread, VALUE]);
+            let (row, column_in_slice) = (index % GemmTile::STORE_BOX_ROWS, index / 64);
+            let address = part + (column + column_in_slice) * MIRROR_ROW_BYTES_F32 + 4 * row;
+            unsafe { smem::store_u32(address, v[VALUE].to_bits()) };
         });
     }
     /// A pair is one 8-byte store: the f32 epilogue writes twice the bytes of the 16-bit one, in as many
@@ -319,12 +387,15 @@ trait Config {
     /// Pins every accumulator after a `wgmma::wait_group` ([`wgmma::fence_operands`]).
     fn fence(acc: &mut Self::Fragment);
     /// Writes the fragments of the warpgroup whose `consumer_rows` × N block starts at (`row0`, `col0`) straight
-    /// from registers to D.
-    unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32);
+    /// from registers to D, and with `mirror` (the symmetric GEMM's tiles above the diagonal) each value again at
+    /// its transposed place.
+    unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32, mirror: bool);
     /// Writes the same block through the TMA-store epilogue: 128-byte column chunks of 64 rows, each staged in
     /// shared memory by the warpgroup and stored by TMA ([`Staging`]). `tile_index` counts the tiles this
-    /// warpgroup has written before, which keeps the staging buffers alternating across tiles.
-    unsafe fn store_staged(
+    /// warpgroup has written before, which keeps the staging buffers alternating across tiles. `SYMMETRIC`: D is a
+    /// stack (3-D tensor maps) and every chunk is followed by its transposed store, issued only with `mirror`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn store_staged<const SYMMETRIC: bool>(
         acc: &Self::Fragment,
         out: &Epilogue<Self::Output>,
         staging: &Staging,
@@ -332,6 +403,7 @@ trait Config {
         col0: u32,
         thread: u32,
         tile_index: u32,
+        mirror: bool,
     );
     /// Stream-K: stores the warpgroup's f32 accumulators, unscaled, to its part of a workspace slot at `part`
     /// ([`StreamKArgs`]), in the fragment's own order: vector `j` (accumulators 4j .. 4j + 4 of the fragments one after
@@ -367,7 +439,8 @@ macro_rules! config {
 
             /// [`Config::store_staged`] with the scaling fixed ([`Scaling`]).
             #[inline(always)]
-            unsafe fn stage_tile<const SCALING: u32>(
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn stage_tile<const SCALING: u32, const SYMMETRIC: bool>(
                 acc: &[[f32; $regs]; $rows],
                 out: &Epilogue<O>,
                 staging: &Staging,
@@ -375,14 +448,21 @@ macro_rules! config {
                 col0: u32,
                 thread: u32,
                 tile_index: u32,
+                mirror: bool,
             ) {
                 const SLICE_COLUMNS: u32 = 16;
                 let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
                 let chunks_per_row_block = 8 * $blocks / O::BOX_COLUMNS;
+                // The symmetric GEMM keeps a chunk's slices until its own store is issued, then stages their
+                // transpose into the other buffer (the previous transposed chunk's store is done reading it by then).
+                let mut kept = [O::pack([0.0; 8]); 4];
                 seq!(ROWS in 0..$rows {
                     seq!(SLICE in 0..16 {
                         if SLICE < $blocks / 2 {
-                            let chunk = (tile_index * $rows + ROWS) * chunks_per_row_block + SLICE / slices_per_chunk;
+                            let chunk_index =
+                                (tile_index * $rows + ROWS) * chunks_per_row_block + SLICE / slices_per_chunk;
+                            // With a mirror, chunk c goes through buffer 2c's and its transpose through 2c + 1's.
+                            let chunk = if SYMMETRIC { 2 * chunk_index } else { chunk_index };
                             let fragment = &acc[ROWS];
                             let mut values = [0.0f32; 8];
                             seq!(PAIR in 0..4 {
@@ -398,10 +478,27 @@ macro_rules! config {
                                 };
                             });
                             let column_in_chunk = (SLICE % slices_per_chunk) * SLICE_COLUMNS;
-                            unsafe { O::stage_slice(staging.buffer(chunk), values, thread, column_in_chunk) };
+                            let packed = O::pack(values);
+                            unsafe { O::stage_slice(staging.buffer(chunk), packed, thread, column_in_chunk) };
+                            if SYMMETRIC {
+                                kept[(SLICE % slices_per_chunk) as usize] = packed;
+                            }
                             if SLICE % slices_per_chunk == slices_per_chunk - 1 {
                                 let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
-                                unsafe { staging.store(chunk, out, row0 + 64 * ROWS, chunk_column) };
+                                let chunk_row = row0 + 64 * ROWS;
+                                unsafe { staging.store::<O, SYMMETRIC>(chunk, out, chunk_row, chunk_column) };
+                                if SYMMETRIC {
+                                    if mirror {
+                                        let part = staging.warp_part(chunk + 1);
+                                        seq!(KEPT in 0..4 {
+                                            if KEPT < slices_per_chunk {
+                                                let column = KEPT * SLICE_COLUMNS;
+                                                unsafe { O::stage_slice_transposed(part, kept[KEPT as usize], thread, column) };
+                                            }
+                                        });
+                                    }
+                                    unsafe { staging.store_mirror(chunk + 1, out, chunk_row, chunk_column, mirror) };
+                                }
                             }
                         }
                     });
@@ -441,7 +538,7 @@ macro_rules! config {
             }
 
             #[inline(always)]
-            unsafe fn store(acc: &Self::Fragment, out: &Epilogue<O>, row0: u32, col0: u32, thread: u32) {
+            unsafe fn store(acc: &Self::Fragment, out: &Epilogue<O>, row0: u32, col0: u32, thread: u32, mirror: bool) {
                 seq!(ROWS in 0..$rows {
                     seq!(PAIR in 0..$blocks {
                         seq!(HALF in 0..2 {
@@ -450,6 +547,9 @@ macro_rules! config {
                             let fragment = &acc[ROWS];
                             let (v0, v1) = (fragment[4 * PAIR + 2 * HALF], fragment[4 * PAIR + 2 * HALF + 1]);
                             unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
+                            if mirror {
+                                unsafe { out.store_pair_mirrored(row0 + row, col0 + col, v0, v1) };
+                            }
                         });
                     });
                 });
@@ -458,7 +558,7 @@ macro_rules! config {
             /// Slice by slice (16 columns: a `stmatrix.x4` or four `st.shared.v2` per thread); after the last slice
             /// of each 128-byte chunk the chunk goes to TMA. The fragment is still only indexed by constants.
             #[inline(always)]
-            unsafe fn store_staged(
+            unsafe fn store_staged<const SYMMETRIC: bool>(
                 acc: &Self::Fragment,
                 out: &Epilogue<O>,
                 staging: &Staging,
@@ -466,20 +566,22 @@ macro_rules! config {
                 col0: u32,
                 thread: u32,
                 tile_index: u32,
+                mirror: bool,
             ) {
                 // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta no
                 // value needs its coordinates, and with alpha = 1 none needs a multiply.
+                let (index, m) = (tile_index, mirror);
                 unsafe {
                     match (out.beta != 0.0, out.alpha != 1.0) {
-                        (false, false) => {
-                            Self::stage_tile::<{ Scaling::COPY }>(acc, out, staging, row0, col0, thread, tile_index)
-                        }
-                        (false, true) => {
-                            Self::stage_tile::<{ Scaling::ALPHA }>(acc, out, staging, row0, col0, thread, tile_index)
-                        }
-                        (true, _) => {
-                            Self::stage_tile::<{ Scaling::BLEND }>(acc, out, staging, row0, col0, thread, tile_index)
-                        }
+                        (false, false) => Self::stage_tile::<{ Scaling::COPY }, SYMMETRIC>(
+                            acc, out, staging, row0, col0, thread, index, m,
+                        ),
+                        (false, true) => Self::stage_tile::<{ Scaling::ALPHA }, SYMMETRIC>(
+                            acc, out, staging, row0, col0, thread, index, m,
+                        ),
+                        (true, _) => Self::stage_tile::<{ Scaling::BLEND }, SYMMETRIC>(
+                            acc, out, staging, row0, col0, thread, index, m,
+                        ),
                     }
                 }
             }
@@ -586,10 +688,14 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     /// held: the rows of D they feed lie outside D and are never stored. (TMA's zero fill of rows past the
     /// matrix is not free: at M = 192 it slowed the 128×128 tile by a third, docs/perf-notes.md, GEMM sm90 v14.)
     ///
+    /// With `matrix`, the maps are 3-D (a stack of matrices, the symmetric GEMM's) and the boxes come from that
+    /// matrix; the rows and k indices past its edges arrive as zeros, none from its neighbour.
+    ///
     /// # Safety
     /// `map` is this operand's tensor map, with boxes of 64 k × `rows` (K-major) or 64 × 64 (MN-major); for a K-major
     /// operand with `valid` < `rows`, `tail_map` is the same map with boxes of `valid` rows rounded up to 8; `dst`
-    /// has room for `rows × 128` bytes, 1024-byte aligned; `bar` expects [`Operand::bytes`]`(rows, valid)`.
+    /// has room for `rows × 128` bytes, 1024-byte aligned; `bar` expects [`Operand::bytes`]`(rows, valid)`. With
+    /// `matrix` the maps are 3-D with boxes one matrix deep and `multicast` is `None`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn load(
@@ -602,10 +708,12 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
         valid: u32,
         bar: u32,
         multicast: Option<u16>,
+        matrix: Option<u32>,
     ) {
-        let load_box = |dst: u32, map: u64, x: u32, y: u32| match multicast {
-            Some(mask) => unsafe { tma::load_2d_multicast(dst, map, x as i32, y as i32, bar, mask) },
-            None => unsafe { tma::load_2d(dst, map, x as i32, y as i32, bar) },
+        let load_box = |dst: u32, map: u64, x: u32, y: u32| match (multicast, matrix) {
+            (Some(mask), _) => unsafe { tma::load_2d_multicast(dst, map, x as i32, y as i32, bar, mask) },
+            (None, Some(z)) => unsafe { tma::load_3d(dst, map, x as i32, y as i32, z as i32, bar) },
+            (None, None) => unsafe { tma::load_2d(dst, map, x as i32, y as i32, bar) },
         };
         if MN_MAJOR == K {
             if valid >= rows {
@@ -676,11 +784,33 @@ macro_rules! gemm_kernels {
             oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             tile_config!($tile, element!($input), element!($output)),
             majorness!($layout),
+            TileScheduler,
             config = oxtile_abi::GemmConfig {
                 tile: oxtile_abi::$tile,
                 cluster: $cluster,
                 share: share_of!($share),
                 stream_k: $stream_k,
+                symmetric: false,
+            }
+        );)*
+    };
+}
+
+/// Defines every kernel of the symmetric GEMM table (`oxtile_abi::for_each_gemm_sm90_symmetric!`) as
+/// [`gemm_kernels!`] does the general one's: the same data path over the triangular tile order.
+macro_rules! symmetric_gemm_kernels {
+    ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
+        $(gemm_kernel!(
+            oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
+            tile_config!($tile, element!($input), element!($output)),
+            majorness!($layout),
+            TriangularScheduler,
+            config = oxtile_abi::GemmConfig {
+                tile: oxtile_abi::$tile,
+                cluster: $cluster,
+                share: share_of!($share),
+                stream_k: $stream_k,
+                symmetric: true,
             }
         );)*
     };
@@ -695,10 +825,10 @@ macro_rules! share_of {
 
 /// Defines one exported kernel over [`gemm`], its parameters those of `oxtile_abi::gemm_sm90_params!`.
 macro_rules! gemm_kernel {
-    ($name:expr, $config:ty, $majorness:expr, config = $table:expr) => {
+    ($name:expr, $config:ty, $majorness:expr, $order:ty, config = $table:expr) => {
         const _: () = {
             const CONFIG: oxtile_abi::GemmConfig = $table;
-            oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness) }
+            oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness, $order) }
             // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the table's.
             crate::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
             assert!(GemmTile::MAX_THREADS == 384);
@@ -710,7 +840,7 @@ macro_rules! gemm_kernel {
 /// [`gemm_kernel!`]'s function: one parameter per field of the list, in its order, gathered into a local struct of the
 /// same names (tensor maps left out: they are never read in Rust, see [`tma::TensorMap`]).
 macro_rules! gemm_kernel_fn {
-    (($name:expr, $config:ty, $majorness:expr) $($(#[$doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+    (($name:expr, $config:ty, $majorness:expr, $order:ty) $($(#[$doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`gemm`]: this instantiation's configuration, operand majorness (a, b) and cluster size are those of its
         /// row of the GEMM table.
         ///
@@ -736,7 +866,19 @@ macro_rules! gemm_kernel_fn {
                 a_tail: tma::param_address!(name = $name, 2),
             };
             let (m, n, ldd, alpha, beta) = (params.m, params.n, params.ldd, params.alpha, params.beta);
-            let out = Epilogue { d: params.d.cast(), tensor_map: params.tensor_map_d, ldd, m, n, alpha, beta };
+            let out = Epilogue {
+                d: params.d.cast(),
+                tensor_map: params.tensor_map_d,
+                mirror_map: if CONFIG.symmetric { params.tensor_map_d_mirror } else { 0 },
+                ldd,
+                m,
+                n,
+                alpha,
+                beta,
+                matrix: 0,
+            };
+            // The general GEMM is one matrix whatever the parameter says.
+            let batch = if CONFIG.symmetric { params.batch } else { 1 };
             let stream_k = if CONFIG.stream_k {
                 StreamKArgs { partials: params.partials, flags: params.flags, sk_tiles: params.sk_tiles }
             } else {
@@ -745,9 +887,16 @@ macro_rules! gemm_kernel_fn {
             const MAJORNESS: (u32, u32) = $majorness;
             const SHARE: u32 = share_value(CONFIG.share);
             unsafe {
-                gemm::<$config, { MAJORNESS.0 }, { MAJORNESS.1 }, { CONFIG.cluster }, SHARE, { CONFIG.stream_k }>(
-                    maps, params.k, out, stream_k,
-                )
+                gemm::<
+                    $config,
+                    $order,
+                    { MAJORNESS.0 },
+                    { MAJORNESS.1 },
+                    { CONFIG.cluster },
+                    SHARE,
+                    { CONFIG.stream_k },
+                    { CONFIG.symmetric },
+                >(maps, params.k, batch, out, stream_k)
             }
         }
     };
@@ -774,9 +923,12 @@ const fn check_config<C: Config>(config: oxtile_abi::GemmConfig) {
         (GemmSchedule::Cooperative, GemmSchedule::Cooperative) | (GemmSchedule::PingPong, GemmSchedule::PingPong)
     ));
     assert!(row.threads() <= GemmTile::MAX_THREADS);
+    // The symmetric epilogue's transposed parts fill a staging buffer's warp quarters ([`Staging::warp_part`]).
+    assert!(!config.symmetric || (device.stores_through_tma() && device.staging_buffers == STAGING_BUFFERS));
 }
 
 oxtile_abi::for_each_gemm_sm90_kernel! { gemm_kernels }
+oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_gemm_kernels }
 
 /// Generic addresses of the operand tensor maps a kernel was launched with (kernel parameters): A's, B's, and A's
 /// with the boxes of its last tile row ([`Operand::load`]).
@@ -834,17 +986,25 @@ struct Work {
 /// "blocks" are clusters: both blocks of a cluster walk the same units in the same order, as the data-parallel
 /// cluster kernels walk the same tiles, each block computing (and storing partials of) its own tile of the pair.
 /// Without `STREAM_K` the loops are the plain persistent ones, with no stream-K code in them.
+///
+/// `S` is the order of the tiles: the full grouped one ([`TileScheduler`]), or with `SYMMETRIC` the upper triangle of
+/// each of `batch` square outputs ([`TriangularScheduler`]). Then every operand and output map is 3-D (a stack of
+/// matrices, the box one matrix deep) and a tile above the diagonal is stored twice: as it is and transposed (D is
+/// symmetric, by the caller's promise, so D(j, i) = D(i, j)ᵀ for tiles (i, j)).
 #[inline(always)]
 unsafe fn gemm<
     C: Config,
+    S: TileOrder,
     const MN_MAJOR_A: u32,
     const MN_MAJOR_B: u32,
     const CLUSTER: u32,
     const SHARE: u32,
     const STREAM_K: bool,
+    const SYMMETRIC: bool,
 >(
     maps: OperandMaps,
     k: u32,
+    batch: u32,
     out: Epilogue<C::Output>,
     stream_k: StreamKArgs,
 ) {
@@ -855,6 +1015,7 @@ unsafe fn gemm<
         let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative);
         assert!(!STREAM_K || (cooperative && (CLUSTER == 1 || SHARE == SHARE_B)));
         assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
+        assert!(!SYMMETRIC || (CLUSTER == 1 && !STREAM_K && C::TILE.tile_m == C::TILE.tile_n));
     }
     // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
     let (cluster_m, cluster_n) = if SHARE == SHARE_A { (1, CLUSTER) } else { (CLUSTER, 1) };
@@ -900,11 +1061,11 @@ unsafe fn gemm<
     }
 
     // Work items are cluster tiles: CLUSTER adjacent output tiles.
-    let scheduler = TileScheduler::new(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n);
+    let scheduler = S::for_output(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n, batch);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
     // The host computed `sk_tiles` from the same cluster tiles, k-tiles and clusters (`StreamK::split`).
-    let schedule = StreamK::new(scheduler.tiles(), k_tiles, stride, stream_k.sk_tiles);
+    let schedule = StreamK::new(scheduler.items(), k_tiles, stride, stream_k.sk_tiles);
     let (rank_m, rank_n) = if SHARE == SHARE_A { (0, rank) } else { (rank, 0) };
     let a_share = if SHARE == SHARE_A { CLUSTER } else { 1 };
     let b_share = if SHARE == SHARE_B { CLUSTER } else { 1 };
@@ -943,6 +1104,7 @@ unsafe fn gemm<
                 }
                 let stage_bytes = a_bytes + tile.smem_b_bytes();
                 let b_row = (work.n * cluster_n + rank_n) * tile.tile_n + b_rank * b_rows_per_block;
+                let matrix = if SYMMETRIC { Some(work.batch) } else { None };
                 for k_tile in k_begin..k_end {
                     let k0 = k_tile * tile.tile_k;
                     let (full, stage) = (smem.full(ring.stage), ring.stage);
@@ -952,10 +1114,11 @@ unsafe fn gemm<
                             mbarrier::arrive_expect_tx(full, stage_bytes);
                             let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
                             let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
-                            Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, a_rows, full, a_multicast);
+                            let (valid, multicast) = (a_rows, a_multicast);
+                            Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, valid, full, multicast, matrix);
                             let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
                             let (map, rows) = (maps.b, b_rows_per_block);
-                            Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast);
+                            Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast, matrix);
                         }
                     }
                     ring.advance();
@@ -963,10 +1126,10 @@ unsafe fn gemm<
             };
             if STREAM_K {
                 for unit in schedule.units(first) {
-                    load(scheduler.tile(unit.tile), unit.k_begin, unit.k_end);
+                    load(scheduler.item(unit.tile), unit.k_begin, unit.k_end);
                 }
             } else {
-                for work in scheduler.tiles_from(first, stride) {
+                for work in scheduler.visit(first, stride) {
                     load(work, 0, k_tiles);
                 }
             }
@@ -993,7 +1156,7 @@ unsafe fn gemm<
                 }
             }
         };
-        let turns = Turns { consumer, block_tiles: scheduler.tiles_from_count(first, stride) };
+        let turns = Turns { consumer, block_tiles: scheduler.visit_count(first, stride) };
         // The configuration has the TMA-store epilogue and the host could describe D by a tensor map.
         const { assert!(!C::TILE.stores_through_tma() || C::TILE.staging_buffers == STAGING_BUFFERS) };
         let staged = tile.stores_through_tma() && out.tensor_map != 0;
@@ -1063,10 +1226,17 @@ unsafe fn gemm<
             }
             let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
             let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
+            // A symmetric tile above the diagonal is stored transposed too; its matrix of the stack. The triangular
+            // order's loops leave ptxas unsure that the tile is the same in every lane, and the mirror's
+            // `stmatrix.trans` and warp barriers hang on it: broadcast from lane 0, it is provably warp-uniform (else
+            // ptxas guards every warp barrier of the epilogue with a divergence check).
+            let mirror = SYMMETRIC && warp::broadcast_first((work.tile.m != work.tile.n) as u32) != 0;
+            let out = if SYMMETRIC { Epilogue { matrix: work.tile.batch, ..out } } else { out };
             if staged {
-                unsafe { C::store_staged(&acc, &out, &staging, row0, col0, thread, epilogue_index) };
+                let index = epilogue_index;
+                unsafe { C::store_staged::<SYMMETRIC>(&acc, &out, &staging, row0, col0, thread, index, mirror) };
             } else {
-                unsafe { C::store(&acc, &out, row0, col0, thread) };
+                unsafe { C::store(&acc, &out, row0, col0, thread, mirror) };
             }
             true
         };
@@ -1074,13 +1244,13 @@ unsafe fn gemm<
             let mut epilogues = 0;
             for unit in schedule.units(first) {
                 let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
-                let work = Work { tile: scheduler.tile(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
+                let work = Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
                 if run(0, epilogues, work) {
                     epilogues += 1;
                 }
             }
         } else {
-            for (index, tile) in (0u32..).zip(scheduler.tiles_from(first, stride)) {
+            for (index, tile) in (0u32..).zip(scheduler.visit(first, stride)) {
                 run(index, index, Work { tile, tile_index: 0, k_begin: 0, k_end: k_tiles, role: Role::Whole });
             }
         }
@@ -1157,15 +1327,8 @@ impl Fixup {
     unsafe fn gather<C: Config>(&self, acc: &mut C::Fragment, tile_index: u32, first_peer: u32) {
         let flag = self.flag(tile_index);
         let expected = (self.owner - first_peer) * 32;
-        // The lanes leave the loop together (a warp vote), each having acquired the full count itself, so the warp
-        // stays converged for the partial loads and the epilogue's barriers. The wait is bounded, never a hang
-        // (stream_k::WAIT_LIMIT_NS); the timeout is voted too, so the warp traps as one.
-        let since = sreg::global_timer_ns();
-        while warp::any(unsafe { atomic::load_acquire_gpu(flag) } < expected) {
-            if warp::any(sreg::global_timer_ns().wrapping_sub(since) > stream_k::WAIT_LIMIT_NS) {
-                trap::trap();
-            }
-        }
+        // Bounded, and left by the whole warp at once (converged for the partial loads and the epilogue's barriers).
+        unsafe { bounded_wait::wait_at_least(flag, expected) };
         for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
@@ -1203,26 +1366,39 @@ impl Turns {
 }
 
 /// Where and how the epilogue writes: D (row-major, leading dimension `ldd`) clipped to M×N,
-/// D ← alpha·acc + beta·D.
+/// D ← alpha·acc + beta·D; for the symmetric GEMM, matrix `matrix` of a stack of them, `m·ldd` elements apart.
 struct Epilogue<O: OutputElement> {
     d: *mut O::Bits,
-    /// D's tensor map for the TMA-store epilogue, or 0.
+    /// D's tensor map for the TMA-store epilogue, or 0 (3-D for the symmetric GEMM).
     tensor_map: u64,
+    /// The symmetric GEMM's map for the transposed tiles (with `tensor_map`), else 0.
+    mirror_map: u64,
     ldd: u32,
     m: u32,
     n: u32,
     alpha: f32,
     beta: f32,
+    /// The matrix of the stack the current tile belongs to (0 for the general GEMM).
+    matrix: u32,
 }
 
+impl<O: OutputElement> Clone for Epilogue<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O: OutputElement> Copy for Epilogue<O> {}
+
 impl<O: OutputElement> Epilogue<O> {
-    /// The address of D[r, c].
+    /// The address of D[r, c] (of matrix `matrix`).
     ///
     /// # Safety
     /// (`r`, `c`) lies inside D.
     #[inline(always)]
     unsafe fn at(&self, r: u32, c: u32) -> *mut O::Bits {
-        unsafe { self.d.add(r as usize * self.ldd as usize + c as usize) }
+        let matrix = self.matrix as usize * self.m as usize * self.ldd as usize;
+        unsafe { self.d.add(matrix + r as usize * self.ldd as usize + c as usize) }
     }
 
     /// alpha·(v0, v1) + beta·(the old D at `at`, and after it when `second`).
@@ -1252,6 +1428,29 @@ impl<O: OutputElement> Epilogue<O> {
         let (v0, v1) = unsafe { self.blend(at, second, v0, v1) };
         // c is even and the base is aligned, so with an even `ldd` the pair is aligned to twice the element size.
         unsafe { O::store(at, v0, v1, second, self.ldd.is_multiple_of(2)) };
+    }
+
+    /// The symmetric GEMM's mirror of [`Epilogue::store_pair`]: the results for (`r`, `c`) and (`r`, `c + 1`) written
+    /// at (`c`, `r`) and (`c + 1`, `r`), whichever lie inside D, each blended with the old D where it is written (C is
+    /// symmetric by the caller's promise, so that is C(r, c)). Two scalar stores, 2 or 4 bytes each: the register
+    /// path runs only where D's rows cannot be described by a tensor map (n·bytes not a multiple of 16).
+    #[inline(always)]
+    unsafe fn store_pair_mirrored(&self, r: u32, c: u32, v0: f32, v1: f32) {
+        if r >= self.n || c >= self.m {
+            return;
+        }
+        unsafe { self.store_one(c, r, v0) };
+        if c + 1 < self.m {
+            unsafe { self.store_one(c + 1, r, v1) };
+        }
+    }
+
+    /// Writes alpha·`value` + beta·D[r, c] at (`r`, `c`), inside D.
+    #[inline(always)]
+    unsafe fn store_one(&self, r: u32, c: u32, value: f32) {
+        let at = unsafe { self.at(r, c) };
+        let (value, _) = unsafe { self.blend(at, false, value, 0.0) };
+        unsafe { O::store(at, value, 0.0, false, false) };
     }
 
     /// The results for columns `c` (even) and `c + 1` of row `r`, which may lie past D's edge: the TMA-store
@@ -1315,22 +1514,58 @@ impl Staging {
         self.buffers + (chunk % STAGING_BUFFERS) * self.buffer_bytes
     }
 
+    /// This warp's quarter of the buffer of chunk `chunk`: its 16 rows of a chunk, or its transposed part.
+    #[inline(always)]
+    fn warp_part(&self, chunk: u32) -> u32 {
+        self.buffer(chunk) + self.warp * GemmTile::STORE_BOX_ROWS * GemmTile::STAGING_ROW_BYTES
+    }
+
     /// Hands this warp's rows of chunk `chunk`, just written into [`Staging::buffer`] by its lanes, to TMA: the
     /// 16-row box at (`row` + 16·warp, `column`) of D, clipped at M×N; a box wholly outside D is not issued.
+    /// `STACKED`: D's map is 3-D and the box goes to matrix `out.matrix`.
     ///
     /// # Safety
     /// The whole warp calls it together, after writing its rows of the chunk.
     #[inline(always)]
-    unsafe fn store<O: OutputElement>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32) {
+    unsafe fn store<O: OutputElement, const STACKED: bool>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32) {
+        let warp_row = row + GemmTile::STORE_BOX_ROWS * self.warp;
+        let inside = warp_row < out.m && column < out.n;
+        unsafe { self.issue::<STACKED>(chunk, out.tensor_map, column, warp_row, out.matrix, inside) };
+    }
+
+    /// The symmetric GEMM's transposed store of chunk `chunk - 1` (at (`row`, `column`) of D): this warp's part of
+    /// chunk `chunk`, just written by [`OutputElement::stage_slice_transposed`], holds the transpose of its 16 rows,
+    /// which TMA stores at (`column`, `row` + 16·warp) of matrix `out.matrix` through the mirror map — when `issue`
+    /// (a tile above the diagonal) and the box is not wholly outside D. A group is committed either way, so chunk
+    /// numbers stay those of the buffers.
+    ///
+    /// # Safety
+    /// As [`Staging::store`].
+    #[inline(always)]
+    unsafe fn store_mirror<O: OutputElement>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32, issue: bool) {
+        let mirror_column = row + GemmTile::STORE_BOX_ROWS * self.warp;
+        let inside = issue && mirror_column < out.n && column < out.m;
+        unsafe { self.issue::<true>(chunk, out.mirror_map, mirror_column, column, out.matrix, inside) };
+    }
+
+    /// Has TMA store this warp's part of chunk `chunk` to (`x`, `y`) of `map` (of matrix `z` when `STACKED`) when
+    /// `inside`, commits a group either way and waits until the previous chunk's buffer is read.
+    ///
+    /// # Safety
+    /// As [`Staging::store`].
+    #[inline(always)]
+    unsafe fn issue<const STACKED: bool>(&self, chunk: u32, map: u64, x: u32, y: u32, z: u32, inside: bool) {
         // Each lane's writes must be visible to TMA (the async proxy) before the elected lane issues the store.
         smem::fence_proxy_async_shared();
         warp::sync();
-        let warp_row = row + GemmTile::STORE_BOX_ROWS * self.warp;
         if self.issuer {
-            if warp_row < out.m && column < out.n {
-                let rows_bytes = GemmTile::STORE_BOX_ROWS * GemmTile::STAGING_ROW_BYTES;
-                let src = self.buffer(chunk) + self.warp * rows_bytes;
-                unsafe { tma::store_2d(out.tensor_map, column as i32, warp_row as i32, src) };
+            if inside {
+                let src = self.warp_part(chunk);
+                if STACKED {
+                    unsafe { tma::store_3d(map, x as i32, y as i32, z as i32, src) };
+                } else {
+                    unsafe { tma::store_2d(map, x as i32, y as i32, src) };
+                }
             }
             // A group per chunk, empty where the box lies outside D, so that the wait below counts chunks.
             tma::commit_group();

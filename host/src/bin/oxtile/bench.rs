@@ -16,7 +16,7 @@ use oxtile::bench::inputs::InputPool;
 use oxtile::bench::report::{self, BenchObserver, Row, TurnRecord};
 use oxtile::bench::suite::{self, AttnShape, GemmShape};
 use oxtile::bench::sweep;
-use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, plot, timing};
+use oxtile::bench::{DeviceInfo, TimingConfig, TimingMode, copy, exp2, ns, plot, timing};
 use oxtile::types::{Dtype, GemmLayout};
 
 #[derive(clap::Args)]
@@ -36,6 +36,9 @@ enum What {
     Copy(CopyArgs),
     /// Exponential throughput: MUFU.EX2 only, the software exp2 polynomial only, and mixes (values in registers).
     Exp2(Exp2Args),
+    /// Muon's orthogonalization (issue 29): the symmetric GEMM against our full GEMM and cuBLASLt for the same
+    /// X·Xᵀ, then Gram Newton-Schulz against the standard iteration on our kernels.
+    Ns(NsArgs),
 }
 
 #[derive(clap::Args)]
@@ -227,6 +230,36 @@ struct CopyArgs {
 }
 
 #[derive(clap::Args)]
+struct NsArgs {
+    /// X·Xᵀ problems as NxK, comma-separated (default: 4096x4096,4096x14336,8192x8192,8192x28672,2048x8192).
+    #[arg(long, value_delimiter = ',', value_name = "NxK,...")]
+    gemm: Vec<String>,
+    /// Newton-Schulz stacks as BATCHxROWSxCOLUMNS, comma-separated (default: 1x4096x4096,1x4096x14336,
+    /// 1x14336x4096,1x2048x8192,4x2048x8192,1x8192x28672); `none` for none.
+    #[arg(long, value_delimiter = ',', value_name = "BxRxC,...")]
+    ns: Vec<String>,
+    /// Seed of the random inputs (default: fresh from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    #[command(flatten)]
+    timing: Timing,
+    #[command(flatten)]
+    output: Output,
+}
+
+/// `AxBx…` as numbers.
+fn parse_dims(text: &str, count: usize) -> oxtile::Result<Vec<usize>> {
+    let dims: Vec<usize> = text.split('x').filter_map(|d| d.trim().parse().ok()).collect();
+    if dims.len() != count {
+        return Err(oxtile::Error::BadArgument {
+            op: "bench ns",
+            message: format!("`{text}`: expected {count} numbers joined by x"),
+        });
+    }
+    Ok(dims)
+}
+
+#[derive(clap::Args)]
 struct Exp2Args {
     /// Iterations per launch; each thread computes 32 exponentials per iteration.
     #[arg(long, default_value_t = exp2::DEFAULT_ITERS, value_parser = clap::value_parser!(u32).range(1..))]
@@ -247,6 +280,7 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         What::Attn(args) => run_attn(args),
         What::Copy(args) => run_copy(args),
         What::Exp2(args) => run_exp2(args),
+        What::Ns(args) => run_ns(args),
     }
 }
 
@@ -660,5 +694,77 @@ fn run_exp2(args: &Exp2Args) -> oxtile::Result<ExitCode> {
         eprintln!("{failed} modes failed");
         return Ok(ExitCode::FAILURE);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_ns(args: &NsArgs) -> oxtile::Result<ExitCode> {
+    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
+    let info = DeviceInfo::query(&gpu)?;
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
+    let gemms: Vec<(usize, usize)> = if args.gemm.is_empty() {
+        ns::DEFAULT_GEMMS.to_vec()
+    } else if args.gemm == ["none"] {
+        Vec::new()
+    } else {
+        args.gemm.iter().map(|g| parse_dims(g, 2).map(|d| (d[0], d[1]))).collect::<oxtile::Result<_>>()?
+    };
+    let stacks: Vec<(usize, usize, usize)> = if args.ns.is_empty() {
+        ns::DEFAULT_NS.to_vec()
+    } else if args.ns == ["none"] {
+        Vec::new()
+    } else {
+        args.ns.iter().map(|s| parse_dims(s, 3).map(|d| (d[0], d[1], d[2]))).collect::<oxtile::Result<_>>()?
+    };
+    println!("{}", info.header());
+    println!("# {}", args.timing.describe());
+    println!(
+        "# bf16; symgemm: X·Xᵀ, TFLOP/s of the full product (2·n²·k), ratio: {}'s time over each row's",
+        ns::GEMM_BASELINE
+    );
+    println!(
+        "# ns: five Polar Express steps, TFLOP/s of the standard iteration, ratio: {}'s time over each row's (seed {seed})",
+        ns::NS_BASELINE
+    );
+    let pool = InputPool::new(seed);
+    let timing = args.timing.config();
+    let mut progress = Progress::new(gemms.len() * 3 + stacks.len() * 2);
+    let mut rows = Vec::new();
+    for &problem in &gemms {
+        match ns::bench_symmetric(&gpu, &pool, problem, &timing, &mut |step| progress.step(step)) {
+            Ok(problem_rows) => rows.extend(problem_rows),
+            Err(error) => {
+                let mut row = Row::new("symgemm", format!("{}x{}x{}", problem.0, problem.0, problem.1), "-");
+                row.error = Some(error.to_string());
+                rows.push(row);
+            }
+        }
+    }
+    for &stack in &stacks {
+        match ns::bench_newton_schulz(&gpu, &pool, stack, &timing, &mut |step| progress.step(step)) {
+            Ok(stack_rows) => rows.extend(stack_rows),
+            Err(error) => {
+                let mut row = Row::new("ns", format!("{}x{}x{}", stack.0, stack.1, stack.2), "-");
+                row.error = Some(error.to_string());
+                rows.push(row);
+            }
+        }
+    }
+    progress.finish();
+    merge_peers(&args.output, &mut rows, |row| row.op == "symgemm" || row.op == "ns")?;
+    // With torch's rows merged (scripts/torch_newton_schulz.py), each Newton-Schulz ratio is over torch's time.
+    let torch: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|r| r.op == "ns" && r.implementation == "torch-ns-standard")
+        .filter_map(|r| r.ms.map(|ms| (r.shape.clone(), ms)))
+        .collect();
+    for row in rows.iter_mut().filter(|r| r.op == "ns") {
+        if let Some((_, base)) = torch.iter().find(|(shape, _)| *shape == row.shape) {
+            row.ratio = row.ms.map(|ms| base / ms);
+        }
+    }
+    report::group_by_problem(&mut rows);
+    println!();
+    print!("{}", report::render_table(&rows, ns::GEMM_BASELINE));
+    write_outputs(&args.output, &rows, &format!("Symmetric GEMM and Newton-Schulz on {}", info.name))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,35 @@
+//! Waits of one block for counts other blocks of the same grid publish (the stream-K GEMM's partial tiles; next,
+//! a deterministic attention backward's turns), bounded in time so that a grid whose awaited blocks never run (not
+//! all resident: another process holding SMs under MPS, a smaller green context, a dispatch order the schedule did
+//! not assume) fails with an error instead of hanging.
+
+use oxtile_abi::stream_k::{POLLS_PER_CLOCK_READ, WAIT_LIMIT_NS};
+
+use crate::arch::{atomic, sreg, trap, warp};
+
+/// Waits until the u32 at `count` is at least `expected`, polled with acquire loads, and traps after
+/// [`WAIT_LIMIT_NS`]. The lanes of the warp leave together (a warp vote), each having acquired a large enough count
+/// itself, so the warp is converged after it for `.aligned` instructions and barriers. The clock starts at the first
+/// poll that finds the count short and is read again every [`POLLS_PER_CLOCK_READ`] polls: a wait that is already
+/// over reads no clock. The poll count is the same in every lane and so is the timeout, voted, so the warp traps as
+/// one. The host turns the trap into an error at its next synchronization.
+///
+/// # Safety
+/// `count` is a 4-byte aligned address in global memory; every lane of the warp calls this with the same `count`
+/// and `expected`.
+#[inline(always)]
+pub unsafe fn wait_at_least(count: *mut u32, expected: u32) {
+    let mut polls = 0u32;
+    let mut since = 0u64;
+    while warp::any(unsafe { atomic::load_acquire_gpu(count) } < expected) {
+        if polls % POLLS_PER_CLOCK_READ == 0 {
+            let now = sreg::global_timer_ns();
+            if polls == 0 {
+                since = now;
+            } else if warp::any(now.wrapping_sub(since) > WAIT_LIMIT_NS) {
+                trap::trap();
+            }
+        }
+        polls = polls.wrapping_add(1);
+    }
+}

@@ -1,0 +1,401 @@
+//! The symmetric GEMM: D = alpha·A·B + beta·C for a stack of n×n outputs D that the caller promises are symmetric
+//! (A·B and C both), on the Hopper GEMM data path with the triangular tile order (gpu/kernels/src/gemm/sm90.rs,
+//! `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal are computed, each stored
+//! as it is and, above the diagonal, transposed. About half the tensor work of the full product.
+//!
+//! Layouts ([`GemmLayout`]): `tn` (A row-major n×k, B column-major k×n): X·Xᵀ from one row-major n×k X passed as both
+//! A and B, and A·B of two symmetric n×n matrices (a symmetric B read column-major is itself); `nt` (A column-major,
+//! B row-major): Xᵀ·X from one row-major k×n X passed as both. The operands and D are stacks of `batch` matrices, each
+//! packed (leading dimension its row length) right after the one before.
+//!
+//! beta·C: [`gemm_symmetric`] reads D's old contents as C (as [`super::gemm::gemm`] does);
+//! [`gemm_symmetric_with_c`] takes a separate C, copied into D on the stream first (a device-to-device copy of
+//! D's bytes; the kernel then blends in place). Only the upper triangle's tiles of C are read, so C must be symmetric
+//! as well.
+
+use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+use oxtile_abi::raster::TriangularScheduler;
+use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
+
+use super::gemm::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order, check_layout};
+use super::{check_context, check_disjoint};
+use crate::error::{Error, Result};
+pub use crate::kernels::SymmetricVariant;
+use crate::kernels::{self, GemmSymmetricKernel};
+use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
+use crate::tma::{self, Tile3d};
+
+const OP: &str = "gemm_symmetric";
+
+/// The problem: a stack of `batch` products A·B, A `a.0 × a.1` and B `b.0 × b.1` as the product reads them (rows ×
+/// columns, whatever their storage order). The output is `a.0 × b.1` and must be square; `a.1` must be `b.0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymmetricShape {
+    pub batch: usize,
+    pub a: (usize, usize),
+    pub b: (usize, usize),
+}
+
+impl SymmetricShape {
+    /// `batch` products of an n×k A and a k×n B (X·Xᵀ for an n×k X, or Xᵀ·X for a k×n one).
+    pub fn new(batch: usize, n: usize, k: usize) -> Self {
+        SymmetricShape { batch, a: (n, k), b: (k, n) }
+    }
+
+    /// The output's side.
+    pub fn n(&self) -> usize {
+        self.a.0
+    }
+
+    /// The inner dimension.
+    pub fn k(&self) -> usize {
+        self.a.1
+    }
+
+    /// Checks the shape: a square output, matching inner dimensions, every extent from 1 to 2^31 − 1.
+    pub fn check(&self) -> Result<()> {
+        let SymmetricShape { batch, a, b } = *self;
+        if a.0 != b.1 {
+            return Err(Error::NotSquare { op: OP, rows: a.0, columns: b.1 });
+        }
+        if a.1 != b.0 {
+            return Err(Error::InnerMismatch { op: OP, a_rows: a.0, a_columns: a.1, b_rows: b.0, b_columns: b.1 });
+        }
+        let limit = i32::MAX as usize;
+        if [batch, a.0, a.1].iter().any(|&d| d == 0 || d > limit) {
+            return Err(Error::bad_argument(
+                OP,
+                format!("batch {batch}, n {}, k {}: each must be 1 to 2^31 - 1", a.0, a.1),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The layout (tn or nt), the epilogue's scalars and the kernel variant. The default is tn with D = A·B.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SymmetricOptions {
+    pub layout: GemmLayout,
+    pub alpha: f32,
+    pub beta: f32,
+    pub variant: SymmetricVariant,
+}
+
+impl Default for SymmetricOptions {
+    fn default() -> Self {
+        SymmetricOptions { layout: GemmLayout::Tn, alpha: 1.0, beta: 0.0, variant: SymmetricVariant::Auto }
+    }
+}
+
+impl SymmetricVariant {
+    /// [`SymmetricVariant::Auto`]'s choice: the ping-pong tile (its epilogue, twice the stores here, hidden under the
+    /// other consumer's main loop) for 16-bit outputs, the cooperative 128×128 tile for f32 (the ping-pong tile has
+    /// no f32 kernels). Concrete variants resolve to themselves.
+    pub fn resolve(self, output_bytes: usize) -> SymmetricVariant {
+        match self {
+            SymmetricVariant::Auto if output_bytes == 2 => SymmetricVariant::SymmetricPingPong,
+            SymmetricVariant::Auto => SymmetricVariant::SymmetricSquare,
+            chosen => chosen,
+        }
+    }
+}
+
+/// Whether the kernel stores D through TMA (and its transposed tiles through the mirror map): D's rows 16 bytes
+/// apart. Otherwise both halves are stored from registers.
+pub fn symmetric_tma_store(n: usize, output_bytes: usize) -> bool {
+    (n * output_bytes).is_multiple_of(16)
+}
+
+/// The number of elements a buffer of a stack must hold, checked: fewer is [`Error::BufferTooSmall`], more (or a
+/// count that is no whole stack) [`Error::BatchMismatch`].
+fn check_stack(what: &'static str, elements: usize, batch: usize, per_matrix: usize) -> Result<()> {
+    let needed = batch * per_matrix;
+    if elements < needed {
+        Err(Error::BufferTooSmall { op: OP, what, elements, batch, per_matrix })
+    } else if elements != needed {
+        Err(Error::BatchMismatch { op: OP, what, elements, batch, per_matrix })
+    } else {
+        Ok(())
+    }
+}
+
+/// A 3-D map over a stack of row-major `rows × columns` matrices: dims (columns, rows, batch). The kernels' 3-D TMA
+/// instructions need a map of rank 3.
+fn stack_map(
+    data_type: CUtensorMapDataType,
+    address: u64,
+    (rows, columns, batch): (usize, usize, usize),
+    (box_rows, box_columns): (u32, u32),
+) -> Tile3d {
+    let (rows, columns, batch) = (rows as u64, columns as u64, batch as u64);
+    Tile3d {
+        data_type,
+        address,
+        dims: [columns, rows, batch],
+        strides: [columns, rows * columns],
+        boxes: [box_columns, box_rows, 1],
+    }
+}
+
+/// One operand's map over its stack: K-major (`k_major`, stored as mn rows of k) with boxes of `box_mn` rows × 64 k,
+/// or MN-major (stored as k rows of mn) with boxes of 64 × 64 (as the general GEMM's `operand_map`).
+fn operand_map(
+    data_type: CUtensorMapDataType,
+    address: u64,
+    k_major: bool,
+    (mn, k, batch): (usize, usize, usize),
+    box_mn: u32,
+) -> Tile3d {
+    const SWIZZLE_ROW: u32 = GemmTile::MN_BOX;
+    if k_major {
+        stack_map(data_type, address, (mn, k, batch), (box_mn, SWIZZLE_ROW))
+    } else {
+        stack_map(data_type, address, (k, mn, batch), (SWIZZLE_ROW, SWIZZLE_ROW))
+    }
+}
+
+/// D = alpha·A·B + beta·D over the stack, D's old contents being C (read only where beta ≠ 0). Every argument is
+/// checked before the launch: the shape ([`SymmetricShape::check`]), the layout (tn or nt, each operand's contiguous
+/// dimension a multiple of 8), each buffer's length ([`Error::BufferTooSmall`], [`Error::BatchMismatch`]), context
+/// and 16-byte alignment, and D sharing no byte with A or B ([`Error::Overlap`]).
+pub fn gemm_symmetric<T: GemmElement, O: GemmOutput<T>>(
+    gpu: &Gpu,
+    shape: SymmetricShape,
+    a: &impl DevicePtr<T>,
+    b: &impl DevicePtr<T>,
+    d: &mut impl DevicePtrMut<O>,
+    options: SymmetricOptions,
+) -> Result<()> {
+    let prepared = prepare::<T, O>(gpu, shape, a, b, d, options)?;
+    prepared.launch(gpu, a, b, d)
+}
+
+/// D = alpha·A·B + beta·C over the stack with a separate C (a stack of symmetric n×n matrices of D's type): C is
+/// copied into D first. C must have D's shape ([`Error::OperandShape`] for one matrix of another size, the stack
+/// errors for another depth) and share no byte with D.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_symmetric_with_c<T: GemmElement, O: GemmOutput<T>>(
+    gpu: &Gpu,
+    shape: SymmetricShape,
+    a: &impl DevicePtr<T>,
+    b: &impl DevicePtr<T>,
+    c: &impl DevicePtr<O>,
+    c_shape: (usize, usize),
+    d: &mut impl DevicePtrMut<O>,
+    options: SymmetricOptions,
+) -> Result<()> {
+    shape.check()?;
+    let n = shape.n();
+    if c_shape != (n, n) {
+        return Err(Error::OperandShape { op: OP, what: "C", rows: c_shape.0, columns: c_shape.1, n });
+    }
+    check_stack("C", c.len(), shape.batch, n * n)?;
+    check_context(OP, "C", c.stream().context(), gpu.stream().context())?;
+    let prepared = prepare::<T, O>(gpu, shape, a, b, d, options)?;
+    let bytes = n * n * shape.batch * std::mem::size_of::<O>();
+    {
+        let (c_address, _c_use) = c.device_ptr(gpu.stream());
+        let (d_address, _d_use) = d.device_ptr_mut(gpu.stream());
+        check_disjoint(OP, ("D", d_address, bytes), &[("C", c_address, bytes)])?;
+    }
+    // D ← C, then the kernel blends beta·D in place.
+    gpu.stream().memcpy_dtod(c, d)?;
+    prepared.launch(gpu, a, b, d)
+}
+
+/// A checked launch, ready but for D.
+struct Prepared {
+    kernel: GemmSymmetricKernel,
+    params: GemmParams,
+    launch: ClusterLaunch,
+    maps_d: Option<[CUtensorMap; 2]>,
+}
+
+fn prepare<T: GemmElement, O: GemmOutput<T>>(
+    gpu: &Gpu,
+    shape: SymmetricShape,
+    a: &impl DevicePtr<T>,
+    b: &impl DevicePtr<T>,
+    d: &mut impl DevicePtrMut<O>,
+    options: SymmetricOptions,
+) -> Result<Prepared> {
+    shape.check()?;
+    let (batch, n, k) = (shape.batch, shape.n(), shape.k());
+    let layout = options.layout;
+    if !matches!(layout, GemmLayout::Tn | GemmLayout::Nt) {
+        let message =
+            format!("layout {layout}: the symmetric GEMM reads tn (X·Xᵀ, A·B of symmetric A, B) or nt (Xᵀ·X)");
+        return Err(Error::unsupported(OP, message));
+    }
+    check_layout(GemmShape { m: n, n, k }, layout)?;
+    check_stack("A", a.len(), batch, n * k)?;
+    check_stack("B", b.len(), batch, k * n)?;
+    check_stack("D", d.len(), batch, n * n)?;
+    let (a_address, b_address, d_address) = {
+        let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
+        let a_address = super::input_ptr(OP, "A", a, gpu.stream(), batch * n * k, 16)?.0;
+        let b_address = super::input_ptr(OP, "B", b, gpu.stream(), batch * k * n, 16)?.0;
+        let d_address = super::output_ptr(OP, "D", d, gpu.stream(), batch * n * n, 16)?.0;
+        let inputs = [("A", a_address, batch * n * k * input), ("B", b_address, batch * k * n * input)];
+        check_disjoint(OP, ("D", d_address, batch * n * n * output), &inputs)?;
+        (a_address, b_address, d_address)
+    };
+    let variant = options.variant.resolve(std::mem::size_of::<O>());
+    let kernel = kernels::find_gemm_symmetric(T::NAME, O::NAME, layout, variant).ok_or_else(|| {
+        Error::unsupported(OP, format!("no {variant:?} kernel for {} → {} in layout {layout}", T::NAME, O::NAME))
+    })?;
+    let config = variant.config().expect("a resolved variant has a configuration");
+    let tile = config.tile;
+    let a_k_major = layout.a_order() == Order::RowMajor;
+    let b_k_major = layout.b_order() == Order::ColMajor;
+    let last_rows = match (n % tile.tile_m as usize) as u32 {
+        0 => tile.tile_m,
+        left => left.next_multiple_of(8),
+    };
+    let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, (n, k, batch), box_rows);
+    let a_tail = if a_k_major { a_map(last_rows) } else { a_map(tile.tile_m) };
+    let maps = [
+        a_map(tile.tile_m).encode(OP)?,
+        operand_map(T::TENSOR_MAP_TYPE, b_address, b_k_major, (n, k, batch), tile.tile_n).encode(OP)?,
+        a_tail.encode(OP)?,
+    ];
+    let output_bytes = std::mem::size_of::<O>();
+    let maps_d = if symmetric_tma_store(n, output_bytes) {
+        let box_columns = GemmTile::STAGING_ROW_BYTES / output_bytes as u32;
+        let straight = stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (GemmTile::STORE_BOX_ROWS, box_columns));
+        // The transposed part of a warp's chunk: box_columns rows (the chunk's columns) of its 16 rows, unswizzled.
+        let mirror = stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (box_columns, GemmTile::STORE_BOX_ROWS));
+        Some([straight.encode(OP)?, mirror.encode_unswizzled(OP)?])
+    } else {
+        None
+    };
+    let function = gpu.function(kernel.kernel)?;
+    function.set_attribute(
+        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        tile.smem_bytes() as i32,
+    )?;
+    let tiles = TriangularScheduler::new(n as u32, tile.tile_n, batch as u32).tiles();
+    let launch = ClusterLaunch {
+        grid_dim: (tiles.min(gpu.sm_count()).max(1), 1, 1),
+        block_dim: (tile.threads(), 1, 1),
+        cluster_dim: (1, 1, 1),
+        shared_mem_bytes: tile.smem_bytes(),
+        dependent_launch: true,
+    };
+    let [map_a, map_b, map_a_tail] = maps.map(|map| TensorMapBytes(map.opaque));
+    let params = GemmParams {
+        tensor_map_a: map_a,
+        tensor_map_b: map_b,
+        tensor_map_a_tail: map_a_tail,
+        tensor_map_d: 0,
+        tensor_map_d_mirror: 0,
+        d: d_address,
+        m: n as u32,
+        n: n as u32,
+        k: k as u32,
+        ldd: n as u32,
+        alpha: options.alpha,
+        beta: options.beta,
+        partials: 0,
+        flags: 0,
+        sk_tiles: 0,
+        batch: batch as u32,
+    };
+    Ok(Prepared { kernel, params, launch, maps_d })
+}
+
+impl Prepared {
+    /// Launches into the D `prepare` checked, the operands' uses recorded around the launch.
+    fn launch<T, O>(
+        mut self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
+        // D's two maps live in device memory (the kernel reads them by address), copied ahead of the launch on the
+        // stream; the buffer is freed after the launch is queued, in stream order.
+        let words = match &self.maps_d {
+            Some(maps) => Some(gpu.stream().clone_htod(&tma::as_words(maps))?),
+            None => None,
+        };
+        let map_address = words.as_ref().map(|w| w.device_ptr(gpu.stream()));
+        if let Some((address, _)) = &map_address {
+            self.params.tensor_map_d = *address;
+            self.params.tensor_map_d_mirror = *address + std::mem::size_of::<CUtensorMap>() as u64;
+        }
+        let (_a_address, _a_use) = a.device_ptr(gpu.stream());
+        let (_b_address, _b_use) = b.device_ptr(gpu.stream());
+        let (_d_address, _d_use) = d.device_ptr_mut(gpu.stream());
+        let function = gpu.function(self.kernel.kernel)?;
+        let mut args = self.params.kernel_args();
+        // SAFETY: the arguments are the kernel's, one per field of `GemmParams`. The shape, layout, lengths,
+        // alignment, contexts and disjointness of A, B and D were checked in `prepare`; the operand maps describe A
+        // and B as stacks in the layout the kernel reads, with the boxes of its tile; D's maps (when given) describe
+        // D's stack with the straight and transposed store boxes; the grid is at most one block per SM with the
+        // kernel's threads and shared memory. The symmetric kernels never read the stream-K workspace (null).
+        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &function, &self.launch, &mut args) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked_before_anything_else() {
+        assert!(SymmetricShape::new(3, 1000, 4096).check().is_ok());
+        let not_square = SymmetricShape { batch: 1, a: (100, 64), b: (64, 120) };
+        assert!(matches!(not_square.check(), Err(Error::NotSquare { rows: 100, columns: 120, .. })));
+        let inner = SymmetricShape { batch: 1, a: (100, 64), b: (72, 100) };
+        assert!(matches!(inner.check(), Err(Error::InnerMismatch { a_columns: 64, b_rows: 72, .. })));
+        assert!(SymmetricShape::new(0, 100, 64).check().is_err());
+        assert!(SymmetricShape::new(1, 100, 0).check().is_err());
+    }
+
+    #[test]
+    fn stacks_must_hold_exactly_batch_matrices() {
+        assert!(check_stack("A", 3 * 100, 3, 100).is_ok());
+        assert!(matches!(check_stack("A", 299, 3, 100), Err(Error::BufferTooSmall { elements: 299, .. })));
+        assert!(matches!(check_stack("A", 400, 3, 100), Err(Error::BatchMismatch { elements: 400, .. })));
+    }
+
+    #[test]
+    fn auto_takes_the_ping_pong_tile_for_16_bit_outputs_and_every_kernel_exists() {
+        assert_eq!(SymmetricVariant::Auto.resolve(2), SymmetricVariant::SymmetricPingPong);
+        assert_eq!(SymmetricVariant::Auto.resolve(4), SymmetricVariant::SymmetricSquare);
+        for (input, output, bytes) in [("bf16", "bf16", 2), ("f16", "f16", 2), ("bf16", "f32", 4), ("f16", "f32", 4)] {
+            for layout in [GemmLayout::Tn, GemmLayout::Nt] {
+                let variant = SymmetricVariant::Auto.resolve(bytes);
+                assert!(
+                    kernels::find_gemm_symmetric(input, output, layout, variant).is_some(),
+                    "{input}→{output} {layout}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn operand_maps_are_3d_over_the_stack_and_follow_the_contiguous_dimension() {
+        let bf16 = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+        // tn: X n×k row-major (K-major), boxes of a tile's rows × 64 k, one matrix deep.
+        let k_major = operand_map(bf16, 0x1000, true, (300, 200, 3), 128);
+        assert_eq!((k_major.dims, k_major.strides, k_major.boxes), ([200, 300, 3], [200, 60_000], [64, 128, 1]));
+        // nt: X k×n row-major (MN-major), boxes of 64 × 64.
+        let mn_major = operand_map(bf16, 0x1000, false, (300, 200, 3), 128);
+        assert_eq!((mn_major.dims, mn_major.strides, mn_major.boxes), ([300, 200, 3], [300, 60_000], [64, 64, 1]));
+        // D and its mirror over the stack of n×n outputs: 16 rows × 128 bytes, and the transposed part's
+        // 64 rows × 16 columns (16-bit).
+        let straight = stack_map(bf16, 0x1000, (300, 300, 3), (GemmTile::STORE_BOX_ROWS, 64));
+        let mirror = stack_map(bf16, 0x1000, (300, 300, 3), (64, GemmTile::STORE_BOX_ROWS));
+        assert_eq!((straight.dims, straight.boxes), ([300, 300, 3], [64, 16, 1]));
+        assert_eq!(mirror.boxes, [16, 64, 1]);
+    }
+
+    #[test]
+    fn the_tma_store_needs_16_byte_rows() {
+        assert!(symmetric_tma_store(4096, 2) && symmetric_tma_store(1000, 2) && symmetric_tma_store(1004, 4));
+        assert!(!symmetric_tma_store(1001, 2) && !symmetric_tma_store(1002, 4));
+    }
+}
