@@ -140,17 +140,39 @@ fn stack_grid(work: usize, batch: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, batch as u32, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// sums[m] = ‖x_m‖_F² in f32 for each matrix of the stack (the sums are zeroed first).
-fn sum_squares<T: NsElement>(gpu: &Gpu, shape: StackShape, x: &CudaSlice<T>, sums: &mut CudaSlice<f32>) -> Result<()> {
-    gpu.stream().memset_zeros(sums)?;
+/// The f32 partial sums [`sum_squares`] needs for a stack of this shape: one per warp of its grid, per matrix.
+fn partials_len(shape: StackShape) -> usize {
+    let grid = stack_grid(shape.rows * shape.columns, shape.batch);
+    shape.batch * (grid.grid_dim.0 * THREADS / 32) as usize
+}
+
+/// sums[m] = ‖x_m‖_F² in f32 for each matrix of the stack: each warp's share into `partials`, then added in order
+/// (the same bits every run).
+fn sum_squares<T: NsElement>(
+    gpu: &Gpu,
+    shape: StackShape,
+    x: &CudaSlice<T>,
+    partials: &mut CudaSlice<f32>,
+    sums: &mut CudaSlice<f32>,
+) -> Result<()> {
     let per_matrix = shape.rows * shape.columns;
+    let count = partials_len(shape) / shape.batch;
+    assert!(x.len() == shape.len() && partials.len() == shape.batch * count && sums.len() == shape.batch);
     let function = gpu.function(T::SUM_SQUARES)?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(x).arg(&per_matrix).arg(sums);
-    // SAFETY: x holds batch matrices of per_matrix elements, sums batch f32 (checked by the callers' allocation).
+    launch.arg(x).arg(&per_matrix).arg(&mut *partials);
+    // SAFETY: x holds batch matrices of per_matrix elements and partials one f32 per warp of the grid per matrix
+    // (asserted); THREADS is a multiple of 32.
     unsafe { launch.launch(stack_grid(per_matrix, shape.batch)) }
+        .map_err(|source| Error::Launch { kernel: T::SUM_SQUARES.name, source })?;
+    let function = gpu.function(kernels::SUM_PARTIALS_F32)?;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(&*partials).arg(&count).arg(sums);
+    let config = LaunchConfig { grid_dim: (1, shape.batch as u32, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: partials holds batch × count f32 and sums batch (asserted); one warp per matrix.
+    unsafe { launch.launch(config) }
         .map(drop)
-        .map_err(|source| Error::Launch { kernel: T::SUM_SQUARES.name, source })
+        .map_err(|source| Error::Launch { kernel: kernels::SUM_PARTIALS_F32.name, source })
 }
 
 /// y = x / (√sums[m] + ε) per matrix, or y = x converted where `sums` is `None`.
@@ -301,12 +323,34 @@ pub enum NsMethod {
 
 /// A [`Program`] step bound to its buffers: GEMM plans made once.
 enum BoundOp<E: NsElement> {
-    Gram { plan: SymmetricPlan<E, E>, x: Buf, d: Buf },
-    Symmetric { plan: SymmetricPlan<E, E>, a: Buf, b: Buf, c: Buf, d: Buf },
+    Gram {
+        plan: SymmetricPlan<E, E>,
+        x: Buf,
+        d: Buf,
+    },
+    Symmetric {
+        plan: SymmetricPlan<E, E>,
+        a: Buf,
+        b: Buf,
+        c: Buf,
+        d: Buf,
+    },
     /// One plan per matrix of the stack.
-    Apply { plans: Vec<GemmPlan<E, E>>, p: Buf, x: Buf, d: Buf, copy_x: bool },
-    Copy { s: Buf, d: Buf },
-    AddDiagonal { d: Buf, value: f32 },
+    Apply {
+        plans: Vec<GemmPlan<E, E>>,
+        p: Buf,
+        x: Buf,
+        d: Buf,
+        copy_x: bool,
+    },
+    Copy {
+        s: Buf,
+        d: Buf,
+    },
+    AddDiagonal {
+        d: Buf,
+        value: f32,
+    },
 }
 
 /// The work buffers of a program (in `E`: the input type for the standard iteration, f16 for Gram) and its steps.
@@ -375,7 +419,7 @@ impl<E: NsElement> Bound<E> {
                 let per_matrix = shape.rows * shape.columns;
                 let mut out = self.take(d);
                 let mut plans = Vec::with_capacity(shape.batch);
-                let result = (|| {
+                let result: Result<()> = (|| {
                     for matrix in 0..shape.batch {
                         let p = self.get(p).slice(matrix * n * n..(matrix + 1) * n * n);
                         let x = self.get(x).slice(matrix * per_matrix..(matrix + 1) * per_matrix);
@@ -456,6 +500,7 @@ enum Work<T: NsElement> {
 pub struct NewtonSchulzPlan<T: NsElement> {
     shape: StackShape,
     method: NsMethod,
+    partials: CudaSlice<f32>,
     sums: CudaSlice<f32>,
     work: Work<T>,
 }
@@ -467,12 +512,13 @@ impl<T: NsElement> NewtonSchulzPlan<T> {
         let op = method.op();
         shape.check(op)?;
         check_coefficients(op, coefficients)?;
+        let partials = gpu.stream().alloc_zeros::<f32>(partials_len(shape))?;
         let sums = gpu.stream().alloc_zeros::<f32>(shape.batch)?;
         let work = match &method {
             NsMethod::Standard => Work::Standard(Bound::new(gpu, shape, &Program::standard(coefficients))?),
             NsMethod::Gram { restarts } => Work::Gram(Bound::new(gpu, shape, &Program::gram(coefficients, restarts))?),
         };
-        Ok(NewtonSchulzPlan { shape, method, sums, work })
+        Ok(NewtonSchulzPlan { shape, method, partials, sums, work })
     }
 
     pub fn shape(&self) -> StackShape {
@@ -490,7 +536,7 @@ impl<T: NsElement> NewtonSchulzPlan<T> {
         let context = gpu.stream().context();
         super::check_context(op, "X", x.stream().context(), context)?;
         super::check_context(op, "the output", out.stream().context(), context)?;
-        sum_squares(gpu, shape, x, &mut self.sums)?;
+        sum_squares(gpu, shape, x, &mut self.partials, &mut self.sums)?;
         match &mut self.work {
             Work::Standard(bound) => {
                 let mut input = bound.take(bound.input);
@@ -600,7 +646,8 @@ mod tests {
                 Op::Symmetric { a: z, b: rz, c: rz, d: r_next, alpha: 1.0, beta: f(i) },
             ]
         };
-        let update_q = |i: usize, q: Buf, q_next: Buf| Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: f(i) };
+        let update_q =
+            |i: usize, q: Buf, q_next: Buf| Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: f(i) };
         let mut want = vec![Op::Gram { x, d: r }];
         // Iteration 0: Q = Z + a·I; R updated into R'.
         want.extend([first_poly(0, r), Op::Copy { s: z, d: q }, Op::AddDiagonal { d: q, value: f(0) }]);
