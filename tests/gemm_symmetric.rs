@@ -571,7 +571,7 @@ fn plans_repeat_and_match_the_one_shot_functions_bit_for_bit() {
             let one_shot = bits(&gpu, &out);
             assert!(one_shot.iter().all(|b| f64::from_bits(*b).is_finite()), "{what}: non-finite values");
             let mut plan = NewtonSchulzPlan::<bf16>::new(&gpu, shape, &coefficients, method.clone()).unwrap();
-            let mut poisoned = || stream.clone_htod(&vec![bf16::NAN; shape.len()]).unwrap();
+            let poisoned = || stream.clone_htod(&vec![bf16::NAN; shape.len()]).unwrap();
             let (mut first, mut other, mut again) = (poisoned(), poisoned(), poisoned());
             plan.run(&gpu, &x, &mut first).unwrap();
             plan.run(&gpu, &y, &mut other).unwrap();
