@@ -236,11 +236,17 @@ fn the_product_of_two_symmetric_matrices_in_tn() {
     }
 }
 
-/// A·B of two different symmetric matrices whose product is symmetric (B = A² − 2A, a polynomial in A, as Gram
-/// Newton-Schulz's R·Z, Q·Z and Z·RZ): the only use of the symmetric GEMM with A ≠ B, on more than one tile (n = 136,
+/// A·B (+ beta·A) of two different symmetric matrices whose product is symmetric (B = A²/n − 2A, a polynomial in
+/// A, as Gram Newton-Schulz's R·Z + a·R, Q·Z + a·Q and Z·RZ + a·RZ): the only use of the symmetric GEMM with A ≠ B, on more than one tile (n = 136,
 /// 296) and a stack. The upper triangle against float64 A·B of the rounded inputs (f32 accumulation: 1e-4 of Σ|terms|,
 /// far below a wrong operand block's O(√n)) plus D's rounding; the lower triangle the mirror, bit for bit.
-fn two_symmetric_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(gpu: &Gpu, batch: usize, n: usize, seed: u64) {
+fn two_symmetric_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(
+    gpu: &Gpu,
+    batch: usize,
+    n: usize,
+    beta: f32,
+    seed: u64,
+) {
     let stream = gpu.stream();
     let (a, a_exact) = symmetric_stack::<T>(batch, n, seed);
     let mut b = vec![T::from_f32(0.0); batch * n * n];
@@ -257,9 +263,18 @@ fn two_symmetric_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(gpu: &Gp
     let (a_gpu, b_gpu) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
     let mut d = stream.clone_htod(&vec![O::POISON; batch * n * n]).unwrap();
     let shape = SymmetricShape::new(batch, n, n);
-    gemm_symmetric::<T, O>(gpu, shape, &a_gpu, &b_gpu, &mut d, SymmetricOptions::default()).unwrap();
+    // D = A·B + beta·C with C = A in D's type (as RZ = R·Z + a·R), or D = A·B.
+    let c: Vec<O> = a.iter().map(|v| O::from_f32(v.to_f64() as f32)).collect();
+    let c_exact: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
+    let options = SymmetricOptions { beta, ..SymmetricOptions::default() };
+    if beta != 0.0 {
+        let c_gpu = stream.clone_htod(&c).unwrap();
+        gemm_symmetric_with_c::<T, O>(gpu, shape, &a_gpu, &b_gpu, &c_gpu, (n, n), &mut d, options).unwrap();
+    } else {
+        gemm_symmetric::<T, O>(gpu, shape, &a_gpu, &b_gpu, &mut d, options).unwrap();
+    }
     let d = stream.clone_dtoh(&d).unwrap();
-    let what = format!("A·B {}→{} {batch}×{n}×{n}", T::NAME, O::NAME);
+    let what = format!("A·B + {beta}·A {}→{} {batch}×{n}×{n}", T::NAME, O::NAME);
     let mut worst = 0.0f64;
     for m in 0..batch {
         let (a, b) = (&a_exact[m * n * n..(m + 1) * n * n], &b_exact[m * n * n..(m + 1) * n * n]);
@@ -270,6 +285,8 @@ fn two_symmetric_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(gpu: &Gp
                     sum += a[i * n + k] * b[k * n + j];
                     magnitude += (a[i * n + k] * b[k * n + j]).abs();
                 }
+                let blend = beta as f64 * c_exact[m * n * n + i * n + j];
+                (sum, magnitude) = (sum + blend, magnitude + blend.abs());
                 let got = d[m * n * n + i * n + j].to_f64();
                 let bound = magnitude * 1e-4 + sum.abs() * O::UNIT;
                 assert!((got - sum).abs() <= bound, "{what}: D[{m}][{i}][{j}] = {got}, want {sum} (bound {bound})");
@@ -292,9 +309,11 @@ fn the_product_of_two_different_symmetric_matrices_in_tn() {
     let seed = fresh_seed();
     println!("seed {seed}");
     for (batch, n) in [(1, 120), (2, 136), (1, 296)] {
-        two_symmetric_case::<f16, f16>(&gpu, batch, n, seed);
-        two_symmetric_case::<bf16, bf16>(&gpu, batch, n, seed + 1);
-        two_symmetric_case::<bf16, f32>(&gpu, batch, n, seed + 2);
+        for beta in [0.0, 3.5] {
+            two_symmetric_case::<f16, f16>(&gpu, batch, n, beta, seed);
+            two_symmetric_case::<bf16, bf16>(&gpu, batch, n, beta, seed + 1);
+            two_symmetric_case::<bf16, f32>(&gpu, batch, n, beta, seed + 2);
+        }
     }
 }
 
