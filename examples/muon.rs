@@ -6,7 +6,7 @@
 use cudarc::driver::sys::CUevent_flags;
 use half::bf16;
 use oxtile::Gpu;
-use oxtile::ops::newton_schulz::{self, DEFAULT_RESTARTS, StackShape};
+use oxtile::ops::newton_schulz::{self, DEFAULT_RESTARTS, NewtonSchulzPlan, NsMethod, StackShape};
 use oxtile::reference::newton_schulz::{Matrix, singular_values};
 use oxtile::reference::{self};
 
@@ -53,18 +53,14 @@ fn main() -> Result<(), oxtile::Error> {
     let x_dev = stream.clone_htod(&x)?;
     let mut out = stream.alloc_zeros::<bf16>(shape.len())?;
     for gram in [false, true] {
-        let run = |out: &mut _| {
-            if gram {
-                newton_schulz::gram_newton_schulz(&gpu, shape, &x_dev, out, &coefficients, DEFAULT_RESTARTS)
-            } else {
-                newton_schulz::newton_schulz(&gpu, shape, &x_dev, out, &coefficients)
-            }
-        };
-        run(&mut out)?;
+        let method = if gram { NsMethod::Gram { restarts: DEFAULT_RESTARTS.to_vec() } } else { NsMethod::Standard };
+        // Buffers and GEMM plans made once; each run only launches.
+        let mut plan = NewtonSchulzPlan::<bf16>::new(&gpu, shape, &coefficients, method)?;
+        plan.run(&gpu, &x_dev, &mut out)?;
         let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         let reps = 5;
         for _ in 0..reps {
-            run(&mut out)?;
+            plan.run(&gpu, &x_dev, &mut out)?;
         }
         let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         end.synchronize()?;

@@ -390,6 +390,7 @@ oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_kernels }
 /// scaled conversion (normalization) between bf16 and f16, adding a multiple of the identity.
 pub const SUM_SQUARES_BF16: Kernel = Kernel::hopper("sum_squares_bf16");
 pub const SUM_SQUARES_F16: Kernel = Kernel::hopper("sum_squares_f16");
+pub const SUM_PARTIALS_F32: Kernel = Kernel::hopper("sum_partials_f32");
 pub const SCALE_BF16_TO_BF16: Kernel = Kernel::hopper("scale_bf16_to_bf16");
 pub const SCALE_BF16_TO_F16: Kernel = Kernel::hopper("scale_bf16_to_f16");
 pub const SCALE_F16_TO_F16: Kernel = Kernel::hopper("scale_f16_to_f16");
@@ -489,6 +490,7 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_CONVERT_DQ_F16,
     SUM_SQUARES_BF16,
     SUM_SQUARES_F16,
+    SUM_PARTIALS_F32,
     SCALE_BF16_TO_BF16,
     SCALE_BF16_TO_F16,
     SCALE_F16_TO_F16,

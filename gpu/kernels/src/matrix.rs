@@ -1,9 +1,8 @@
 //! The small kernels around Newton-Schulz (host/src/ops/newton_schulz.rs) on stacks of matrices, each matrix
-//! `len` 16-bit elements (raw bits) in one contiguous block, blockIdx.y the matrix: the squared Frobenius norm, a
-//! scaled conversion between bf16 and f16 (the normalization X / (‖X‖_F + ε) in f32), and adding a multiple of the
-//! identity to square matrices. Memory-bound and off the GEMMs' path: plain grid-stride loops over scalars.
+//! `len` 16-bit elements (raw bits) in one contiguous block, blockIdx.y the matrix: the squared Frobenius norm (in two
+//! deterministic steps, no atomics), a scaled conversion between bf16 and f16 (the normalization X / (‖X‖_F + ε) in
+//! f32), and adding a multiple of the identity to square matrices. Memory-bound and off the GEMMs' path: plain grid-stride loops over scalars.
 
-use crate::arch::atomic::red_relaxed_gpu_add_f32;
 use crate::arch::convert::{bf16_to_f32, f16_to_f32, pack_bf16x2, pack_f16x2};
 use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, grid_dim_x, lane_id, thread_idx_x};
 use crate::arch::warp::shfl_xor;
@@ -53,10 +52,24 @@ fn strided(len: usize) -> impl Iterator<Item = usize> {
     })
 }
 
-/// sums[m] += Σ x² over matrix m's `len` elements, in f32: each thread sums its elements, the warp adds its lanes'
-/// sums by shuffles, and lane 0 adds the warp's to the matrix's sum.
+/// The sum of a value over the warp's 32 lanes, by shuffles in a fixed order (the same bits every run), in every lane.
 #[inline(always)]
-unsafe fn sum_squares<T: Half>(x: *const u16, len: usize, sums: *mut f32) {
+fn warp_sum(mut sum: f32) -> f32 {
+    // Unrolled by hand: a loop over an array of masks would put the array in local memory.
+    sum += shfl_xor(sum, 16);
+    sum += shfl_xor(sum, 8);
+    sum += shfl_xor(sum, 4);
+    sum += shfl_xor(sum, 2);
+    sum += shfl_xor(sum, 1);
+    sum
+}
+
+/// Σ x² over matrix m's `len` elements, in f32, in two deterministic steps (no atomics, so the norm, and all that
+/// follows from it, has the same bits every run): here each thread sums its elements of a grid-stride loop, the warp
+/// adds its lanes' sums, and lane 0 writes the warp's sum to `partials[m · warps + w]` (`warps` = the grid's warps
+/// along x, w this warp's index among them); [`sum_partials`] adds them in order.
+#[inline(always)]
+unsafe fn sum_squares<T: Half>(x: *const u16, len: usize, partials: *mut f32) {
     let matrix = block_idx_y() as usize;
     let x = unsafe { x.add(matrix * len) };
     let mut sum = 0.0f32;
@@ -64,14 +77,29 @@ unsafe fn sum_squares<T: Half>(x: *const u16, len: usize, sums: *mut f32) {
         let value = T::to_f32(unsafe { *x.add(i) });
         sum = core::intrinsics::fmaf32(value, value, sum);
     }
-    // Unrolled by hand: a loop over an array of masks would put the array in local memory.
-    sum += shfl_xor(sum, 16);
-    sum += shfl_xor(sum, 8);
-    sum += shfl_xor(sum, 4);
-    sum += shfl_xor(sum, 2);
-    sum += shfl_xor(sum, 1);
+    let sum = warp_sum(sum);
+    let warps = (grid_dim_x() * block_dim_x() / 32) as usize;
+    let warp = ((block_idx_x() * block_dim_x() + thread_idx_x()) / 32) as usize;
     if lane_id() == 0 {
-        unsafe { red_relaxed_gpu_add_f32(sums.add(matrix), sum) };
+        unsafe { *partials.add(matrix * warps + warp) = sum };
+    }
+}
+
+/// sums[m] = Σ partials[m · count .. (m + 1) · count] for matrix m = blockIdx.y, by one warp: lane l adds the
+/// partials l, l + 32, ... in order, then the warp adds its lanes' sums ([`warp_sum`]).
+#[inline(always)]
+unsafe fn sum_partials(partials: *const f32, count: usize, sums: *mut f32) {
+    let matrix = block_idx_y() as usize;
+    let partials = unsafe { partials.add(matrix * count) };
+    let mut sum = 0.0f32;
+    let mut i = lane_id() as usize;
+    while i < count {
+        sum += unsafe { *partials.add(i) };
+        i += 32;
+    }
+    let sum = warp_sum(sum);
+    if lane_id() == 0 {
+        unsafe { *sums.add(matrix) = sum };
     }
 }
 
@@ -104,15 +132,25 @@ unsafe fn add_diagonal<T: Half>(d: *mut u16, n: usize, value: f32) {
 
 macro_rules! sum_squares_kernel {
     ($name:ident, $t:ty) => {
-        /// sums[blockIdx.y] += the squared Frobenius norm of matrix blockIdx.y ([`sum_squares`]).
+        /// Each warp's share of the squared Frobenius norm of matrix blockIdx.y into `partials` ([`sum_squares`]).
         ///
         /// # Safety
-        /// `x` holds gridDim.y matrices of `len` elements; `sums` gridDim.y f32, 4-byte aligned.
+        /// `x` holds gridDim.y matrices of `len` elements; `partials` gridDim.y × (the grid's warps along x) f32.
+        /// blockDim.x is a multiple of 32.
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(x: *const u16, len: usize, sums: *mut f32) {
-            unsafe { sum_squares::<$t>(x, len, sums) }
+        pub unsafe extern "ptx-kernel" fn $name(x: *const u16, len: usize, partials: *mut f32) {
+            unsafe { sum_squares::<$t>(x, len, partials) }
         }
     };
+}
+
+/// sums[blockIdx.y] = the sum of that matrix's `count` partials ([`sum_partials`]), one warp per matrix.
+///
+/// # Safety
+/// `partials` holds gridDim.y × `count` f32, `sums` gridDim.y; blockDim.x is 32.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sum_partials_f32(partials: *const f32, count: usize, sums: *mut f32) {
+    unsafe { sum_partials(partials, count, sums) }
 }
 
 macro_rules! scale_kernel {

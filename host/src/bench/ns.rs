@@ -3,8 +3,9 @@
 //!
 //! GEMM rows count the full product's 2·n²·k FLOPs whatever each computes, so TFLOP/s compare times; the ratio
 //! column is cuBLASLt's time over each row's (above 1: faster than cuBLASLt). Newton-Schulz rows: the ratio is the
-//! standard iteration's time over each row's. Each Newton-Schulz call allocates its work buffers (stream-ordered),
-//! which the times include.
+//! standard iteration's time over each row's (torch's, when its rows are merged). Newton-Schulz is timed as
+//! [`NewtonSchulzPlan`]s made before the timing: each timed call only launches kernels (its work buffers and GEMM
+//! plans exist already), as the GEMM rows time plans.
 
 use cudarc::driver::CudaSlice;
 use half::bf16;
@@ -17,8 +18,8 @@ use super::stats::Stats;
 use super::timing::{TimingConfig, time_gpu};
 use crate::error::Result;
 use crate::ops::gemm::{self, GemmLayout, GemmOptions, GemmShape};
-use crate::ops::gemm_symmetric::{SymmetricOptions, SymmetricShape, gemm_symmetric};
-use crate::ops::newton_schulz::{self, StackShape};
+use crate::ops::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape};
+use crate::ops::newton_schulz::{self, NewtonSchulzPlan, NsMethod, StackShape};
 use crate::runtime::Gpu;
 use crate::types::Dtype;
 
@@ -33,8 +34,10 @@ pub const DEFAULT_NS: [(usize, usize, usize); 6] =
 
 /// The baseline of the GEMM rows.
 pub const GEMM_BASELINE: &str = "cublasLt";
-/// The baseline of the Newton-Schulz rows.
+/// The baseline of the Newton-Schulz rows: the standard iteration on our GEMMs.
 pub const NS_BASELINE: &str = "oxtile-ns-standard";
+/// Gram Newton-Schulz on the symmetric GEMM.
+pub const NS_GRAM: &str = "oxtile-ns-gram";
 
 fn row(op: &str, shape: &str, name: &str, peer: bool, work: f64, result: Result<Stats>) -> Row {
     let mut row = Row::new(op, shape.to_string(), name);
@@ -77,9 +80,10 @@ pub fn bench_symmetric(
 
     on_step(&format!("{shape_name} oxtile-sym"));
     let options = SymmetricOptions::default();
-    let result = time_gpu(gpu, timing, |_| {
-        gemm_symmetric::<bf16, bf16>(gpu, SymmetricShape::new(1, n, k), &x, &x, &mut d, options)
-    });
+    let result = (|| {
+        let plan = SymmetricPlan::<bf16, bf16>::new(gpu, SymmetricShape::new(1, n, k), options, &x, &x, &mut d)?;
+        time_gpu(gpu, timing, |_| plan.launch(gpu, &x, &x, &mut d))
+    })();
     rows.push(row("symgemm", &shape_name, "oxtile-sym", false, work, result));
 
     on_step(&format!("{shape_name} oxtile"));
@@ -123,17 +127,18 @@ pub fn bench_newton_schulz(
     let work = batch as f64 * coefficients.len() as f64 * (2.0 * n * n * m * 2.0 + 2.0 * n * n * n);
     let mut rows_out = Vec::new();
 
-    on_step(&format!("{shape_name} {NS_BASELINE}"));
-    let result =
-        time_gpu(gpu, timing, |_| newton_schulz::newton_schulz::<bf16>(gpu, shape, &x, &mut out, &coefficients));
-    rows_out.push(row("ns", &shape_name, NS_BASELINE, false, work, result));
-
-    on_step(&format!("{shape_name} oxtile-ns-gram"));
-    let restarts = newton_schulz::DEFAULT_RESTARTS;
-    let result = time_gpu(gpu, timing, |_| {
-        newton_schulz::gram_newton_schulz::<bf16>(gpu, shape, &x, &mut out, &coefficients, restarts)
-    });
-    rows_out.push(row("ns", &shape_name, "oxtile-ns-gram", false, work, result));
+    let methods = [
+        (NS_BASELINE, NsMethod::Standard),
+        (NS_GRAM, NsMethod::Gram { restarts: newton_schulz::DEFAULT_RESTARTS.to_vec() }),
+    ];
+    for (name, method) in methods {
+        on_step(&format!("{shape_name} {name}"));
+        let result = (|| {
+            let mut plan = NewtonSchulzPlan::<bf16>::new(gpu, shape, &coefficients, method)?;
+            time_gpu(gpu, timing, |_| plan.run(gpu, &x, &mut out))
+        })();
+        rows_out.push(row("ns", &shape_name, name, false, work, result));
+    }
     ratios(&mut rows_out, NS_BASELINE);
     Ok(rows_out)
 }

@@ -14,7 +14,7 @@
 //! as well.
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
-use cudarc::driver::{DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use oxtile_abi::raster::TriangularScheduler;
 use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
 
@@ -158,7 +158,8 @@ fn operand_map(
 /// D = alpha·A·B + beta·D over the stack, D's old contents being C (read only where beta ≠ 0). Every argument is
 /// checked before the launch: the shape ([`SymmetricShape::check`]), the layout (tn or nt, each operand's contiguous
 /// dimension a multiple of 8), each buffer's length ([`Error::BufferTooSmall`], [`Error::BatchMismatch`]), context
-/// and 16-byte alignment, and D sharing no byte with A or B ([`Error::Overlap`]).
+/// and 16-byte alignment, and D sharing no byte with A or B ([`Error::Overlap`]). One call makes a
+/// [`SymmetricPlan`] and launches it once; keep the plan to repeat.
 pub fn gemm_symmetric<T: GemmElement, O: GemmOutput<T>>(
     gpu: &Gpu,
     shape: SymmetricShape,
@@ -167,8 +168,7 @@ pub fn gemm_symmetric<T: GemmElement, O: GemmOutput<T>>(
     d: &mut impl DevicePtrMut<O>,
     options: SymmetricOptions,
 ) -> Result<()> {
-    let prepared = prepare::<T, O>(gpu, shape, a, b, d, options)?;
-    prepared.launch(gpu, a, b, d)
+    SymmetricPlan::<T, O>::new(gpu, shape, options, a, b, d)?.launch(gpu, a, b, d)
 }
 
 /// D = alpha·A·B + beta·C over the stack with a separate C (a stack of symmetric n×n matrices of D's type): C is
@@ -186,156 +186,214 @@ pub fn gemm_symmetric_with_c<T: GemmElement, O: GemmOutput<T>>(
     options: SymmetricOptions,
 ) -> Result<()> {
     shape.check()?;
+    check_c(gpu, shape, c, c_shape)?;
+    SymmetricPlan::<T, O>::new(gpu, shape, options, a, b, d)?.launch_with_c(gpu, a, b, c, d)
+}
+
+/// C's shape, depth and context: a stack of `batch` n×n matrices on the GPU's context.
+fn check_c<O>(gpu: &Gpu, shape: SymmetricShape, c: &impl DevicePtr<O>, c_shape: (usize, usize)) -> Result<()> {
     let n = shape.n();
     if c_shape != (n, n) {
         return Err(Error::OperandShape { op: OP, what: "C", rows: c_shape.0, columns: c_shape.1, n });
     }
     check_stack("C", c.len(), shape.batch, n * n)?;
-    check_context(OP, "C", c.stream().context(), gpu.stream().context())?;
-    let prepared = prepare::<T, O>(gpu, shape, a, b, d, options)?;
-    let bytes = n * n * shape.batch * std::mem::size_of::<O>();
-    {
-        let (c_address, _c_use) = c.device_ptr(gpu.stream());
-        let (d_address, _d_use) = d.device_ptr_mut(gpu.stream());
-        check_disjoint(OP, ("D", d_address, bytes), &[("C", c_address, bytes)])?;
-    }
-    // D ← C, then the kernel blends beta·D in place.
-    gpu.stream().memcpy_dtod(c, d)?;
-    prepared.launch(gpu, a, b, d)
+    check_context(OP, "C", c.stream().context(), gpu.stream().context())
 }
 
-/// A checked launch, ready but for D.
-struct Prepared {
+/// A checked symmetric GEMM bound to its A, B and D: the operand maps are encoded and D's two maps encoded and
+/// copied to the device once, so a launch is the launch alone (no allocation, no encoding, no host sync). Iterative
+/// callers (Newton-Schulz) make one plan per product and launch it every time.
+pub struct SymmetricPlan<T: GemmElement, O: GemmOutput<T> = T> {
+    shape: SymmetricShape,
     kernel: GemmSymmetricKernel,
+    function: CudaFunction,
+    /// Everything but D's map addresses, which come from `maps_d` at each launch.
     params: GemmParams,
     launch: ClusterLaunch,
-    maps_d: Option<[CUtensorMap; 2]>,
+    /// D's straight and mirror maps in device memory (the kernel reads them by address), when D is stored through
+    /// TMA ([`symmetric_tma_store`]).
+    maps_d: Option<CudaSlice<u64>>,
+    /// The buffers the maps describe.
+    addresses: (u64, u64, u64),
+    _types: std::marker::PhantomData<(T, O)>,
 }
 
-fn prepare<T: GemmElement, O: GemmOutput<T>>(
-    gpu: &Gpu,
-    shape: SymmetricShape,
-    a: &impl DevicePtr<T>,
-    b: &impl DevicePtr<T>,
-    d: &mut impl DevicePtrMut<O>,
-    options: SymmetricOptions,
-) -> Result<Prepared> {
-    shape.check()?;
-    let (batch, n, k) = (shape.batch, shape.n(), shape.k());
-    let layout = options.layout;
-    if !matches!(layout, GemmLayout::Tn | GemmLayout::Nt) {
-        let message =
-            format!("layout {layout}: the symmetric GEMM reads tn (X·Xᵀ, A·B of symmetric A, B) or nt (Xᵀ·X)");
-        return Err(Error::unsupported(OP, message));
+impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
+    /// Checks everything [`gemm_symmetric`] checks and prepares the launch into `d`.
+    pub fn new(
+        gpu: &Gpu,
+        shape: SymmetricShape,
+        options: SymmetricOptions,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<Self> {
+        shape.check()?;
+        let (batch, n, k) = (shape.batch, shape.n(), shape.k());
+        let layout = options.layout;
+        if !matches!(layout, GemmLayout::Tn | GemmLayout::Nt) {
+            let message =
+                format!("layout {layout}: the symmetric GEMM reads tn (X·Xᵀ, A·B of symmetric A, B) or nt (Xᵀ·X)");
+            return Err(Error::unsupported(OP, message));
+        }
+        check_layout(GemmShape { m: n, n, k }, layout)?;
+        let (a_address, b_address, d_address) = Self::addresses(gpu, shape, a, b, d)?;
+        let variant = options.variant.resolve(std::mem::size_of::<O>());
+        let kernel = kernels::find_gemm_symmetric(T::NAME, O::NAME, layout, variant).ok_or_else(|| {
+            Error::unsupported(OP, format!("no {variant:?} kernel for {} → {} in layout {layout}", T::NAME, O::NAME))
+        })?;
+        let config = variant.config().expect("a resolved variant has a configuration");
+        let tile = config.tile;
+        let a_k_major = layout.a_order() == Order::RowMajor;
+        let b_k_major = layout.b_order() == Order::ColMajor;
+        let last_rows = match (n % tile.tile_m as usize) as u32 {
+            0 => tile.tile_m,
+            left => left.next_multiple_of(8),
+        };
+        let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, (n, k, batch), box_rows);
+        let a_tail = if a_k_major { a_map(last_rows) } else { a_map(tile.tile_m) };
+        let maps = [
+            a_map(tile.tile_m).encode(OP)?,
+            operand_map(T::TENSOR_MAP_TYPE, b_address, b_k_major, (n, k, batch), tile.tile_n).encode(OP)?,
+            a_tail.encode(OP)?,
+        ];
+        let output_bytes = std::mem::size_of::<O>();
+        let maps_d = if symmetric_tma_store(n, output_bytes) {
+            let box_columns = GemmTile::STAGING_ROW_BYTES / output_bytes as u32;
+            let straight =
+                stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (GemmTile::STORE_BOX_ROWS, box_columns));
+            // The transposed part of a warp's chunk: box_columns rows (the chunk's columns) of its 16 rows, unswizzled.
+            let mirror =
+                stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (box_columns, GemmTile::STORE_BOX_ROWS));
+            let encoded = [straight.encode(OP)?, mirror.encode_unswizzled(OP)?];
+            Some(gpu.stream().clone_htod(&tma::as_words(&encoded))?)
+        } else {
+            None
+        };
+        let function = gpu.function(kernel.kernel)?;
+        function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            tile.smem_bytes() as i32,
+        )?;
+        let tiles = TriangularScheduler::new(n as u32, tile.tile_n, batch as u32).tiles();
+        let launch = ClusterLaunch {
+            grid_dim: (tiles.min(gpu.sm_count()).max(1), 1, 1),
+            block_dim: (tile.threads(), 1, 1),
+            cluster_dim: (1, 1, 1),
+            shared_mem_bytes: tile.smem_bytes(),
+            dependent_launch: true,
+        };
+        let [map_a, map_b, map_a_tail] = maps.map(|map| TensorMapBytes(map.opaque));
+        let params = GemmParams {
+            tensor_map_a: map_a,
+            tensor_map_b: map_b,
+            tensor_map_a_tail: map_a_tail,
+            tensor_map_d: 0,
+            tensor_map_d_mirror: 0,
+            d: d_address,
+            m: n as u32,
+            n: n as u32,
+            k: k as u32,
+            ldd: n as u32,
+            alpha: options.alpha,
+            beta: options.beta,
+            partials: 0,
+            flags: 0,
+            sk_tiles: 0,
+            batch: batch as u32,
+        };
+        Ok(SymmetricPlan {
+            shape,
+            kernel,
+            function,
+            params,
+            launch,
+            maps_d,
+            addresses: (a_address, b_address, d_address),
+            _types: std::marker::PhantomData,
+        })
     }
-    check_layout(GemmShape { m: n, n, k }, layout)?;
-    check_stack("A", a.len(), batch, n * k)?;
-    check_stack("B", b.len(), batch, k * n)?;
-    check_stack("D", d.len(), batch, n * n)?;
-    let (a_address, b_address, d_address) = {
+
+    pub fn shape(&self) -> SymmetricShape {
+        self.shape
+    }
+
+    /// The buffers' addresses, after checking each one's length, context and alignment and that D shares no byte
+    /// with A or B.
+    fn addresses(
+        gpu: &Gpu,
+        shape: SymmetricShape,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<(u64, u64, u64)> {
+        let (batch, n, k) = (shape.batch, shape.n(), shape.k());
+        check_stack("A", a.len(), batch, n * k)?;
+        check_stack("B", b.len(), batch, k * n)?;
+        check_stack("D", d.len(), batch, n * n)?;
         let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
         let a_address = super::input_ptr(OP, "A", a, gpu.stream(), batch * n * k, 16)?.0;
         let b_address = super::input_ptr(OP, "B", b, gpu.stream(), batch * k * n, 16)?.0;
         let d_address = super::output_ptr(OP, "D", d, gpu.stream(), batch * n * n, 16)?.0;
         let inputs = [("A", a_address, batch * n * k * input), ("B", b_address, batch * k * n * input)];
         check_disjoint(OP, ("D", d_address, batch * n * n * output), &inputs)?;
-        (a_address, b_address, d_address)
-    };
-    let variant = options.variant.resolve(std::mem::size_of::<O>());
-    let kernel = kernels::find_gemm_symmetric(T::NAME, O::NAME, layout, variant).ok_or_else(|| {
-        Error::unsupported(OP, format!("no {variant:?} kernel for {} → {} in layout {layout}", T::NAME, O::NAME))
-    })?;
-    let config = variant.config().expect("a resolved variant has a configuration");
-    let tile = config.tile;
-    let a_k_major = layout.a_order() == Order::RowMajor;
-    let b_k_major = layout.b_order() == Order::ColMajor;
-    let last_rows = match (n % tile.tile_m as usize) as u32 {
-        0 => tile.tile_m,
-        left => left.next_multiple_of(8),
-    };
-    let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, (n, k, batch), box_rows);
-    let a_tail = if a_k_major { a_map(last_rows) } else { a_map(tile.tile_m) };
-    let maps = [
-        a_map(tile.tile_m).encode(OP)?,
-        operand_map(T::TENSOR_MAP_TYPE, b_address, b_k_major, (n, k, batch), tile.tile_n).encode(OP)?,
-        a_tail.encode(OP)?,
-    ];
-    let output_bytes = std::mem::size_of::<O>();
-    let maps_d = if symmetric_tma_store(n, output_bytes) {
-        let box_columns = GemmTile::STAGING_ROW_BYTES / output_bytes as u32;
-        let straight = stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (GemmTile::STORE_BOX_ROWS, box_columns));
-        // The transposed part of a warp's chunk: box_columns rows (the chunk's columns) of its 16 rows, unswizzled.
-        let mirror = stack_map(O::TENSOR_MAP_TYPE, d_address, (n, n, batch), (box_columns, GemmTile::STORE_BOX_ROWS));
-        Some([straight.encode(OP)?, mirror.encode_unswizzled(OP)?])
-    } else {
-        None
-    };
-    let function = gpu.function(kernel.kernel)?;
-    function.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        tile.smem_bytes() as i32,
-    )?;
-    let tiles = TriangularScheduler::new(n as u32, tile.tile_n, batch as u32).tiles();
-    let launch = ClusterLaunch {
-        grid_dim: (tiles.min(gpu.sm_count()).max(1), 1, 1),
-        block_dim: (tile.threads(), 1, 1),
-        cluster_dim: (1, 1, 1),
-        shared_mem_bytes: tile.smem_bytes(),
-        dependent_launch: true,
-    };
-    let [map_a, map_b, map_a_tail] = maps.map(|map| TensorMapBytes(map.opaque));
-    let params = GemmParams {
-        tensor_map_a: map_a,
-        tensor_map_b: map_b,
-        tensor_map_a_tail: map_a_tail,
-        tensor_map_d: 0,
-        tensor_map_d_mirror: 0,
-        d: d_address,
-        m: n as u32,
-        n: n as u32,
-        k: k as u32,
-        ldd: n as u32,
-        alpha: options.alpha,
-        beta: options.beta,
-        partials: 0,
-        flags: 0,
-        sk_tiles: 0,
-        batch: batch as u32,
-    };
-    Ok(Prepared { kernel, params, launch, maps_d })
-}
+        Ok((a_address, b_address, d_address))
+    }
 
-impl Prepared {
-    /// Launches into the D `prepare` checked, the operands' uses recorded around the launch.
-    fn launch<T, O>(
-        mut self,
+    /// D = alpha·A·B + beta·D with the A, B and D the plan was made for (another buffer is an error, before any
+    /// launch).
+    pub fn launch(
+        &self,
         gpu: &Gpu,
         a: &impl DevicePtr<T>,
         b: &impl DevicePtr<T>,
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
-        // D's two maps live in device memory (the kernel reads them by address), copied ahead of the launch on the
-        // stream; the buffer is freed after the launch is queued, in stream order.
-        let words = match &self.maps_d {
-            Some(maps) => Some(gpu.stream().clone_htod(&tma::as_words(maps))?),
-            None => None,
-        };
-        let map_address = words.as_ref().map(|w| w.device_ptr(gpu.stream()));
-        if let Some((address, _)) = &map_address {
-            self.params.tensor_map_d = *address;
-            self.params.tensor_map_d_mirror = *address + std::mem::size_of::<CUtensorMap>() as u64;
+        if Self::addresses(gpu, self.shape, a, b, d)? != self.addresses {
+            return Err(Error::bad_argument(OP, "A, B or D is not the buffer this plan's tensor maps describe"));
+        }
+        let mut params = self.params;
+        let maps_d = self.maps_d.as_ref().map(|words| words.device_ptr(gpu.stream()));
+        if let Some((address, _)) = &maps_d {
+            params.tensor_map_d = *address;
+            params.tensor_map_d_mirror = *address + std::mem::size_of::<CUtensorMap>() as u64;
         }
         let (_a_address, _a_use) = a.device_ptr(gpu.stream());
         let (_b_address, _b_use) = b.device_ptr(gpu.stream());
         let (_d_address, _d_use) = d.device_ptr_mut(gpu.stream());
-        let function = gpu.function(self.kernel.kernel)?;
-        let mut args = self.params.kernel_args();
+        let mut args = params.kernel_args();
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams`. The shape, layout, lengths,
-        // alignment, contexts and disjointness of A, B and D were checked in `prepare`; the operand maps describe A
-        // and B as stacks in the layout the kernel reads, with the boxes of its tile; D's maps (when given) describe
-        // D's stack with the straight and transposed store boxes; the grid is at most one block per SM with the
-        // kernel's threads and shared memory. The symmetric kernels never read the stream-K workspace (null).
-        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &function, &self.launch, &mut args) }
+        // alignment, contexts and disjointness of A, B and D were checked in `new` and the buffers are those (checked
+        // above); the operand maps describe A and B as stacks in the layout the kernel reads, with the boxes of its
+        // tile; D's maps (when given) describe D's stack with the straight and transposed store boxes and live in
+        // `maps_d`, which the plan keeps (its use recorded on the stream above); the grid is at most one block per SM
+        // with the kernel's threads and shared memory. The symmetric kernels never read the stream-K workspace (null).
+        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args) }
+    }
+
+    /// D = alpha·A·B + beta·C: C (checked as [`gemm_symmetric_with_c`] checks it) copied into D on the stream, then
+    /// [`SymmetricPlan::launch`].
+    pub fn launch_with_c(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        c: &impl DevicePtr<O>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
+        let n = self.shape.n();
+        check_c(gpu, self.shape, c, (n, n))?;
+        let bytes = n * n * self.shape.batch * std::mem::size_of::<O>();
+        {
+            let (c_address, _c_use) = c.device_ptr(gpu.stream());
+            check_disjoint(OP, ("D", self.addresses.2, bytes), &[("C", c_address, bytes)])?;
+        }
+        if Self::addresses(gpu, self.shape, a, b, d)? != self.addresses {
+            return Err(Error::bad_argument(OP, "A, B or D is not the buffer this plan's tensor maps describe"));
+        }
+        // D ← C, then the kernel blends beta·D in place.
+        gpu.stream().memcpy_dtod(c, d)?;
+        self.launch(gpu, a, b, d)
     }
 }
 

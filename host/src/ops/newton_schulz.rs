@@ -11,20 +11,24 @@
 //!   B = b·A + c·A², X ← a·X + B·X.
 //! - Gram ([`gram_newton_schulz`]), after the public description of Zhang, Amsel, Chen and Dao (Dao AI Lab, 2026,
 //!   "Gram Newton-Schulz"): X normalized in f32 and cast to f16, R = X·Xᵀ, Q = I; per (a, b, c):
-//!   Z = b·R + c·R², Q ← Q·Z + a·Q, RZ = R·Z + a·R, R ← Z·RZ + a·RZ; at each restart (after the iterations listed,
-//!   default after the 2nd) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Every product but the last (and the restarts')
-//!   is of two polynomials in the same R, so symmetric: R·R, Q·Z, R·Z, Z·RZ run on the symmetric GEMM, half the tensor
-//!   work of the full one, and all are n×n with n the smaller side, instead of n×m. In exact arithmetic it computes
-//!   the same X as the standard iteration; in f16 the restarts keep R's spurious negative eigenvalues from growing.
+//!   Z = b·R + c·R², Q ← Q·Z + a·Q, RZ = R·Z + a·R, R ← Z·RZ + a·RZ; at each restart (before the iterations listed,
+//!   0-based, default before the 3rd) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Every product but the last (and the
+//!   restarts') is of two polynomials in the same R, so symmetric: R·R, Q·Z, R·Z, Z·RZ run on the symmetric GEMM,
+//!   half the tensor work of the full one, and all are n×n with n the smaller side, instead of n×m. In exact
+//!   arithmetic it computes the same X as the standard iteration; in f16 the restarts keep R's spurious negative
+//!   eigenvalues from growing. (The reference itself runs square matrices through the standard iteration, where
+//!   Gram saves no work; here the caller chooses.)
 //!
-//! The β·C terms: the GEMMs blend into D, so C is copied into D first (`gemm_symmetric_with_c`, and a copy ahead
-//! of the general GEMM); Q = Z + a·I at the first iteration after a (re)start is a copy and [`add_diagonal`].
+//! Both are a [`Program`] (the iteration as a list of steps over numbered buffers, written out once at plan
+//! creation) bound to GEMM plans by [`NewtonSchulzPlan`], which allocates and encodes once and then only launches.
+//! The β·C terms: the GEMMs blend into D, so C is copied into D first; Q = Z + a·I at the first iteration after a
+//! (re)start is a copy and an addition on the diagonal (`add_diagonal`).
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
 
-use super::gemm::{GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmShape, gemm};
-use super::gemm_symmetric::{SymmetricOptions, SymmetricShape, gemm_symmetric, gemm_symmetric_with_c};
+use super::gemm::{GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmPlan, GemmShape};
+use super::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::Gpu;
@@ -136,17 +140,39 @@ fn stack_grid(work: usize, batch: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, batch as u32, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// sums[m] = ‖x_m‖_F² in f32 for each matrix of the stack (the sums are zeroed first).
-fn sum_squares<T: NsElement>(gpu: &Gpu, shape: StackShape, x: &CudaSlice<T>, sums: &mut CudaSlice<f32>) -> Result<()> {
-    gpu.stream().memset_zeros(sums)?;
+/// The f32 partial sums [`sum_squares`] needs for a stack of this shape: one per warp of its grid, per matrix.
+fn partials_len(shape: StackShape) -> usize {
+    let grid = stack_grid(shape.rows * shape.columns, shape.batch);
+    shape.batch * (grid.grid_dim.0 * THREADS / 32) as usize
+}
+
+/// sums[m] = ‖x_m‖_F² in f32 for each matrix of the stack: each warp's share into `partials`, then added in order
+/// (the same bits every run).
+fn sum_squares<T: NsElement>(
+    gpu: &Gpu,
+    shape: StackShape,
+    x: &CudaSlice<T>,
+    partials: &mut CudaSlice<f32>,
+    sums: &mut CudaSlice<f32>,
+) -> Result<()> {
     let per_matrix = shape.rows * shape.columns;
+    let count = partials_len(shape) / shape.batch;
+    assert!(x.len() == shape.len() && partials.len() == shape.batch * count && sums.len() == shape.batch);
     let function = gpu.function(T::SUM_SQUARES)?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(x).arg(&per_matrix).arg(sums);
-    // SAFETY: x holds batch matrices of per_matrix elements, sums batch f32 (checked by the callers' allocation).
+    launch.arg(x).arg(&per_matrix).arg(&mut *partials);
+    // SAFETY: x holds batch matrices of per_matrix elements and partials one f32 per warp of the grid per matrix
+    // (asserted); THREADS is a multiple of 32.
     unsafe { launch.launch(stack_grid(per_matrix, shape.batch)) }
+        .map_err(|source| Error::Launch { kernel: T::SUM_SQUARES.name, source })?;
+    let function = gpu.function(kernels::SUM_PARTIALS_F32)?;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(&*partials).arg(&count).arg(sums);
+    let config = LaunchConfig { grid_dim: (1, shape.batch as u32, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: partials holds batch × count f32 and sums batch (asserted); one warp per matrix.
+    unsafe { launch.launch(config) }
         .map(drop)
-        .map_err(|source| Error::Launch { kernel: T::SUM_SQUARES.name, source })
+        .map_err(|source| Error::Launch { kernel: kernels::SUM_PARTIALS_F32.name, source })
 }
 
 /// y = x / (√sums[m] + ε) per matrix, or y = x converted where `sums` is `None`.
@@ -187,57 +213,359 @@ fn add_diagonal<T: NsElement>(gpu: &Gpu, batch: usize, n: usize, d: &mut CudaSli
         .map_err(|source| Error::Launch { kernel: T::ADD_DIAGONAL.name, source })
 }
 
-/// Per matrix of the stack: Y ← beta·Y + P·X where X is wide (P n×n on the left), or Y ← beta·Y + X·P (P on the
-/// right) where it is tall; Y holds X's shape. General GEMMs, one per matrix (the general GEMM is not batched).
-#[allow(clippy::too_many_arguments)]
-fn apply_polynomial<T: NsElement>(
-    gpu: &Gpu,
+/// A work buffer of a [`Program`]: an index into its buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Buf(usize);
+
+/// One step of a Newton-Schulz program, on buffers of the stack (X-shaped or n×n per matrix, n the smaller side).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    /// D = X·Xᵀ (wide X) or Xᵀ·X (tall): the symmetric GEMM over the stack.
+    Gram { x: Buf, d: Buf },
+    /// D = alpha·A·B + beta·C of n×n polynomials in one matrix (a symmetric product): the symmetric GEMM, C copied
+    /// into D first.
+    Symmetric { a: Buf, b: Buf, c: Buf, d: Buf, alpha: f32, beta: f32 },
+    /// D = P·X (wide) or X·P (tall) + beta·X, P n×n: general GEMMs, one per matrix (the general GEMM is not batched),
+    /// X copied into D first where beta ≠ 0.
+    Apply { p: Buf, x: Buf, d: Buf, beta: f32 },
+    /// D = S.
+    Copy { s: Buf, d: Buf },
+    /// D += value·I.
+    AddDiagonal { d: Buf, value: f32 },
+}
+
+/// A Newton-Schulz iteration as a straight list of steps: which buffer holds the normalized input, which the
+/// result, and the buffers' shapes (`true`: X-shaped, `false`: n×n).
+#[derive(Clone, Debug, PartialEq)]
+struct Program {
+    buffers: Vec<bool>,
+    input: Buf,
+    output: Buf,
+    ops: Vec<Op>,
+}
+
+impl Program {
+    fn buffer(&mut self, x_shaped: bool) -> Buf {
+        self.buffers.push(x_shaped);
+        Buf(self.buffers.len() - 1)
+    }
+
+    /// The standard iteration: per (a, b, c): A = X·Xᵀ, B = b·A + c·A², X ← a·X + B·X.
+    fn standard(coefficients: &[(f64, f64, f64)]) -> Program {
+        let mut program = Program { buffers: Vec::new(), input: Buf(0), output: Buf(0), ops: Vec::new() };
+        let (mut x, mut x_next) = (program.buffer(true), program.buffer(true));
+        let (gram, poly) = (program.buffer(false), program.buffer(false));
+        program.input = x;
+        for &(a, b, c) in coefficients {
+            let (a, b, c) = (a as f32, b as f32, c as f32);
+            program.ops.push(Op::Gram { x, d: gram });
+            program.ops.push(Op::Symmetric { a: gram, b: gram, c: gram, d: poly, alpha: c, beta: b });
+            program.ops.push(Op::Apply { p: poly, x, d: x_next, beta: a });
+            std::mem::swap(&mut x, &mut x_next);
+        }
+        program.output = x;
+        program
+    }
+
+    /// Gram Newton-Schulz (the module documentation): R = X·Xᵀ, Q = I; per (a, b, c): Z = b·R + c·R²,
+    /// Q ← Q·Z + a·Q, RZ = R·Z + a·R, R ← Z·RZ + a·RZ; before each iteration listed in `restarts` (0-based, as
+    /// counts of iterations done) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Q = I is implicit after a (re)start:
+    /// the first iteration sets Q = Z + a·I. R is not updated where nothing reads it again (after the last iteration
+    /// and before a restart).
+    fn gram(coefficients: &[(f64, f64, f64)], restarts: &[usize]) -> Program {
+        let mut program = Program { buffers: Vec::new(), input: Buf(0), output: Buf(0), ops: Vec::new() };
+        let (mut x, mut x_next) = (program.buffer(true), program.buffer(true));
+        let (mut r, mut r_next) = (program.buffer(false), program.buffer(false));
+        let (mut q, mut q_next) = (program.buffer(false), program.buffer(false));
+        let (z, rz) = (program.buffer(false), program.buffer(false));
+        program.input = x;
+        program.ops.push(Op::Gram { x, d: r });
+        let mut q_is_identity = true;
+        let last = coefficients.len() - 1;
+        for (iteration, &(a, b, c)) in coefficients.iter().enumerate() {
+            let (a, b, c) = (a as f32, b as f32, c as f32);
+            if restarts.contains(&iteration) && !q_is_identity {
+                program.ops.push(Op::Apply { p: q, x, d: x_next, beta: 0.0 });
+                std::mem::swap(&mut x, &mut x_next);
+                program.ops.push(Op::Gram { x, d: r });
+                q_is_identity = true;
+            }
+            program.ops.push(Op::Symmetric { a: r, b: r, c: r, d: z, alpha: c, beta: b });
+            if q_is_identity {
+                program.ops.push(Op::Copy { s: z, d: q });
+                program.ops.push(Op::AddDiagonal { d: q, value: a });
+                q_is_identity = false;
+            } else {
+                program.ops.push(Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: a });
+                std::mem::swap(&mut q, &mut q_next);
+            }
+            if iteration < last && !restarts.contains(&(iteration + 1)) {
+                program.ops.push(Op::Symmetric { a: r, b: z, c: r, d: rz, alpha: 1.0, beta: a });
+                program.ops.push(Op::Symmetric { a: z, b: rz, c: rz, d: r_next, alpha: 1.0, beta: a });
+                std::mem::swap(&mut r, &mut r_next);
+            }
+        }
+        program.ops.push(Op::Apply { p: q, x, d: x_next, beta: 0.0 });
+        program.output = x_next;
+        program
+    }
+}
+
+/// Which iteration a [`NewtonSchulzPlan`] runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NsMethod {
+    /// The standard quintic iteration in the input type ([`newton_schulz`]).
+    Standard,
+    /// Gram Newton-Schulz in f16 with restarts before the iterations listed ([`gram_newton_schulz`];
+    /// [`DEFAULT_RESTARTS`]).
+    Gram { restarts: Vec<usize> },
+}
+
+/// A [`Program`] step bound to its buffers: GEMM plans made once.
+enum BoundOp<E: NsElement> {
+    Gram {
+        plan: SymmetricPlan<E, E>,
+        x: Buf,
+        d: Buf,
+    },
+    Symmetric {
+        plan: SymmetricPlan<E, E>,
+        a: Buf,
+        b: Buf,
+        c: Buf,
+        d: Buf,
+    },
+    /// One plan per matrix of the stack.
+    Apply {
+        plans: Vec<GemmPlan<E, E>>,
+        p: Buf,
+        x: Buf,
+        d: Buf,
+        copy_x: bool,
+    },
+    Copy {
+        s: Buf,
+        d: Buf,
+    },
+    AddDiagonal {
+        d: Buf,
+        value: f32,
+    },
+}
+
+/// The work buffers of a program (in `E`: the input type for the standard iteration, f16 for Gram) and its steps.
+struct Bound<E: NsElement> {
+    /// Each buffer is taken out while a step writes it, so that the step can read the others.
+    buffers: Vec<Option<CudaSlice<E>>>,
+    input: Buf,
+    output: Buf,
+    ops: Vec<BoundOp<E>>,
+}
+
+impl<E: NsElement> Bound<E> {
+    fn new(gpu: &Gpu, shape: StackShape, program: &Program) -> Result<Self> {
+        let (n, _) = shape.sides();
+        let mut buffers = Vec::with_capacity(program.buffers.len());
+        for &x_shaped in &program.buffers {
+            let len = if x_shaped { shape.len() } else { shape.batch * n * n };
+            buffers.push(Some(gpu.stream().alloc_zeros::<E>(len)?));
+        }
+        let mut bound = Bound { buffers, input: program.input, output: program.output, ops: Vec::new() };
+        for op in &program.ops {
+            let op = bound.bind(gpu, shape, *op)?;
+            bound.ops.push(op);
+        }
+        Ok(bound)
+    }
+
+    fn get(&self, buf: Buf) -> &CudaSlice<E> {
+        self.buffers[buf.0].as_ref().expect("a buffer is only taken out while a step writes it")
+    }
+
+    fn take(&mut self, buf: Buf) -> CudaSlice<E> {
+        self.buffers[buf.0].take().expect("a step writes a buffer it does not read")
+    }
+
+    /// The GEMM plans of one step.
+    fn bind(&mut self, gpu: &Gpu, shape: StackShape, op: Op) -> Result<BoundOp<E>> {
+        let (n, m) = shape.sides();
+        Ok(match op {
+            Op::Gram { x, d } => {
+                let layout = if shape.wide() { GemmLayout::Tn } else { GemmLayout::Nt };
+                let options = SymmetricOptions { layout, ..SymmetricOptions::default() };
+                let mut out = self.take(d);
+                let plan = SymmetricPlan::new(
+                    gpu,
+                    SymmetricShape::new(shape.batch, n, m),
+                    options,
+                    self.get(x),
+                    self.get(x),
+                    &mut out,
+                );
+                self.buffers[d.0] = Some(out);
+                BoundOp::Gram { plan: plan?, x, d }
+            }
+            Op::Symmetric { a, b, c, d, alpha, beta } => {
+                let options = SymmetricOptions { alpha, beta, ..SymmetricOptions::default() };
+                let mut out = self.take(d);
+                let shape = SymmetricShape::new(shape.batch, n, n);
+                let plan = SymmetricPlan::new(gpu, shape, options, self.get(a), self.get(b), &mut out);
+                self.buffers[d.0] = Some(out);
+                BoundOp::Symmetric { plan: plan?, a, b, c, d }
+            }
+            Op::Apply { p, x, d, beta } => {
+                let options = GemmOptions { layout: GemmLayout::Tt, alpha: 1.0, beta, ..GemmOptions::default() };
+                let gemm_shape = GemmShape { m: shape.rows, n: shape.columns, k: n };
+                let per_matrix = shape.rows * shape.columns;
+                let mut out = self.take(d);
+                let mut plans = Vec::with_capacity(shape.batch);
+                let result: Result<()> = (|| {
+                    for matrix in 0..shape.batch {
+                        let p = self.get(p).slice(matrix * n * n..(matrix + 1) * n * n);
+                        let x = self.get(x).slice(matrix * per_matrix..(matrix + 1) * per_matrix);
+                        let mut y = out.slice_mut(matrix * per_matrix..(matrix + 1) * per_matrix);
+                        let plan = if shape.wide() {
+                            GemmPlan::new(gpu, gemm_shape, options, &p, &x)?
+                        } else {
+                            GemmPlan::new(gpu, gemm_shape, options, &x, &p)?
+                        };
+                        // Encodes D's map (and allocates a stream-K workspace) now, not at the first run.
+                        plan.bind_output(gpu, &mut y)?;
+                        plans.push(plan);
+                    }
+                    Ok(())
+                })();
+                self.buffers[d.0] = Some(out);
+                result?;
+                BoundOp::Apply { plans, p, x, d, copy_x: beta != 0.0 }
+            }
+            Op::Copy { s, d } => BoundOp::Copy { s, d },
+            Op::AddDiagonal { d, value } => BoundOp::AddDiagonal { d, value },
+        })
+    }
+
+    /// Launches every step in order on the stream: no allocation, no encoding, no synchronization.
+    fn run(&mut self, gpu: &Gpu, shape: StackShape) -> Result<()> {
+        let (n, _) = shape.sides();
+        let per_matrix = shape.rows * shape.columns;
+        let stream = gpu.stream();
+        for index in 0..self.ops.len() {
+            let written = match &self.ops[index] {
+                BoundOp::Gram { d, .. } | BoundOp::Symmetric { d, .. } | BoundOp::Apply { d, .. } => *d,
+                BoundOp::Copy { d, .. } | BoundOp::AddDiagonal { d, .. } => *d,
+            };
+            let mut out = self.take(written);
+            let result = match &self.ops[index] {
+                BoundOp::Gram { plan, x, .. } => plan.launch(gpu, self.get(*x), self.get(*x), &mut out),
+                BoundOp::Symmetric { plan, a, b, c, .. } => {
+                    plan.launch_with_c(gpu, self.get(*a), self.get(*b), self.get(*c), &mut out)
+                }
+                BoundOp::Apply { plans, p, x, copy_x, .. } => (|| {
+                    if *copy_x {
+                        stream.memcpy_dtod(self.get(*x), &mut out)?;
+                    }
+                    for (matrix, plan) in plans.iter().enumerate() {
+                        let p = self.get(*p).slice(matrix * n * n..(matrix + 1) * n * n);
+                        let x = self.get(*x).slice(matrix * per_matrix..(matrix + 1) * per_matrix);
+                        let mut y = out.slice_mut(matrix * per_matrix..(matrix + 1) * per_matrix);
+                        if shape.wide() {
+                            plan.launch(gpu, &p, &x, &mut y)?;
+                        } else {
+                            plan.launch(gpu, &x, &p, &mut y)?;
+                        }
+                    }
+                    Ok(())
+                })(),
+                BoundOp::Copy { s, .. } => stream.memcpy_dtod(self.get(*s), &mut out).map_err(Into::into),
+                BoundOp::AddDiagonal { value, .. } => add_diagonal(gpu, shape.batch, n, &mut out, *value),
+            };
+            self.buffers[written.0] = Some(out);
+            result?;
+        }
+        Ok(())
+    }
+}
+
+/// The iteration's buffers, in the type it runs in.
+enum Work<T: NsElement> {
+    Standard(Bound<T>),
+    Gram(Bound<f16>),
+}
+
+/// Newton-Schulz on a stack of a fixed shape, made once: the work buffers allocated and every GEMM plan (tensor
+/// maps) encoded at creation, so that [`NewtonSchulzPlan::run`] only launches kernels (no allocation, no encoding,
+/// no host synchronization) and can be queued back to back. The symmetric products run over the whole stack in one
+/// launch each; the products of the n×n polynomial with the rectangular X (B·X, Q·X) are general GEMMs, one launch
+/// per matrix of the stack (the general GEMM is not batched).
+pub struct NewtonSchulzPlan<T: NsElement> {
     shape: StackShape,
-    p: &CudaSlice<T>,
-    x: &CudaSlice<T>,
-    y: &mut CudaSlice<T>,
-    beta: f32,
-) -> Result<()> {
-    let (n, _) = shape.sides();
-    let per_matrix = shape.rows * shape.columns;
-    let options = GemmOptions { layout: GemmLayout::Tt, alpha: 1.0, beta, ..GemmOptions::default() };
-    let gemm_shape = GemmShape { m: shape.rows, n: shape.columns, k: n };
-    for matrix in 0..shape.batch {
-        let p = p.slice(matrix * n * n..(matrix + 1) * n * n);
-        let x = x.slice(matrix * per_matrix..(matrix + 1) * per_matrix);
-        let mut y = y.slice_mut(matrix * per_matrix..(matrix + 1) * per_matrix);
-        if shape.wide() {
-            gemm::<T, T>(gpu, gemm_shape, &p, &x, &mut y, options)?;
-        } else {
-            gemm::<T, T>(gpu, gemm_shape, &x, &p, &mut y, options)?;
+    method: NsMethod,
+    partials: CudaSlice<f32>,
+    sums: CudaSlice<f32>,
+    work: Work<T>,
+}
+
+impl<T: NsElement> NewtonSchulzPlan<T> {
+    /// Checks the shape (every side a multiple of 8, a non-empty stack) and the coefficients (at least one triple,
+    /// all finite), allocates and encodes.
+    pub fn new(gpu: &Gpu, shape: StackShape, coefficients: &[(f64, f64, f64)], method: NsMethod) -> Result<Self> {
+        let op = method.op();
+        shape.check(op)?;
+        check_coefficients(op, coefficients)?;
+        let partials = gpu.stream().alloc_zeros::<f32>(partials_len(shape))?;
+        let sums = gpu.stream().alloc_zeros::<f32>(shape.batch)?;
+        let work = match &method {
+            NsMethod::Standard => Work::Standard(Bound::new(gpu, shape, &Program::standard(coefficients))?),
+            NsMethod::Gram { restarts } => Work::Gram(Bound::new(gpu, shape, &Program::gram(coefficients, restarts))?),
+        };
+        Ok(NewtonSchulzPlan { shape, method, partials, sums, work })
+    }
+
+    pub fn shape(&self) -> StackShape {
+        self.shape
+    }
+
+    pub fn method(&self) -> &NsMethod {
+        &self.method
+    }
+
+    /// `out` = the orthogonalized stack `x` (both of the plan's shape, on the GPU's context: checked first).
+    pub fn run(&mut self, gpu: &Gpu, x: &CudaSlice<T>, out: &mut CudaSlice<T>) -> Result<()> {
+        let (op, shape) = (self.method.op(), self.shape);
+        check_buffers(op, shape, x, out)?;
+        let context = gpu.stream().context();
+        super::check_context(op, "X", x.stream().context(), context)?;
+        super::check_context(op, "the output", out.stream().context(), context)?;
+        sum_squares(gpu, shape, x, &mut self.partials, &mut self.sums)?;
+        match &mut self.work {
+            Work::Standard(bound) => {
+                let mut input = bound.take(bound.input);
+                let scaled = scale(gpu, T::SCALE_TO_SELF, shape, x, &mut input, Some(&self.sums));
+                bound.buffers[bound.input.0] = Some(input);
+                scaled?;
+                bound.run(gpu, shape)?;
+                gpu.stream().memcpy_dtod(bound.get(bound.output), out)?;
+            }
+            Work::Gram(bound) => {
+                let mut input = bound.take(bound.input);
+                let scaled = scale(gpu, T::SCALE_TO_F16, shape, x, &mut input, Some(&self.sums));
+                bound.buffers[bound.input.0] = Some(input);
+                scaled?;
+                bound.run(gpu, shape)?;
+                scale(gpu, T::SCALE_FROM_F16, shape, bound.get(bound.output), out, None)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl NsMethod {
+    fn op(&self) -> &'static str {
+        match self {
+            NsMethod::Standard => OP,
+            NsMethod::Gram { .. } => "gram_newton_schulz",
         }
     }
-    Ok(())
-}
-
-/// The Gram matrix of each matrix of the stack into `r` (n×n, n the smaller side): X·Xᵀ (tn) or Xᵀ·X (nt).
-fn gram<T: NsElement>(gpu: &Gpu, shape: StackShape, x: &CudaSlice<T>, r: &mut CudaSlice<T>) -> Result<()> {
-    let (n, m) = shape.sides();
-    let layout = if shape.wide() { GemmLayout::Tn } else { GemmLayout::Nt };
-    let options = SymmetricOptions { layout, ..SymmetricOptions::default() };
-    gemm_symmetric::<T, T>(gpu, SymmetricShape::new(shape.batch, n, m), x, x, r, options)
-}
-
-/// D = alpha·P·S + beta·C for symmetric n×n stacks P, S, C whose product is symmetric (polynomials in one matrix).
-#[allow(clippy::too_many_arguments)]
-fn symmetric_product<T: NsElement>(
-    gpu: &Gpu,
-    batch: usize,
-    n: usize,
-    p: &CudaSlice<T>,
-    s: &CudaSlice<T>,
-    c: &CudaSlice<T>,
-    d: &mut CudaSlice<T>,
-    alpha: f32,
-    beta: f32,
-) -> Result<()> {
-    let options = SymmetricOptions { alpha, beta, ..SymmetricOptions::default() };
-    gemm_symmetric_with_c::<T, T>(gpu, SymmetricShape::new(batch, n, n), p, s, c, (n, n), d, options)
 }
 
 fn check_coefficients(op: &'static str, coefficients: &[(f64, f64, f64)]) -> Result<()> {
@@ -258,7 +586,8 @@ fn check_buffers<T>(op: &'static str, shape: StackShape, x: &CudaSlice<T>, out: 
     Ok(())
 }
 
-/// The standard Newton-Schulz iteration in `T` (as Muon runs it): `out` = the orthogonalized stack `x`.
+/// The standard Newton-Schulz iteration in `T` (as Muon runs it): `out` = the orthogonalized stack `x`. Makes a
+/// [`NewtonSchulzPlan`] and runs it once; keep the plan to repeat.
 pub fn newton_schulz<T: NsElement>(
     gpu: &Gpu,
     shape: StackShape,
@@ -266,34 +595,14 @@ pub fn newton_schulz<T: NsElement>(
     out: &mut CudaSlice<T>,
     coefficients: &[(f64, f64, f64)],
 ) -> Result<()> {
-    shape.check(OP)?;
-    check_coefficients(OP, coefficients)?;
     check_buffers(OP, shape, x, out)?;
-    let (n, _) = shape.sides();
-    let stream = gpu.stream();
-    let mut sums = stream.alloc_zeros::<f32>(shape.batch)?;
-    let mut current = stream.alloc_zeros::<T>(shape.len())?;
-    let mut next = stream.alloc_zeros::<T>(shape.len())?;
-    let mut a = stream.alloc_zeros::<T>(shape.batch * n * n)?;
-    let mut b = stream.alloc_zeros::<T>(shape.batch * n * n)?;
-    sum_squares(gpu, shape, x, &mut sums)?;
-    scale(gpu, T::SCALE_TO_SELF, shape, x, &mut current, Some(&sums))?;
-    for &(ca, cb, cc) in coefficients {
-        gram(gpu, shape, &current, &mut a)?;
-        // B = b·A + c·A·A.
-        symmetric_product(gpu, shape.batch, n, &a, &a, &a, &mut b, cc as f32, cb as f32)?;
-        // X ← a·X + B·X (or X·B).
-        stream.memcpy_dtod(&current, &mut next)?;
-        apply_polynomial(gpu, shape, &b, &current, &mut next, ca as f32)?;
-        std::mem::swap(&mut current, &mut next);
-    }
-    stream.memcpy_dtod(&current, out)?;
-    Ok(())
+    NewtonSchulzPlan::new(gpu, shape, coefficients, NsMethod::Standard)?.run(gpu, x, out)
 }
 
 /// Gram Newton-Schulz (see the module documentation): `out` = the orthogonalized stack `x`, iterating in f16, with
-/// a restart after each iteration listed in `restarts` (1-based counts of iterations done: `[2]` restarts between
-/// the 2nd and the 3rd; [`DEFAULT_RESTARTS`]).
+/// a restart before each iteration listed in `restarts` (0-based, so the count of iterations done: `[2]` restarts
+/// between the 2nd and the 3rd; [`DEFAULT_RESTARTS`]; 0 and indices past the last iteration do nothing). Makes a
+/// [`NewtonSchulzPlan`] and runs it once; keep the plan to repeat.
 pub fn gram_newton_schulz<T: NsElement>(
     gpu: &Gpu,
     shape: StackShape,
@@ -302,58 +611,9 @@ pub fn gram_newton_schulz<T: NsElement>(
     coefficients: &[(f64, f64, f64)],
     restarts: &[usize],
 ) -> Result<()> {
-    const OP: &str = "gram_newton_schulz";
-    shape.check(OP)?;
-    check_coefficients(OP, coefficients)?;
-    check_buffers(OP, shape, x, out)?;
-    let (n, _) = shape.sides();
-    let batch = shape.batch;
-    let stream = gpu.stream();
-    let square = |stream: &std::sync::Arc<cudarc::driver::CudaStream>| stream.alloc_zeros::<f16>(batch * n * n);
-    let mut sums = stream.alloc_zeros::<f32>(batch)?;
-    let mut x16 = stream.alloc_zeros::<f16>(shape.len())?;
-    let mut x_next = stream.alloc_zeros::<f16>(shape.len())?;
-    let (mut r, mut r_next, mut z, mut rz) = (square(stream)?, square(stream)?, square(stream)?, square(stream)?);
-    let (mut q, mut q_next) = (square(stream)?, square(stream)?);
-    sum_squares(gpu, shape, x, &mut sums)?;
-    scale(gpu, T::SCALE_TO_F16, shape, x, &mut x16, Some(&sums))?;
-    gram(gpu, shape, &x16, &mut r)?;
-    // Q = I is implicit until the first iteration after a (re)start sets Q = Z + a·I.
-    let mut q_is_identity = true;
-    let last = coefficients.len() - 1;
-    for (iteration, &(ca, cb, cc)) in coefficients.iter().enumerate() {
-        let (ca, cb, cc) = (ca as f32, cb as f32, cc as f32);
-        if iteration > 0 && restarts.contains(&iteration) && !q_is_identity {
-            // X ← Q·X, R = X·Xᵀ, Q = I.
-            apply_polynomial(gpu, shape, &q, &x16, &mut x_next, 0.0)?;
-            std::mem::swap(&mut x16, &mut x_next);
-            gram(gpu, shape, &x16, &mut r)?;
-            q_is_identity = true;
-        }
-        // Z = b·R + c·R².
-        symmetric_product(gpu, batch, n, &r, &r, &r, &mut z, cc, cb)?;
-        // Q ← Q·Z + a·Q.
-        if q_is_identity {
-            stream.memcpy_dtod(&z, &mut q)?;
-            add_diagonal(gpu, batch, n, &mut q, ca)?;
-            q_is_identity = false;
-        } else {
-            symmetric_product(gpu, batch, n, &q, &z, &q, &mut q_next, 1.0, ca)?;
-            std::mem::swap(&mut q, &mut q_next);
-        }
-        // R is needed again only before another iteration (the last one's update is skipped).
-        let restart_next = restarts.contains(&(iteration + 1));
-        if iteration < last && !restart_next {
-            // RZ = R·Z + a·R; R ← Z·RZ + a·RZ.
-            symmetric_product(gpu, batch, n, &r, &z, &r, &mut rz, 1.0, ca)?;
-            symmetric_product(gpu, batch, n, &z, &rz, &rz, &mut r_next, 1.0, ca)?;
-            std::mem::swap(&mut r, &mut r_next);
-        }
-    }
-    // X ← Q·X (Q = I only if there were no iterations, ruled out above).
-    apply_polynomial(gpu, shape, &q, &x16, &mut x_next, 0.0)?;
-    scale(gpu, T::SCALE_FROM_F16, shape, &x_next, out, None)?;
-    Ok(())
+    let method = NsMethod::Gram { restarts: restarts.to_vec() };
+    check_buffers(method.op(), shape, x, out)?;
+    NewtonSchulzPlan::new(gpu, shape, coefficients, method)?.run(gpu, x, out)
 }
 
 #[cfg(test)]
@@ -367,6 +627,75 @@ mod tests {
         assert!((c[0].0 - 8.28721201814563 / 1.05).abs() < 1e-12);
         assert!((c[0].1 + 23.595886519098837 / 1.05f64.powi(3)).abs() < 1e-12);
         assert!((c[4].2 - 0.4188073119525673 / 1.05f64.powi(5)).abs() < 1e-12);
+    }
+
+    /// The Gram program with the default restart, step by step: what the module documentation (and the public
+    /// description) says, with R's update left out after the 2nd iteration (a restart follows) and the 5th (last).
+    #[test]
+    fn the_gram_program_restarts_before_the_third_iteration() {
+        let coefficients = polar_express();
+        let program = Program::gram(&coefficients, DEFAULT_RESTARTS);
+        let f = |i: usize| coefficients[i].0 as f32;
+        let cb = |i: usize| (coefficients[i].2 as f32, coefficients[i].1 as f32);
+        // Buffers: X, X', R, R', Q, Q', Z, RZ.
+        let (x, x2, r, r2, q, q2, z, rz) = (Buf(0), Buf(1), Buf(2), Buf(3), Buf(4), Buf(5), Buf(6), Buf(7));
+        let first_poly = |i: usize, r: Buf| Op::Symmetric { a: r, b: r, c: r, d: z, alpha: cb(i).0, beta: cb(i).1 };
+        let update_r = |i: usize, r: Buf, r_next: Buf| {
+            [
+                Op::Symmetric { a: r, b: z, c: r, d: rz, alpha: 1.0, beta: f(i) },
+                Op::Symmetric { a: z, b: rz, c: rz, d: r_next, alpha: 1.0, beta: f(i) },
+            ]
+        };
+        let update_q =
+            |i: usize, q: Buf, q_next: Buf| Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: f(i) };
+        let mut want = vec![Op::Gram { x, d: r }];
+        // Iteration 0: Q = Z + a·I; R updated into R'.
+        want.extend([first_poly(0, r), Op::Copy { s: z, d: q }, Op::AddDiagonal { d: q, value: f(0) }]);
+        want.extend(update_r(0, r, r2));
+        // Iteration 1 on R': Q·Z into Q'; no R update (a restart follows).
+        want.extend([first_poly(1, r2), update_q(1, q, q2)]);
+        // Restart: X' = Q'·X, R' = X'·X'ᵀ; iteration 2: Q = Z + a·I again (into Q'), R' updated into R.
+        want.extend([Op::Apply { p: q2, x, d: x2, beta: 0.0 }, Op::Gram { x: x2, d: r2 }]);
+        want.extend([first_poly(2, r2), Op::Copy { s: z, d: q2 }, Op::AddDiagonal { d: q2, value: f(2) }]);
+        want.extend(update_r(2, r2, r));
+        // Iteration 3 on R: Q'·Z into Q, R into R'. Iteration 4 on R': Q·Z into Q', no R update.
+        want.extend([first_poly(3, r), update_q(3, q2, q)]);
+        want.extend(update_r(3, r, r2));
+        want.extend([first_poly(4, r2), update_q(4, q, q2)]);
+        // X'' = Q'·X' into X.
+        want.push(Op::Apply { p: q2, x: x2, d: x, beta: 0.0 });
+        assert_eq!(program.ops, want);
+        assert_eq!((program.input, program.output), (x, x));
+        assert_eq!(program.buffers, [true, true, false, false, false, false, false, false]);
+        // Symmetric GEMMs: X·Xᵀ twice, Z five times, Q·Z three times, R·Z and Z·RZ three times each.
+        let symmetric = program.ops.iter().filter(|op| matches!(op, Op::Gram { .. } | Op::Symmetric { .. })).count();
+        assert_eq!(symmetric, 2 + 5 + 3 + 2 * 3);
+    }
+
+    #[test]
+    fn restarts_at_zero_or_past_the_end_change_nothing() {
+        let coefficients = polar_express();
+        let plain = Program::gram(&coefficients, &[]);
+        assert_eq!(Program::gram(&coefficients, &[0, 5, 9]), plain);
+        // Without restarts: X·Xᵀ once, every iteration's products, R updated after all but the last, Q·X at the end.
+        let applies = plain.ops.iter().filter(|op| matches!(op, Op::Apply { .. })).count();
+        assert_eq!((plain.ops.len(), applies), (1 + 3 + 4 * 2 + 4 * 2 + 1, 1));
+    }
+
+    #[test]
+    fn the_standard_program_alternates_two_x_buffers() {
+        let coefficients = polar_express();
+        let program = Program::standard(&coefficients);
+        let (x, x2, gram, poly) = (Buf(0), Buf(1), Buf(2), Buf(3));
+        let mut want = Vec::new();
+        for (i, &(a, b, c)) in coefficients.iter().enumerate() {
+            let (from, to) = if i % 2 == 0 { (x, x2) } else { (x2, x) };
+            want.push(Op::Gram { x: from, d: gram });
+            want.push(Op::Symmetric { a: gram, b: gram, c: gram, d: poly, alpha: c as f32, beta: b as f32 });
+            want.push(Op::Apply { p: poly, x: from, d: to, beta: a as f32 });
+        }
+        assert_eq!(program.ops, want);
+        assert_eq!((program.input, program.output), (x, x2));
     }
 
     #[test]
