@@ -104,3 +104,14 @@ pub unsafe fn red_relaxed_gpu_add_f32(sum: *mut f32, value: f32) {
             value = in(reg32) value, options(nostack));
     }
 }
+
+/// `fence.proxy.async.global`: orders this thread's global-memory accesses made through the generic proxy (ordinary
+/// loads and stores, `red`, `ld.acquire`) against those it makes or has made through the async proxy (bulk copies
+/// and reductions), both ways. After [`crate::arch::tma::wait_group`], it brings a completed bulk reduction's
+/// writes into the generic proxy, so that a later release of this thread covers them; before a bulk operation, it
+/// orders the operation after this thread's earlier acquire. PTX ISA: "membar/fence"
+/// (#parallel-synchronization-and-communication-instructions-membar-fence), "Proxies" (#proxies); PTX 8.0, sm_90.
+#[inline(always)]
+pub fn fence_proxy_async_global() {
+    unsafe { core::arch::asm!("fence.proxy.async.global;", options(nostack)) };
+}
