@@ -808,7 +808,8 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
         warpgroup.release(smem.q_empty(stage));
-        let accum_tile = unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
+        let accum_tile =
+            unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
         // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the key
         // tiles before this block's, and after consumer 0 of this block for consumer 1 (the key tiles that see a
         // query tile are always the first ones: the first query tile each sees grows with the key tile).
