@@ -90,7 +90,7 @@ pub unsafe fn store_relaxed_sys(flag: *mut u32, value: u32) {
 }
 
 /// `red.relaxed.gpu.global.add.f32`: adds `value` to the f32 at `sum` (no ordering: a sum whose readers run in a
-/// later kernel, e.g. the attention backward's dQ or a sum of squares). The order of the additions is the
+/// later kernel, e.g. a sum of squares). The order of the additions is the
 /// hardware's, so the low bits of a sum vary between launches. (The two-element form `red.global.add.v2.f32` needs
 /// PTX ISA 8.1; the device crate is built for 8.0.)
 /// PTX ISA: "red" (#parallel-synchronization-and-communication-instructions-red).
