@@ -379,8 +379,16 @@ const _: () =
 /// the key/value head. Operands are `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
 ///
 /// Shared memory, in order: K, V, then per stage Q and dO, then one dSᵀ tile per consumer (its keys × `tile_q`
-/// queries, 16-bit, 128-byte swizzled: the A operand of dQ = dS·K read MN-major), then per stage the `tile_q`
-/// log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage.
+/// queries, 16-bit, 128-byte swizzled: the A operand of dQ = dS·K read MN-major), then per consumer one dQ
+/// staging tile per column block (`tile_q` queries × 64 columns, f32, the run one bulk reduce-add adds to the
+/// accumulator), then per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V
+/// full, then Q full and Q empty per stage.
+///
+/// The f32 dQ accumulator in global memory is tiled to match: per (batch, head) its padded rows
+/// ([`attn_bwd_padded_rows`]) in query tiles, each tile `head_dim / 64` runs of [`Self::dq_tile_bytes`] (one per
+/// column block), each run the staging tile's bytes: `tile_q` rows of 64 f32, whose 32-byte units are permuted
+/// within each row (gpu/kernels/src/smem_layout.rs, `SW32_64X64_B32`). A query tile starts where it would in a
+/// row-major [rows, head_dim] array, so the accumulator's size is unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnBwdTile {
     pub tile_q: u32,
@@ -446,6 +454,16 @@ impl AttnBwdTile {
         self.smem_do_offset(self.stages) + consumer * self.smem_ds_bytes()
     }
 
+    /// One dQ staging tile, and one run of the dQ accumulator: `tile_q` queries × 64 columns of head dim, f32.
+    pub const fn dq_tile_bytes(&self) -> u32 {
+        self.tile_q * Self::BOX_COLS * 4
+    }
+
+    /// Consumer `consumer`'s staging tile of column block `block`.
+    pub const fn smem_dq_offset(&self, consumer: u32, block: u32) -> u32 {
+        self.smem_ds_offset(self.consumers) + (consumer * self.column_blocks() + block) * self.dq_tile_bytes()
+    }
+
     /// A stage's row statistics: `tile_q` f32.
     pub const fn smem_rows_bytes(&self) -> u32 {
         self.tile_q * 4
@@ -453,7 +471,7 @@ impl AttnBwdTile {
 
     /// The log2-unit LSE of a stage's query rows.
     pub const fn smem_lse_offset(&self, stage: u32) -> u32 {
-        self.smem_ds_offset(self.consumers) + stage * self.smem_rows_bytes()
+        self.smem_dq_offset(self.consumers, 0) + stage * self.smem_rows_bytes()
     }
 
     /// dO·O of a stage's query rows.
@@ -505,6 +523,10 @@ const _: () = {
         assert!(t.tile_q == ATTN_BWD_SM90_D128.tile_q && t.tile_q == AttnBwdTile::BOX_COLS);
         assert!(t.consumer_keys() == 64 && t.smem_rows_bytes().is_multiple_of(16));
         assert!(t.threads() == 384);
+        // dQ staging: the bulk reduce-add wants 16-byte aligned runs of a multiple of 16 bytes; the consumers
+        // stage at most two column blocks (one while the next one's product runs).
+        assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && t.dq_tile_bytes().is_multiple_of(1024));
+        assert!(t.column_blocks() >= 1 && t.column_blocks() <= 2);
         i += 1;
     }
 };

@@ -119,12 +119,13 @@ macro_rules! attn_bwd_sm90_params {
             /// for padding rows) and dO·O.
             lse_log2: ptr(*const f32),
             dsum: ptr(*const f32),
-            /// The dQ accumulator, [batch, heads_q, padded rows, head_dim] f32, zeroed by the preprocessing kernel;
-            /// the kernel adds dS·K to it (unscaled).
+            /// The dQ accumulator, batch · heads_q · padded rows · head_dim f32 in `AttnBwdTile`'s tiled layout
+            /// (one contiguous run per query tile and 64 columns), zeroed by the preprocessing kernel; the kernel
+            /// adds dS·K to it (unscaled), one bulk reduce-add per run.
             dq_accum: ptr(*mut f32),
             /// Null, or the deterministic mode's semaphores: one u32 per (batch, head, query tile), zeroed by the
-            /// preprocessing kernel, counting the consumer threads that have added their part of that dQ tile; the
-            /// kernel then adds in a fixed order (key tiles ascending, consumer 0 before 1).
+            /// preprocessing kernel, counting the consumer warpgroups whose additions to that dQ tile have
+            /// completed; the kernel then adds in a fixed order (key tiles ascending, consumer 0 before 1).
             dq_semaphores: ptr(*mut u32),
             /// dK and dV, as k and v: [batch, seq_k, heads_kv, head_dim] with these element strides.
             dk: ptr(*mut u16),

@@ -90,7 +90,7 @@ pub unsafe fn store_relaxed_sys(flag: *mut u32, value: u32) {
 }
 
 /// `red.relaxed.gpu.global.add.f32`: adds `value` to the f32 at `sum` (no ordering: a sum whose readers run in a
-/// later kernel, e.g. the attention backward's dQ or a sum of squares). The order of the additions is the
+/// later kernel, e.g. a sum of squares). The order of the additions is the
 /// hardware's, so the low bits of a sum vary between launches. (The two-element form `red.global.add.v2.f32` needs
 /// PTX ISA 8.1; the device crate is built for 8.0.)
 /// PTX ISA: "red" (#parallel-synchronization-and-communication-instructions-red).
@@ -103,4 +103,15 @@ pub unsafe fn red_relaxed_gpu_add_f32(sum: *mut f32, value: f32) {
         core::arch::asm!("red.relaxed.gpu.global.add.f32 [{sum}], {value};", sum = in(reg64) sum,
             value = in(reg32) value, options(nostack));
     }
+}
+
+/// `fence.proxy.async.global`: orders this thread's global-memory accesses made through the generic proxy (ordinary
+/// loads and stores, `red`, `ld.acquire`) against those it makes or has made through the async proxy (bulk copies
+/// and reductions), both ways. After [`crate::arch::tma::wait_group`], it brings a completed bulk reduction's
+/// writes into the generic proxy, so that a later release of this thread covers them; before a bulk operation, it
+/// orders the operation after this thread's earlier acquire. PTX ISA: "membar/fence"
+/// (#parallel-synchronization-and-communication-instructions-membar-fence), "Proxies" (#proxies); PTX 8.0, sm_90.
+#[inline(always)]
+pub fn fence_proxy_async_global() {
+    unsafe { core::arch::asm!("fence.proxy.async.global;", options(nostack)) };
 }

@@ -1,6 +1,7 @@
 //! The tensor memory accelerator: bulk tensor copies described by a `CUtensorMap`.
 //! PTX ISA: "cp.async.bulk.tensor" (#data-movement-and-conversion-instructions-cp-async-bulk-tensor),
-//! "cp.async.bulk" (#data-movement-and-conversion-instructions-cp-async-bulk), "cp.async.bulk.commit_group" / "cp.async.bulk.wait_group"
+//! "cp.async.bulk" (#data-movement-and-conversion-instructions-cp-async-bulk), "cp.reduce.async.bulk"
+//! (#data-movement-and-conversion-instructions-cp-reduce-async-bulk), "cp.async.bulk.commit_group" / "cp.async.bulk.wait_group"
 //! (#data-movement-and-conversion-instructions-cp-async-bulk-commit-group, -wait-group) and
 //! "prefetch.tensormap" (#data-movement-and-conversion-instructions-prefetch-prefetchu).
 //!
@@ -183,4 +184,34 @@ pub fn commit_group() {
 #[inline(always)]
 pub fn wait_group_read<const N: u32>() {
     unsafe { core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+}
+
+/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's committed bulk groups are pending, the
+/// others complete: their shared-memory reads done and their writes to global memory performed. Those writes were
+/// made by the async proxy: before a generic-proxy release is to carry them to another thread, follow this with
+/// [`crate::arch::atomic::fence_proxy_async_global`].
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
+}
+
+/// `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`: adds the `bytes / 4` f32 at shared address `src`
+/// element-wise to the f32 at global address `dst`, in the async proxy: the non-tensor bulk reduction (PTX ISA
+/// "cp.reduce.async.bulk", #data-movement-and-conversion-instructions-cp-reduce-async-bulk; PTX 8.0, sm_90), one
+/// instruction for a contiguous run instead of a `red` per element. Each element's addition is atomic, with no
+/// order among them or against other threads' accesses; completion is tracked by [`commit_group`] and
+/// [`wait_group_read`] (the source may be rewritten) or [`wait_group`] (the additions are performed).
+///
+/// # Safety
+/// `src` and `dst` are 16-byte aligned, `bytes` a multiple of 16; `dst` holds `bytes` bytes of f32 in global memory
+/// and `src` as many in this block's shared memory, written before by this thread or made visible to the async
+/// proxy (`fence.proxy.async.shared::cta` after the writes, then a barrier with this thread), and not rewritten
+/// before a wait shows the group has read it.
+#[inline(always)]
+pub unsafe fn reduce_add_bulk_f32(dst: *mut f32, src: u32, bytes: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{dst}], [{src}], {bytes};",
+            dst = in(reg64) dst, src = in(reg32) src, bytes = in(reg32) bytes, options(nostack));
+    }
 }

@@ -5,7 +5,7 @@
 //! Three kernels per problem, launched in this order by host/src/ops/attention_backward.rs:
 //! 1. [`preprocess`], one warp per query row (every (batch, head) padded to whole query tiles): the row's
 //!    D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for padding rows, so its
-//!    probabilities come out 0), and zeros for its row of the f32 dQ accumulator.
+//!    probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
 //! 2. [`attn_bwd`], one block per 128 keys of one (key/value head, batch): K and V stay in shared memory while the
 //!    producer warp has TMA stream query tiles of 64 rows (Q, dO, and the rows' LSE and D) through a ring, for each
 //!    query head of the key/value head in turn (GQA: dK and dV are summed in registers over the group, no atomics).
@@ -14,9 +14,11 @@
 //!    Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) per query column; dSᵀ = Pᵀ ∘ (dPᵀ − D);
 //!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
 //!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major, 64 columns
-//!    of head dim at a time) added to the f32 accumulator with `red.global.add.f32`.
+//!    of head dim at a time) staged in shared memory, 64 queries × 64 columns of f32 per tile, and added to the
+//!    f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) per tile from one thread: the
+//!    accumulator is tiled so that each staging tile is one contiguous run of it ([`dq_accum_index`]).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
-//! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type.
+//! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type and q's layout.
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
@@ -29,7 +31,7 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
-use crate::smem_layout::SW128_64X64_B16;
+use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
 const LOG2_E: f32 = core::f32::consts::LOG2_E;
@@ -72,7 +74,9 @@ impl Strides {
 }
 
 /// One warp per padded query row `warp` = (batch · heads + head) · padded_rows + i: D_i = dO_i·O_i (0 for a padding
-/// row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row), and the row of the dQ accumulator zeroed.
+/// row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row), and `head_dim` f32 of the dQ accumulator
+/// zeroed, the warp's slice of it in memory order (the tiled layout scatters a row; all warps together zero all
+/// of it, each warp whole 128-byte lines).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn preprocess<E: Element>(
@@ -101,6 +105,7 @@ unsafe fn preprocess<E: Element>(
     let (i, batch_head) = (warp % padded_rows, warp / padded_rows);
     let (head, batch) = (batch_head % heads, batch_head / heads);
     let accum = unsafe { dq_accum.add(warp * head_dim) };
+    // Any slice of the accumulator: only all of it zeroed matters.
     let mut e = lane;
     while e < head_dim {
         unsafe { accum.add(e).write(0.0) };
@@ -140,7 +145,7 @@ unsafe fn preprocess<E: Element>(
 macro_rules! preprocess_kernel {
     ($name:ident, $element:ty) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and its `head_dim` f32 of `dq_accum` zeroed; per query tile, its u32 of `dq_semaphores`
+        /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per query tile, its u32 of `dq_semaphores`
         /// zeroed unless that is null. Any block size that is a multiple of 32; the grid covers
         /// `batch · heads · padded_rows` warps.
         ///
@@ -207,8 +212,23 @@ preprocess_kernel!(attn_bwd_preprocess_f16, F16);
 // ---------------------------------------------------------------------------------------------------------------
 // 3. dQ conversion.
 
+/// Index in the dQ accumulator of column `column` of padded row `row` (over all (batch, head) in order), in
+/// `AttnBwdTile`'s tiled layout: the row's query tile starts where it would in a row-major [rows, head_dim] array
+/// and holds one run per 64-column block, the main kernel's staging tile ([`SW32_64X64_B32`], in f32 units) as it
+/// was added.
+#[inline(always)]
+fn dq_accum_index(row: usize, column: usize, head_dim: usize) -> usize {
+    let tile_q = ATTN_BWD_SM90_D128.tile_q as usize;
+    let run = (ATTN_BWD_SM90_D128.dq_tile_bytes() / 4) as usize;
+    let box_cols = AttnBwdTile::BOX_COLS as usize;
+    let (tile, local) = (row / tile_q, row % tile_q);
+    let in_run = SW32_64X64_B32.crd2idx_u32(&[local as u32, (column % box_cols) as u32]) / 4;
+    tile * tile_q * head_dim + (column / box_cols) * run + in_run as usize
+}
+
 /// dQ = scale · dq_accum over the seq_q real rows, in the input type, with q's strides: one element pair per
-/// thread and step of a grid-stride loop.
+/// thread and step of a grid-stride loop (the pair is adjacent in the accumulator too: the tiled layout moves
+/// units of 8 f32).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn convert_dq<E: Pack>(
@@ -227,7 +247,7 @@ unsafe fn convert_dq<E: Pack>(
         let (column, row) = (element % head_dim, element / head_dim);
         let (i, batch_head) = (row % seq_q, row / seq_q);
         let (head, batch) = (batch_head % heads, batch_head / heads);
-        let from = unsafe { dq_accum.add((batch_head * padded_rows + i) * head_dim + column) };
+        let from = unsafe { dq_accum.add(dq_accum_index(batch_head * padded_rows + i, column, head_dim)) };
         let (lo, hi) = unsafe { (from.read(), from.add(1).read()) };
         let to = unsafe { dq.add(strides.offset(batch, i, head) + column) } as *mut u32;
         unsafe { to.write(E::pack2(lo * scale, hi * scale)) };
@@ -241,7 +261,8 @@ macro_rules! convert_kernel {
         /// element pairs).
         ///
         /// # Safety
-        /// dq_accum holds batch · heads · padded_rows · head_dim f32 (padded_rows ≥ seq_q); dq is [batch, seq_q,
+        /// dq_accum holds batch · heads · padded_rows · head_dim f32 in the main kernel's tiled layout (padded_rows
+        /// ≥ seq_q, a multiple of 64; head_dim a multiple of 64); dq is [batch, seq_q,
         /// heads, head_dim] with the given element strides (multiples of 8, 16-byte aligned base), its elements
         /// distinct, overlapping nothing; head_dim is even.
         #[unsafe(no_mangle)]
@@ -471,6 +492,9 @@ impl SmemMap {
     fn ds(&self, consumer: u32) -> u32 {
         self.base + self.tile.smem_ds_offset(consumer)
     }
+    fn dq(&self, consumer: u32, block: u32) -> u32 {
+        self.base + self.tile.smem_dq_offset(consumer, block)
+    }
     fn lse(&self, stage: u32) -> u32 {
         self.base + self.tile.smem_lse_offset(stage)
     }
@@ -632,6 +656,9 @@ unsafe fn produce(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem:
 struct Warpgroup<'a> {
     smem: &'a SmemMap,
     consumer: u32,
+    /// This thread's warp in the warpgroup, and its lane.
+    warp: u32,
+    lane: u32,
     /// Byte offset of this warpgroup's 64 keys inside each 64-column block of K and V.
     keys_offset: u32,
     /// The first of the two key rows (m64 fragment rows r and r + 8, from the warpgroup's first key) this thread
@@ -725,6 +752,8 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
     let warpgroup = Warpgroup {
         smem,
         consumer,
+        warp,
+        lane,
         keys_offset: consumer * tile.consumer_keys() * 128,
         row: 16 * warp + lane / 4,
         column: 2 * (lane % 4),
@@ -758,7 +787,10 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         let p = pack::<C>(&s);
         let ds = pack::<C>(&dp);
 
-        // dSᵀ to shared memory, once every warp's dQ product of the previous tile has read it.
+        // dSᵀ to shared memory once every warp's dQ product of the previous tile has read it, and the dQ staging
+        // tiles free once the previous tile's reductions have read them: every thread waits for its bulk groups
+        // (only the leader has any; the others return at once), so there is no branch in front of the barrier.
+        tma::wait_group_read::<0>();
         warpgroup.sync();
         unsafe { store_ds(&ds, &warpgroup) };
         smem::fence_proxy_async_shared();
@@ -776,32 +808,20 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
         warpgroup.release(smem.q_empty(stage));
-        let accum_row = block.workspace_row(head, q0, problem);
-        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer thread of the key tiles
-        // before this block's, and of consumer 0 before 1 (the key tiles that see a query tile are always the
-        // first ones: the first query tile each sees grows with the key tile). Each thread waits for the count
-        // itself (acquire) and counts its own additions in after them (release): the memory model's pattern for
-        // data written by several threads (arch/atomic.rs).
-        let semaphore = block.semaphore(head, q0, problem, tile);
-        if !semaphore.is_null() {
-            let turn = AttnBwdTile::WARPGROUP_THREADS * (tile.consumers * block_idx_x() + warpgroup.consumer);
-            unsafe { bounded_wait::wait_at_least(semaphore, turn) };
-        }
-        unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, 0, problem) };
-        // The other column blocks of dQ, one at a time (registers: dK and dV hold head_dim f32 per thread).
-        for column_block in 1..tile.column_blocks() {
-            wgmma::fence();
-            warpgroup.issue_dq::<C>(&mut dq, column_block);
-            wgmma::commit_group();
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(&mut dq);
-            unsafe { add_dq::<C>(&dq, &warpgroup, accum_row, column_block, problem) };
-        }
-        if !semaphore.is_null() {
-            unsafe { atomic::red_release_gpu_add(semaphore, 1) };
-        }
+        let accum_tile =
+            unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
+        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the key
+        // tiles before this block's, and after consumer 0 of this block for consumer 1 (the key tiles that see a
+        // query tile are always the first ones: the first query tile each sees grows with the key tile).
+        let turn = Turn {
+            semaphore: block.semaphore(head, q0, problem, tile),
+            count: tile.consumers * block_idx_x() + warpgroup.consumer,
+        };
+        unsafe { add_dq::<C>(&dq, &warpgroup, accum_tile, turn) };
         ring.advance();
     }
+    // The block's shared memory must outlive the last reductions' reads of it.
+    tma::wait_group_read::<0>();
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, problem) };
 }
 
@@ -871,24 +891,83 @@ unsafe fn store_ds(ds: &[u32; TILE_VALUES / 2], warpgroup: &Warpgroup) {
     });
 }
 
-/// Adds this thread's values of a 64-column block of the dQ partial (rows = the tile's queries) to the
-/// accumulator, whose tile starts at row `accum_row` of the workspace (padding rows absorb the additions of rows
-/// past seq_q, which are 0).
+/// The deterministic mode's place in line at one dQ tile: the tile's semaphore (null when not deterministic) and
+/// the count of earlier warpgroups' completed additions it must show first.
+struct Turn {
+    semaphore: *mut u32,
+    count: u32,
+}
+
+/// Adds the tile's dQ partial over this warpgroup's keys to the accumulator tile at `accum_tile`: each 64-column
+/// block staged in shared memory by every thread (`dq` holds the first block's values; at head dim 128 the
+/// second block's product runs while they are stored), then one bulk reduce-add per block from the leader.
+/// Returns with the reductions in flight; the next tile's first barrier waits for their reads of the staging
+/// tiles.
+///
+/// Deterministic mode: the leader's warp waits for its turn (acquire, [`bounded_wait::wait_at_least`]); the leader
+/// then issues the reductions, waits for their completion (`cp.async.bulk.wait_group 0`: the additions performed,
+/// not only the staging tiles read) and counts its warpgroup in (release). The chain that orders warpgroup A's
+/// additions before those of B, the next in line, in each element's order of modifications:
+/// A's reductions complete → A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later
+/// generic accesses) → A's `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later
+/// one (release-acquire: A's writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later
+/// async-proxy accesses ordered after its acquire) → B's reductions. So each element sees the additions in turn
+/// order, and the f32 sums round the same in every launch.
 #[inline(always)]
-unsafe fn add_dq<C: Config>(
-    dq: &[f32; TILE_VALUES],
-    warpgroup: &Warpgroup,
-    accum_row: usize,
-    column_block: u32,
-    problem: &Problem,
-) {
-    let head_dim = C::TILE.head_dim as usize;
-    let first = (accum_row + warpgroup.row as usize) * head_dim
-        + (column_block * AttnBwdTile::BOX_COLS + warpgroup.column) as usize;
-    let accum = unsafe { problem.dq_accum.add(first) };
-    seq!(I in 0..32 {
-        let (half, column) = value_position(I);
-        unsafe { atomic::red_relaxed_gpu_add_f32(accum.add(8 * half as usize * head_dim + column as usize), dq[I]) };
+unsafe fn add_dq<C: Config>(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, accum_tile: *mut f32, turn: Turn) {
+    let tile = C::TILE;
+    let two_blocks = tile.column_blocks() == 2;
+    let mut second = [0.0f32; TILE_VALUES];
+    if two_blocks {
+        wgmma::fence();
+        warpgroup.issue_dq::<C>(&mut second, 1);
+        wgmma::commit_group();
+    }
+    unsafe { stage_dq(dq, warpgroup, 0) };
+    if two_blocks {
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(&mut second);
+        unsafe { stage_dq(&second, warpgroup, 1) };
+    }
+    smem::fence_proxy_async_shared();
+    warpgroup.sync();
+    let deterministic = !turn.semaphore.is_null();
+    // Warp-uniform: the whole warp waits (the wait votes), then its first lane issues.
+    if warpgroup.warp == 0 {
+        if deterministic {
+            unsafe { bounded_wait::wait_at_least(turn.semaphore, turn.count) };
+        }
+        if warpgroup.lane == 0 {
+            if deterministic {
+                atomic::fence_proxy_async_global();
+            }
+            let run = tile.dq_tile_bytes();
+            for column_block in 0..tile.column_blocks() {
+                let to = unsafe { accum_tile.add((column_block * run / 4) as usize) };
+                unsafe { tma::reduce_add_bulk_f32(to, warpgroup.smem.dq(warpgroup.consumer, column_block), run) };
+            }
+            tma::commit_group();
+            if deterministic {
+                tma::wait_group::<0>();
+                atomic::fence_proxy_async_global();
+                unsafe { atomic::red_release_gpu_add(turn.semaphore, 1) };
+            }
+        }
+    }
+}
+
+/// Writes this thread's values of one 64-column block of the dQ partial (rows = the tile's queries) into the
+/// warpgroup's staging tile of that block: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets
+/// (whose permutation spreads each half-warp's store over all 32 banks).
+#[inline(always)]
+unsafe fn stage_dq(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, column_block: u32) {
+    let base = warpgroup.smem.dq(warpgroup.consumer, column_block);
+    // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
+    let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
+    seq!(I in 0..16 {
+        let (half, column) = value_position(2 * I);
+        let offset = SW32_64X64_B32.crd2idx_u32(&[row + 8 * half, first_column + column]);
+        unsafe { smem::store_f32x2(base + offset, dq[2 * I], dq[2 * I + 1]) };
     });
 }
 
