@@ -1066,6 +1066,15 @@ impl Warpgroup<'_> {
         let head_dim = C::TILE.head_dim;
         let (q_block_bytes, kv_block_bytes) = (self.smem.q_block_bytes(), self.smem.kv_block_bytes());
         let desc_q = wgmma::desc_advance(self.desc_q, C::TILE.smem_q_offset(q));
+        // Q's descriptors are the same for every key tile of an item, and LLVM hoists them out of the main loop: 16
+        // of 64 bits at head dim 256, which do not fit beside O's 128 accumulators (ptxas spilled them). There the
+        // low word (the address) is opaque here, so each step's descriptor is one add from it at each issue, as the K
+        // descriptors are.
+        let desc_q = if head_dim > 128 {
+            (desc_q & 0xffff_ffff_0000_0000) | opaque_here(desc_q as u32) as u64
+        } else {
+            desc_q
+        };
         let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
         seq!(STEP in 0..16 {
             if STEP < head_dim / 16 {
