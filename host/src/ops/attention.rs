@@ -897,7 +897,9 @@ mod tests {
         }
         for tile in ATTN_SM90_TILES {
             let d = tile.head_dim as usize;
-            assert!(kernel_for::<bf16>(d, AttnVariant::Auto).is_ok() && kernel_for::<f16>(d, AttnVariant::Auto).is_ok());
+            assert!(
+                kernel_for::<bf16>(d, AttnVariant::Auto).is_ok() && kernel_for::<f16>(d, AttnVariant::Auto).is_ok()
+            );
             assert!(reference_kernel(OP, bf16::REFERENCE_KERNELS, d).is_ok());
             assert!(reference_kernel(OP, f16::REFERENCE_KERNELS, d).is_ok());
         }
