@@ -4,11 +4,11 @@
 //! Persistent blocks (one per SM) take work items — 128-row query tiles of one (batch, head) — from a global
 //! counter, in an order that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block
 //! (384 threads):
-//! - warpgroup 0, the producer, drops to 32 registers (24 at head dim 256); one thread has TMA load each work item's
+//! - warpgroup 0, the producer, drops to 32 registers; one thread has TMA load each work item's
 //!   Q tile once (as soon as the consumers released the previous one, so it overlaps their epilogue), then streams
 //!   K and V tiles of `tile_kv` keys (128; 80 at head dim 256) through a ring of `stages` (K and V each have
 //!   full/empty mbarriers, so Q·Kᵀ starts before V has landed);
-//! - warpgroups 1 and 2, the consumers, rise to 232 registers (240 at head dim 256, whose O fragment alone is 128);
+//! - warpgroups 1 and 2, the consumers, rise to 232 registers (at head dim 256 O's fragment alone is 128 of them);
 //!   each owns 64 query rows and, per key tile: S = Q·Kᵀ by m64n{tile_kv}k16 wgmma from shared memory, an online
 //!   softmax on S in registers, P = S converted to 16 bits in place (the accumulator fragment *is* the A fragment of
 //!   the next wgmma), O += P·V by m64n{head_dim}k16 wgmma with A from registers and V read MN-major from shared
@@ -157,12 +157,13 @@ config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf1
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
     scores = 64, out = 32, registers = (32, 232), poly = (1, 8), lazy = true, pingpong = true, speculate = false);
 // Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
-// The O fragment (128) with S (40) and the P in flight (20) needs the consumers at 240 registers, which leaves the
-// producer FlashAttention-3's 24.
+// The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
+// its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
+// (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
 config!(Bf16D256, ATTN_SM90_D256, mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite, mma_rs_m64n256k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 40, out = 128, registers = (24, 240), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(F16D256, ATTN_SM90_D256, mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite, mma_rs_m64n256k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 40, out = 128, registers = (24, 240), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
     scores = 64, out = 64, registers = (32, 232), poly = (1, 4), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D64Mufu, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
@@ -406,11 +407,9 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    /// From seq_q read at this point (opaque): computed before the warpgroups' `setmaxnreg` and live across it, the
-    /// tile count was spilled (4 bytes) to fit the producer's 24 registers at head dim 256.
     #[inline(always)]
     fn new(problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = opaque_here(problem.seq_q).div_ceil(tile.tile_q);
+        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
         Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
     }
 
@@ -439,6 +438,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
+    let scheduler = Scheduler::new(problem, tile);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -460,8 +460,6 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 
     if warpgroup == 0 {
         C::producer_registers();
-        // Each side derives the schedule after its `setmaxnreg` (see `Scheduler::new`).
-        let scheduler = Scheduler::new(problem, tile);
         if thread == 0 {
             let [map_q, map_k, map_v, _] = tensor_maps;
             tma::prefetch_tensormap(map_q);
@@ -522,7 +520,6 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
     } else {
         C::consumer_registers();
-        let scheduler = Scheduler::new(problem, tile);
         let consumer = warpgroup - 1;
         let q_rows_offset = consumer * tile.consumer_rows() * 128;
         let warpgroup = Warpgroup {
