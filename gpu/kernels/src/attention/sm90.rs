@@ -407,9 +407,11 @@ struct Scheduler {
 }
 
 impl Scheduler {
+    /// From seq_q read at this point (opaque): computed once before the warpgroups' `setmaxnreg` and live across it,
+    /// the tile count was spilled (4 bytes) at head dim 256.
     #[inline(always)]
     fn new(problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
+        let q_tiles = opaque_here(problem.seq_q).div_ceil(tile.tile_q);
         Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
     }
 
@@ -438,7 +440,6 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
-    let scheduler = Scheduler::new(problem, tile);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -460,6 +461,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 
     if warpgroup == 0 {
         C::producer_registers();
+        // Each side derives the schedule after its `setmaxnreg` (see `Scheduler::new`).
+        let scheduler = Scheduler::new(problem, tile);
         if thread == 0 {
             let [map_q, map_k, map_v, _] = tensor_maps;
             tma::prefetch_tensormap(map_q);
@@ -520,6 +523,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
     } else {
         C::consumer_registers();
+        let scheduler = Scheduler::new(problem, tile);
         let consumer = warpgroup - 1;
         let q_rows_offset = consumer * tile.consumer_rows() * 128;
         let warpgroup = Warpgroup {
