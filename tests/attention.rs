@@ -100,6 +100,51 @@ fn head_dim_64() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn head_dim_256_on_lengths_off_the_80_key_tile_grid() {
+    // Key tiles of 80 at head dim 256: 80 and 160 end on a tile, 77, 129, 200 and 383 end inside one (TMA zero-fills
+    // the keys past seq_k, the mask hides them); 1 is a single key; 129 and 383 also end inside a 128-row query tile.
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let cases: Vec<AttnCase> = [1, 77, 80, 129, 160, 200, 383].iter().map(|&s| case(2, s, s, 4, 4, 256)).collect();
+    assert_all_pass(seed, &full_and_causal::<bf16>(&gpu, seed, &cases));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn head_dim_256_with_seq_q_and_seq_k_apart_and_grouped_heads() {
+    // Causal bottom-right with seq_q ≠ seq_k: the diagonal crosses 80-key tiles at offsets that are not multiples of
+    // 80 (or of 128); with seq_q > seq_k whole query tiles see no key (O = 0, LSE = −∞). GQA and MQA.
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let cases = [
+        case(1, 77, 300, 8, 2, 256),
+        case(1, 300, 77, 4, 1, 256),
+        case(2, 1, 383, 2, 2, 256),
+        case(1, 383, 1, 2, 1, 256),
+        case(1, 200, 81, 6, 3, 256),
+        case(1, 129, 1000, 4, 2, 256),
+    ];
+    assert_all_pass(seed, &full_and_causal::<bf16>(&gpu, seed, &cases));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn head_dim_256_in_f16_with_scales_and_strided_layouts() {
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let mut checks = full_and_causal::<f16>(&gpu, seed, &[case(2, 77, 77, 4, 2, 256), case(1, 383, 129, 2, 2, 256)]);
+    let scaled: Vec<AttnCase> = [0.01, 2.0].iter().map(|&s| case(1, 200, 129, 4, 2, 256).scale(s)).collect();
+    checks.extend(full_and_causal::<bf16>(&gpu, seed + 10, &scaled));
+    for (i, layout) in [CaseLayout::Qkv, CaseLayout::Padded].into_iter().enumerate() {
+        let cases = [case(2, 200, 200, 4, 2, 256).layout(layout)];
+        checks.extend(full_and_causal::<bf16>(&gpu, seed + 20 + 10 * i as u64, &cases));
+        checks.extend(full_and_causal::<f16>(&gpu, seed + 25 + 10 * i as u64, &cases));
+    }
+    assert_all_pass(seed, &checks);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn f16_matches_float64() {
     let gpu = gpu();
     let seed = fresh_seed();
@@ -178,6 +223,15 @@ fn large_shapes_match_the_gpu_reference() {
     checks.push(check::<f16>(&gpu, &gqa, Against::GpuReference, seed + 2).unwrap());
     let qkv = case(2, qkv_seq, qkv_seq, 8, 2, 128).causal(true).layout(CaseLayout::Qkv);
     checks.push(check::<bf16>(&gpu, &qkv, Against::GpuReference, seed + 3).unwrap());
+    // Head dim 256 with several work items per block (512 and 256 of them over at most 132 blocks): each item's O is
+    // staged in its Q buffer, which goes back to the producer only after the store. In the causal case with
+    // seq_q > seq_k, the first six query tiles of every head see no key: items without keys between items with.
+    for causal in [false, true] {
+        let d256 = case(2, long / 2, long / 2, 8, 2, 256).causal(causal);
+        checks.push(check::<bf16>(&gpu, &d256, Against::GpuReference, seed + 4).unwrap());
+    }
+    let ragged = case(2, 1000, 200, 32, 8, 256).causal(true);
+    checks.push(check::<f16>(&gpu, &ragged, Against::GpuReference, seed + 5).unwrap());
     assert_all_pass(seed, &checks);
 }
 
@@ -187,8 +241,13 @@ fn gpu_reference_matches_float64() {
     let gpu = gpu();
     let seed = fresh_seed();
     let mut checks = Vec::new();
-    for (i, c) in [case(2, 77, 300, 8, 2, 128), case(1, 300, 77, 4, 1, 64), case(1, 1, 1, 1, 1, 128)].iter().enumerate()
-    {
+    let cases = [
+        case(2, 77, 300, 8, 2, 128),
+        case(1, 300, 77, 4, 1, 64),
+        case(1, 1, 1, 1, 1, 128),
+        case(1, 129, 200, 4, 2, 256),
+    ];
+    for (i, c) in cases.iter().enumerate() {
         for causal in [false, true] {
             checks.push(check_gpu_reference::<bf16>(&gpu, &c.causal(causal), None, seed + i as u64).unwrap());
             checks.push(check_gpu_reference::<f16>(&gpu, &c.causal(causal), None, seed + 10 + i as u64).unwrap());
@@ -461,6 +520,9 @@ fn bad_buffers_are_rejected_before_launch() {
     let err = attention::attention(&gpu, AttnShape { heads_kv: 3, ..shape }, &q, &k, &v, &mut o, &mut lse, options)
         .unwrap_err();
     assert!(message(err).contains("multiple of heads_kv"));
+    let err = attention::attention(&gpu, AttnShape { head_dim: 192, ..shape }, &q, &k, &v, &mut o, &mut lse, options)
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }) && message(err).contains("64, 128 or 256"));
 
     // A plan is bound to its inputs: other buffers of the same size are refused.
     let plan = AttnPlan::new(&gpu, shape, options, &q, &k, &v, &mut o).unwrap();
@@ -483,8 +545,14 @@ fn unsupported_shapes_are_typed_errors_without_a_gpu() {
     let shape = AttnShape::new(2, 100, 100, 8, 2, 128);
     let refused = |shape: AttnShape, options: AttnOptions| CheckedProblem::new(shape, &options).unwrap_err();
     let o = AttnOptions::default();
-    assert!(matches!(refused(AttnShape { head_dim: 256, ..shape }, o), Error::Unsupported { .. }));
-    assert!(matches!(refused(AttnShape { head_dim: 32, ..shape }, o), Error::Unsupported { .. }));
+    // Head dims 64, 128 and 256 have kernels; any other is refused before a launch, as unsupported.
+    for head_dim in [32, 96, 192, 512] {
+        let err = refused(AttnShape { head_dim, ..shape }, o);
+        assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("64, 128 or 256"), "{err}");
+    }
+    for head_dim in [64, 128, 256] {
+        CheckedProblem::new(AttnShape { head_dim, ..shape }, &o).unwrap();
+    }
     for bad in [
         AttnShape { batch: 0, ..shape },
         AttnShape { seq_q: 0, ..shape },
@@ -500,7 +568,7 @@ fn unsupported_shapes_are_typed_errors_without_a_gpu() {
     }
     assert!(matches!(attention::kernel_for::<f16>(128, AttnVariant::Poly), Err(Error::Unsupported { .. })));
     assert!(matches!(attention::kernel_for::<bf16>(64, AttnVariant::Eager), Err(Error::Unsupported { .. })));
-    CheckedProblem::new(shape, &o).unwrap();
+    assert!(matches!(attention::kernel_for::<bf16>(256, AttnVariant::Poly), Err(Error::Unsupported { .. })));
 }
 
 #[test]

@@ -5,11 +5,13 @@
 
 use std::sync::LazyLock;
 
+use half::{bf16, f16};
 use oxtile::inspect::{self, KernelStats, ModuleInspection};
 use oxtile::kernels::Variant;
 use oxtile::kernels::{self, Kernel};
+use oxtile::ops::attention::{self, AttnElement};
 use oxtile::types::Order;
-use oxtile_abi::{GemmConfig, GemmSchedule};
+use oxtile_abi::{AttnTile, GemmConfig, GemmSchedule};
 
 /// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
 /// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
@@ -258,8 +260,13 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
             .take_while(|i| !is_wait(i, "gsb0, 0x0"))
             .filter(|i| inspect::sass::opcode(i) == "MUFU.EX2")
             .count();
-        // 64 scores per thread and tile, up to a quarter of them on the polynomial.
-        assert!(overlapped >= 48, "`{}`: {overlapped} MUFU.EX2 between the waits for S and for P·V", kernel.name);
+        // tile_kv / 2 scores per thread and tile (64; 40 at head dim 256), up to a quarter of them on the polynomial.
+        let scores = attn_tile(*kernel).tile_kv / 2;
+        assert!(
+            overlapped >= 3 * scores as usize / 4,
+            "`{}`: {overlapped} MUFU.EX2 between the waits for S and for P·V",
+            kernel.name
+        );
         // The speculative ablation takes the exponentials against the maximum already applied, so they need not
         // wait for the tile's row maximum: its first MUFU.EX2 after S lands comes before the maximum's first
         // shuffle across the row; the other kernels find the maximum first.
@@ -276,6 +283,73 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} attention kernels registered");
+}
+
+/// The tile of a registered attention forward kernel: that of the head dim its element type's table lists it under.
+fn attn_tile(kernel: Kernel) -> AttnTile {
+    let head_dim = bf16::ATTN_KERNELS
+        .iter()
+        .chain(f16::ATTN_KERNELS)
+        .find(|(_, _, k)| *k == kernel)
+        .map(|(d, _, _)| *d)
+        .unwrap_or_else(|| panic!("`{}` is in no attention kernel table", kernel.name));
+    attention::tile_for(head_dim).unwrap_or_else(|| panic!("no tile for head dim {head_dim}"))
+}
+
+/// Head dim 256, FlashAttention-3's tile for it: S is m64n80 (per key tile, 16 k16 steps over the head dimension,
+/// issued for tile 0 and in the main loop), O is m64n256 with P from registers and V MN-major (5 k16 steps of 16 keys,
+/// in the main loop and for the last tile); the consumers claim 232 registers (`setmaxnreg`), the producer keeps 32;
+/// and O, staged in the item's Q buffer, goes out before Q goes back: after each epilogue's TMA store (two copies:
+/// an item with keys and one without) come the wait for the store to have read shared memory, the warpgroup's
+/// barrier, and the warps' arrivals on Q's empty barrier, in that order and nothing between.
+#[test]
+fn head_dim_256_kernels_score_80_keys_a_step_and_hand_q_back_after_storing_o_from_it() {
+    let d256 = [kernels::ATTN_FWD_BF16_D256_SM90, kernels::ATTN_FWD_F16_D256_SM90];
+    for kernel in d256 {
+        let tile = attn_tile(kernel);
+        assert!(tile.head_dim == 256 && tile.tile_kv == 80 && tile.o_in_q, "{tile:?}");
+        let s = stats(kernel);
+        let input = if kernel.name.contains("bf16") { ".BF16" } else { "" };
+        let opcodes = |full: &str| s.opcodes().filter(|op| *op == full).count() as u32;
+        let (qk, pv) = (format!("HGMMA.64x{}x16.F32{input}", tile.tile_kv), format!("HGMMA.64x256x16.F32{input}"));
+        assert_eq!(opcodes(&qk), 2 * tile.head_dim / 16, "`{}`: {qk}", s.name);
+        assert_eq!(opcodes(&pv), 2 * tile.tile_kv / 16, "`{}`: {pv}", s.name);
+        assert_eq!(s.count("HGMMA"), opcodes(&qk) + opcodes(&pv), "`{}`: other wgmma shapes", s.name);
+        for instruction in s.instructions.iter().filter(|i| inspect::sass::opcode(i) == pv) {
+            // `HGMMA.64x256x16.F32.BF16 R24, R192, gdesc[UR20].tnspB, R24`: A in registers, V MN-major.
+            let operands: Vec<&str> = instruction.split_whitespace().skip(1).collect();
+            assert!(operands[1].starts_with('R') && instruction.contains(".tnspB"), "`{}`: {instruction}", s.name);
+        }
+        let setmaxnreg = |wanted: &str| s.instructions.iter().any(|i| i.contains(wanted));
+        assert!(setmaxnreg("USETMAXREG.DEALLOC.CTAPOOL 0x20"), "`{}`: the producer does not drop to 32", s.name);
+        assert!(setmaxnreg("USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8"), "`{}`: the consumers do not rise to 232", s.name);
+        assert!(s.stack_bytes == 0 && s.spill_bytes() == 0 && s.local_memory_ops() == 0, "`{}`: local memory", s.name);
+
+        let events: Vec<&str> = entry_ptx(kernel)
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| {
+                ["cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "barrier.sync", "mbarrier.arrive"]
+                    .iter()
+                    .any(|e| l.starts_with(e))
+            })
+            .collect();
+        let stores: Vec<usize> = (0..events.len()).filter(|&i| events[i].starts_with("cp.async.bulk.commit")).collect();
+        assert_eq!(stores.len(), 2, "`{}`: epilogues {events:#?}", s.name);
+        for i in stores {
+            let next: Vec<&str> = events[i + 1..].iter().take(3).map(|e| e.split([' ', ';']).next().unwrap()).collect();
+            assert_eq!(
+                next,
+                ["cp.async.bulk.wait_group.read", "barrier.sync", "mbarrier.arrive.shared::cta.b64"],
+                "`{}`: after a store",
+                s.name
+            );
+        }
+    }
+    // The other head dims stage O in a buffer of its own.
+    for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_") && !d256.contains(k)) {
+        assert!(!attn_tile(*kernel).o_in_q, "`{}`", kernel.name);
+    }
 }
 
 /// Copies of the TMA-store epilogue in each GEMM kernel: one per scaling (alpha = 1 and beta = 0; beta = 0;

@@ -403,6 +403,8 @@ pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_s
 pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
 pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_sm90");
 pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90");
+pub const ATTN_FWD_BF16_D256_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d256_sm90");
+pub const ATTN_FWD_F16_D256_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d256_sm90");
 /// Ablations: the bf16 d128 kernel with a quarter of its exponentials on the polynomial (its default is MUFU
 /// only), with a rescale whenever a row maximum grows (no lazy rescaling), with both consumer warpgroups
 /// issuing at will (no ping-pong); the bf16 d64 kernel with MUFU only (its default puts an eighth on the
@@ -422,6 +424,8 @@ pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference
 pub const ATTN_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_reference_f16_d128");
 pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_reference_bf16_d64");
 pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_reference_f16_d64");
+pub const ATTN_REFERENCE_BF16_D256: Kernel = Kernel::hopper_cold("attn_reference_bf16_d256");
+pub const ATTN_REFERENCE_F16_D256: Kernel = Kernel::hopper_cold("attn_reference_f16_d256");
 /// The plain attention backward reference (gpu/kernels/src/attention/reference_backward.rs).
 pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d128");
 pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d128");
@@ -467,6 +471,8 @@ const OTHERS: &[Kernel] = &[
     ATTN_FWD_F16_D128_SM90,
     ATTN_FWD_BF16_D64_SM90,
     ATTN_FWD_F16_D64_SM90,
+    ATTN_FWD_BF16_D256_SM90,
+    ATTN_FWD_F16_D256_SM90,
     ATTN_FWD_BF16_D128_POLY_SM90,
     ATTN_FWD_BF16_D64_MUFU_SM90,
     ATTN_FWD_BF16_D128_EAGER_SM90,
@@ -476,6 +482,8 @@ const OTHERS: &[Kernel] = &[
     ATTN_REFERENCE_F16_D128,
     ATTN_REFERENCE_BF16_D64,
     ATTN_REFERENCE_F16_D64,
+    ATTN_REFERENCE_BF16_D256,
+    ATTN_REFERENCE_F16_D256,
     ATTN_BWD_REFERENCE_BF16_D128,
     ATTN_BWD_REFERENCE_F16_D128,
     ATTN_BWD_REFERENCE_BF16_D64,

@@ -617,11 +617,11 @@ mod tests {
     #[test]
     fn sweeps_plan_every_check_once() {
         // 4 elementwise kernels at 9 lengths, 5 throughput modes, per layout 13 variants at 7 shapes plus 5 checks
-        // on the odd shape, 13 attention checks (two rows each): the 451 rows of the full table.
+        // on the odd shape, 15 attention checks (two rows each): the 455 rows of the full table.
         let full = plan(Sweep::Full, 1);
-        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 13);
+        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 15);
         let quick = plan(Sweep::Quick, 1);
-        assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 13);
+        assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 15);
         for sweep in [&full, &quick] {
             let names: std::collections::HashSet<&str> = sweep.iter().map(|c| c.what.as_str()).collect();
             assert_eq!(names.len(), sweep.len(), "each check says which it is");

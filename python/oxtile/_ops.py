@@ -219,7 +219,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     """softmax(q·kᵀ·scale)·v on oxtile's Hopper attention kernel, in flash-attn's convention.
 
     q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv, head_dim]: CUDA tensors on one GPU,
-    bfloat16 or float16 alike, head_dim 64 or 128 and contiguous, other strides any multiple of 8 elements (views
+    bfloat16 or float16 alike, head_dim 64, 128 or 256 and contiguous, other strides any multiple of 8 elements (views
     of a packed qkv tensor are read in place). heads_q a multiple of heads_kv: GQA, MQA at heads_kv = 1 (query head
     h reads kv head h // (heads_q // heads_kv)). `causal` masks bottom-right aligned (query i sees keys
     j <= i + seq_k - seq_q); a row that sees no key gives zeros. `softmax_scale` defaults to 1/sqrt(head_dim) and

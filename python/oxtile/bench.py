@@ -28,7 +28,7 @@ import torch.nn.functional as F
 import oxtile
 
 ATTN_SHAPES = ["8,16,4096,128,full", "8,16,4096,128,causal", "16,16,2048,128,full", "4,32:8,8192,128,causal",
-               "8,32,4096,64,full"]
+               "8,32,4096,64,full", "4,16,8192,256,full", "4,16,8192,256,causal"]
 GEMM_SHAPES = ["8192x8192x8192", "4096x4096x4096", "8192x4096x14336", "128x8192x8192"]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "f16": torch.float16}
 

@@ -101,7 +101,7 @@ def attn_args(head_dim=128, strides=(8 * 4 * 128, 4 * 128, 128), heads=(4, 4), s
 
 
 @pytest.mark.parametrize("change,message", [
-    (dict(head_dim=96), "head dim 96: the kernels take 64 or 128"),
+    (dict(head_dim=96), "head dim 96: the kernels take 64, 128 or 256"),
     (dict(heads=(6, 4)), "heads_q 6 is not a multiple of heads_kv 4"),
     (dict(strides=(4100, 516, 128)), "q's batch stride 4100 is not a multiple of 8"),
     (dict(scale=-1.0), "positive scales"),

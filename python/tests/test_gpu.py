@@ -172,6 +172,9 @@ ATTENTION_CASES = [
     (1, 1, 1, 1, 1, 64, False, bf16, "packed", None),
     (2, 2048, 2048, 16, 16, 128, True, bf16, "packed", None),
     (1, 4096, 4096, 16, 4, 128, False, bf16, "packed", None),
+    (1, 200, 77, 4, 2, 256, True, bf16, "packed", None),  # head dim 256: 80-key tiles, the last one partial
+    (2, 129, 129, 2, 2, 256, False, f16, "qkv", None),
+    (1, 1024, 1024, 8, 2, 256, True, bf16, "bhsd", None),
 ]
 
 

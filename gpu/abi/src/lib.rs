@@ -290,6 +290,11 @@ pub struct AttnTile {
     /// Math warpgroups; each owns `tile_q / consumers` query rows.
     pub consumers: u32,
     pub element_bytes: u32,
+    /// The output is staged for its TMA store in the Q buffer of its own work item (each consumer warpgroup over its
+    /// own rows, which only it reads) instead of a buffer of its own: where Q, K and V leave no room for one. The
+    /// consumers then hand Q back only once the store has read it, after the epilogue rather than after the last
+    /// Q·Kᵀ, and the producer loads the next item's first K and V tiles before its Q.
+    pub o_in_q: bool,
 }
 
 impl AttnTile {
@@ -329,15 +334,21 @@ impl AttnTile {
         self.smem_k_offset(self.stages) + stage * self.smem_kv_bytes()
     }
 
-    /// The output tile, staged for the TMA store: same layout as Q.
-    pub const fn smem_o_offset(&self) -> u32 {
-        self.smem_v_offset(self.stages)
+    /// The output tile of the item whose Q is in `q_buffer`, staged for the TMA store: same layout as Q. A buffer of
+    /// its own after V, or that Q buffer itself ([`AttnTile::o_in_q`]).
+    pub const fn smem_o_offset(&self, q_buffer: u32) -> u32 {
+        if self.o_in_q { self.smem_q_offset(q_buffer) } else { self.smem_v_offset(self.stages) }
+    }
+
+    /// Bytes of the output's own staging buffer: none when it is staged in Q's.
+    pub const fn smem_o_bytes(&self) -> u32 {
+        if self.o_in_q { 0 } else { self.smem_q_bytes() }
     }
 
     /// Barriers after the operands: Q full and Q empty per Q buffer, then K full, K empty, V full, V empty per
     /// stage.
     pub const fn barriers_offset(&self) -> u32 {
-        self.smem_o_offset() + self.smem_q_bytes()
+        self.smem_v_offset(self.stages) + self.smem_o_bytes()
     }
 
     /// The work item the producer publishes to the consumers with the Q of `buffer`, after the barriers.
@@ -358,19 +369,73 @@ impl AttnTile {
 /// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile. A
 /// second one (224 KB of shared memory in all) measured no faster: an item here runs twice as long as at head dim
 /// 64, so the wait for its Q at the start weighs half as much.
-pub const ATTN_SM90_D128: AttnTile =
-    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 128, stages: 2, q_buffers: 1, consumers: 2, element_bytes: 2 };
+pub const ATTN_SM90_D128: AttnTile = AttnTile {
+    tile_q: 128,
+    tile_kv: 128,
+    head_dim: 128,
+    stages: 2,
+    q_buffers: 1,
+    consumers: 2,
+    element_bytes: 2,
+    o_in_q: false,
+};
 
 /// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
 /// short at this head dim: the next item's Q arrives while the current one is computed).
-pub const ATTN_SM90_D64: AttnTile =
-    AttnTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 4, q_buffers: 2, consumers: 2, element_bytes: 2 };
+pub const ATTN_SM90_D64: AttnTile = AttnTile {
+    tile_q: 128,
+    tile_kv: 128,
+    head_dim: 64,
+    stages: 4,
+    q_buffers: 2,
+    consumers: 2,
+    element_bytes: 2,
+    o_in_q: false,
+};
 
-const _: () = assert!(ATTN_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
-const _: () = assert!(ATTN_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
-// Every operand tile starts on a 1024-byte swizzle-atom boundary.
-const _: () =
-    assert!(ATTN_SM90_D128.smem_q_bytes().is_multiple_of(1024) && ATTN_SM90_D64.smem_kv_bytes().is_multiple_of(1024));
+/// Hopper attention forward, head dim 256 (FlashAttention-3's tile for it): 128 query rows × 80 keys per step, 2
+/// stages. A consumer's O fragment is 128 f32 per thread (m64n256), so S stays narrow: m64n80, 40 f32, and P·V takes
+/// 5 k16 steps. Shared memory: Q 64 KiB + K and V 2 × 2 × 40 KiB = 224 KiB of the 227 KiB, no room for a 64 KiB
+/// output buffer, so O is staged in Q's ([`AttnTile::o_in_q`]).
+pub const ATTN_SM90_D256: AttnTile = AttnTile {
+    tile_q: 128,
+    tile_kv: 80,
+    head_dim: 256,
+    stages: 2,
+    q_buffers: 1,
+    consumers: 2,
+    element_bytes: 2,
+    o_in_q: true,
+};
+
+/// Every Hopper attention tile, for the checks below and the host's lookups.
+pub const ATTN_SM90_TILES: [AttnTile; 3] = [ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256];
+
+// The budgets, to the byte (operands, own O staging, 8-byte barriers, 4-byte work slots).
+const _: () = assert!(ATTN_SM90_D128.smem_bytes() == 32 * 1024 + 4 * 32 * 1024 + 32 * 1024 + 10 * 8 + 4);
+const _: () = assert!(ATTN_SM90_D64.smem_bytes() == 2 * 16 * 1024 + 8 * 16 * 1024 + 16 * 1024 + 20 * 8 + 2 * 4);
+const _: () = assert!(ATTN_SM90_D256.smem_bytes() == 64 * 1024 + 4 * 40 * 1024 + 10 * 8 + 4);
+const _: () = {
+    let mut i = 0;
+    while i < ATTN_SM90_TILES.len() {
+        let tile = ATTN_SM90_TILES[i];
+        assert!(tile.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+        // Every operand tile, and each 64-column block of one, starts on a 1024-byte swizzle-atom boundary: whole
+        // 8-row atoms of 128-byte rows.
+        assert!(tile.tile_q.is_multiple_of(8) && tile.tile_kv.is_multiple_of(8));
+        assert!(tile.smem_q_bytes().is_multiple_of(1024) && tile.smem_kv_bytes().is_multiple_of(1024));
+        assert!(tile.head_dim.is_multiple_of(AttnTile::BOX_COLS));
+        // wgmma: S is m64n{tile_kv} (n a multiple of 8 up to 256) and P·V takes k16 steps of keys; O is
+        // m64n{head_dim}; each consumer owns whole 64-row fragments.
+        assert!(tile.tile_kv.is_multiple_of(16) && tile.tile_kv <= 256 && tile.head_dim <= 256);
+        assert!(tile.consumer_rows() == 64 && tile.threads() == 384);
+        // TMA boxes are at most 256 rows.
+        assert!(tile.tile_q <= 256 && tile.tile_kv <= 256);
+        // The output's staging takes the whole tile's rows, as Q's.
+        assert!(tile.smem_o_offset(0).is_multiple_of(1024));
+        i += 1;
+    }
+};
 
 /// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/src/attention/backward_sm90.rs): a
 /// producer warpgroup feeding `consumers` math warpgroups. Each block owns `tile_kv` keys of one (batch, key/value

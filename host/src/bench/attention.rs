@@ -617,8 +617,10 @@ mod tests {
         assert_eq!(supported(&problem("2,16,4096,128,causal", Dtype::F16)), [true, false, false, false, false, false]);
         let d64 = problem("2,32,4096,64,full", Dtype::Bf16);
         assert!(d64.supports(&CONTENDERS[3]).unwrap_err().contains("ablations"));
+        assert_eq!(supported(&problem("4,16,8192,256,full", Dtype::Bf16)), [true, false, false, false, false, false]);
+        assert_eq!(supported(&problem("4,16,8192,256,causal", Dtype::F16)), [true, false, false, false, false, false]);
         let odd = problem("2,16,4096,96,causal", Dtype::Bf16);
-        assert!(odd.supports(&CONTENDERS[0]).unwrap_err().contains("64 or 128"));
+        assert!(odd.supports(&CONTENDERS[0]).unwrap_err().contains("64, 128 or 256"));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
 use oxtile_abi::{
-    ATTN_SM90_D64, ATTN_SM90_D128, ATTN_STATS_LEN, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES,
-    AttnParams, AttnTile,
+    ATTN_SM90_TILES, ATTN_STATS_LEN, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnParams,
+    AttnTile,
 };
 
 use super::{check_align, check_context, check_disjoint, strided_ptr, strided_ptr_mut};
@@ -242,9 +242,13 @@ impl AttnElement for bf16 {
         (128, AttnVariant::Speculate, kernels::ATTN_FWD_BF16_D128_SPEC_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D64_SM90),
         (64, AttnVariant::Mufu, kernels::ATTN_FWD_BF16_D64_MUFU_SM90),
+        (256, AttnVariant::Auto, kernels::ATTN_FWD_BF16_D256_SM90),
     ];
-    const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_REFERENCE_BF16_D128), (64, kernels::ATTN_REFERENCE_BF16_D64)];
+    const REFERENCE_KERNELS: &'static [(usize, Kernel)] = &[
+        (128, kernels::ATTN_REFERENCE_BF16_D128),
+        (64, kernels::ATTN_REFERENCE_BF16_D64),
+        (256, kernels::ATTN_REFERENCE_BF16_D256),
+    ];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_BF16_D128), (64, kernels::ATTN_BWD_REFERENCE_BF16_D64)];
     const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
@@ -257,15 +261,27 @@ impl AttnElement for f16 {
     const ATTN_KERNELS: &'static [(usize, AttnVariant, Kernel)] = &[
         (128, AttnVariant::Auto, kernels::ATTN_FWD_F16_D128_SM90),
         (64, AttnVariant::Auto, kernels::ATTN_FWD_F16_D64_SM90),
+        (256, AttnVariant::Auto, kernels::ATTN_FWD_F16_D256_SM90),
     ];
-    const REFERENCE_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_REFERENCE_F16_D128), (64, kernels::ATTN_REFERENCE_F16_D64)];
+    const REFERENCE_KERNELS: &'static [(usize, Kernel)] = &[
+        (128, kernels::ATTN_REFERENCE_F16_D128),
+        (64, kernels::ATTN_REFERENCE_F16_D64),
+        (256, kernels::ATTN_REFERENCE_F16_D256),
+    ];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_F16_D128), (64, kernels::ATTN_BWD_REFERENCE_F16_D64)];
     const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_F16_D128_SM90), (64, kernels::ATTN_BWD_F16_D64_SM90)];
     const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_F16;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_F16;
+}
+
+/// What [`check_problem`] says of a head dim the kernels do not take.
+const HEAD_DIMS: &str = "the kernels take 64, 128 or 256";
+
+/// The tile of the Hopper kernels for `head_dim` (oxtile-abi's `ATTN_SM90_D64`, `_D128`, `_D256`).
+pub fn tile_for(head_dim: usize) -> Option<AttnTile> {
+    ATTN_SM90_TILES.into_iter().find(|tile| tile.head_dim as usize == head_dim)
 }
 
 /// The Hopper kernel for `T`, `head_dim` and `variant`, or why there is none.
@@ -279,7 +295,7 @@ pub fn kernel_for<T: AttnElement>(head_dim: usize, variant: AttnVariant) -> Resu
                 T::NAME
             )
         } else {
-            format!("head dim {head_dim}: the kernels take 64 or 128")
+            format!("head dim {head_dim}: {HEAD_DIMS}")
         };
         Error::unsupported(OP, message)
     })
@@ -312,8 +328,8 @@ pub(crate) fn check_problem(op: &'static str, shape: AttnShape, options: &AttnOp
     if [batch, seq_q, seq_k, heads_q, heads_kv, head_dim].contains(&0) {
         return bad(format!("every dimension must be at least 1, got {shape}"));
     }
-    if head_dim != 64 && head_dim != 128 {
-        return Err(Error::unsupported(op, format!("head dim {head_dim}: the kernels take 64 or 128")));
+    if tile_for(head_dim).is_none() {
+        return Err(Error::unsupported(op, format!("head dim {head_dim}: {HEAD_DIMS}")));
     }
     if !heads_q.is_multiple_of(heads_kv) {
         return bad(format!("heads_q {heads_q} is not a multiple of heads_kv {heads_kv}"));
@@ -427,7 +443,7 @@ impl<T: AttnElement> AttnPlan<T> {
     ) -> Result<Self> {
         let problem = check_problem(OP, shape, &options)?;
         let kernel = kernel_for::<T>(shape.head_dim, options.variant)?;
-        let tile = if shape.head_dim == 128 { ATTN_SM90_D128 } else { ATTN_SM90_D64 };
+        let tile = tile_for(shape.head_dim).expect("check_problem refuses other head dims");
         let stream = gpu.stream();
         let [q_len, k_len, v_len, o_len] = problem.extents;
         let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
@@ -817,7 +833,12 @@ mod tests {
         assert!(refused(AttnShape { batch: 0, ..shape() }, o).contains("at least 1"));
         assert!(refused(AttnShape { seq_k: 0, ..shape() }, o).contains("at least 1"));
         let err = CheckedProblem::new(AttnShape { head_dim: 96, ..shape() }, &o).unwrap_err();
-        assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("64 or 128"), "{err}");
+        assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("64, 128 or 256"), "{err}");
+        for head_dim in [32, 192, 512] {
+            let err = CheckedProblem::new(AttnShape { head_dim, ..shape() }, &o).unwrap_err();
+            assert!(matches!(err, Error::Unsupported { .. }), "{head_dim}: {err}");
+        }
+        CheckedProblem::new(AttnShape { head_dim: 256, ..shape() }, &o).unwrap();
         assert!(refused(AttnShape { heads_q: 6, heads_kv: 4, ..shape() }, o).contains("not a multiple of heads_kv"));
         assert!(refused(AttnShape { seq_q: 1 << 31, ..shape() }, o).contains("2^31"));
         let rows = AttnShape::new(65_535, 1 << 17, 1, 1024, 1, 64);
@@ -878,7 +899,22 @@ mod tests {
         let err = kernel_for::<f16>(128, AttnVariant::Eager).unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("ablations"), "{err}");
         assert!(kernel_for::<bf16>(64, AttnVariant::Eager).is_err());
-        assert!(kernel_for::<bf16>(256, AttnVariant::Auto).unwrap_err().to_string().contains("64 or 128"));
+        assert_eq!(kernel_for::<bf16>(256, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_BF16_D256_SM90);
+        assert_eq!(kernel_for::<f16>(256, AttnVariant::Auto).unwrap(), kernels::ATTN_FWD_F16_D256_SM90);
+        assert!(kernel_for::<bf16>(256, AttnVariant::Poly).unwrap_err().to_string().contains("ablations"));
+        assert!(kernel_for::<bf16>(192, AttnVariant::Auto).unwrap_err().to_string().contains("64, 128 or 256"));
+        // Every head dim a kernel takes has its tile, and every tile its kernels and references in both types.
+        for &(d, _, _) in bf16::ATTN_KERNELS.iter().chain(f16::ATTN_KERNELS) {
+            assert!(tile_for(d).is_some(), "{d}");
+        }
+        for tile in ATTN_SM90_TILES {
+            let d = tile.head_dim as usize;
+            assert!(
+                kernel_for::<bf16>(d, AttnVariant::Auto).is_ok() && kernel_for::<f16>(d, AttnVariant::Auto).is_ok()
+            );
+            assert!(reference_kernel(OP, bf16::REFERENCE_KERNELS, d).is_ok());
+            assert!(reference_kernel(OP, f16::REFERENCE_KERNELS, d).is_ok());
+        }
         for &(_, _, kernel) in bf16::ATTN_KERNELS.iter().chain(f16::ATTN_KERNELS) {
             assert!(kernels::ALL.contains(&kernel), "{kernel:?} is not registered");
         }

@@ -46,8 +46,18 @@ use crate::reference::attention::{AttnProblem, visible_keys};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
 
-/// Keys per step of the Hopper kernel: the count of rescales in the accumulation bound.
-const TILE_KV: usize = oxtile_abi::ATTN_SM90_D128.tile_kv as usize;
+/// Keys per step of the Hopper kernels, the narrowest of their tiles (80 at head dim 256): the count of rescales in
+/// the accumulation bound (more steps, a looser bound, for the wider tiles).
+const TILE_KV: usize = {
+    let (tiles, mut i, mut narrowest) = (oxtile_abi::ATTN_SM90_TILES, 0, u32::MAX);
+    while i < tiles.len() {
+        if tiles[i].tile_kv < narrowest {
+            narrowest = tiles[i].tile_kv;
+        }
+        i += 1;
+    }
+    narrowest as usize
+};
 /// Upper bound of the software exp2's relative error (its f32 evaluation levels at 8.57e-5).
 const EXP_POLY_BOUND: f64 = 1.0 / 8192.0;
 /// Headroom for the second-order terms the bounds drop.
@@ -733,6 +743,9 @@ pub fn standard_cases() -> Vec<(AttnCase, Element, Against, u64)> {
         cases.push((case(1, 256, 300, 2, 2, 128).causal(true).variant(variant), Bf16, Float64, 6));
     }
     cases.push((case(2, 129, 200, 4, 2, 64).causal(true).variant(AttnVariant::Mufu), Bf16, Float64, 9));
+    // Head dim 256 (80-key tiles): ragged in both lengths, grouped heads, seq_q ≠ seq_k both ways.
+    cases.push((case(1, 200, 77, 4, 2, 256).causal(true), Bf16, Float64, 10));
+    cases.push((case(2, 129, 200, 2, 1, 256), F16, Float64, 11));
     cases.push((case(1, 2048, 2048, 4, 4, 128).causal(true), Bf16, GpuReference, 7));
     cases
 }
@@ -809,7 +822,7 @@ mod tests {
         DropsTileEnd,
     }
 
-    /// The Hopper kernel's arithmetic on the CPU: tiles of 128 keys, f32 scores from exact products, lazy
+    /// The Hopper kernel's arithmetic on the CPU: tiles of `TILE_KV` keys, f32 scores from exact products, lazy
     /// rescaling at 8 log2 units, the polynomial exp2 (the device's, bit for bit), P rounded to `T` before P·V,
     /// O rounded to `T`.
     fn emulate_hopper<T: CheckElement>(

@@ -14,7 +14,7 @@
 //! attention kernel's output element scale with, which the tests use to size their bounds. A row that sees no
 //! key gets O = 0, o_magnitude = 0 and LSE = −∞.
 //!
-//! Kernels `attn_reference_{bf16,f16}_d{64,128}`, any block size that is a multiple of 32 (one row per warp);
+//! Kernels `attn_reference_{bf16,f16}_d{64,128,256}`, any block size that is a multiple of 32 (one row per warp);
 //! the grid covers batch · heads_q · seq_q rows.
 
 use crate::arch::convert::f16_to_f32;
@@ -317,3 +317,5 @@ reference_kernel!(attn_reference_bf16_d128, Bf16, 4);
 reference_kernel!(attn_reference_f16_d128, F16, 4);
 reference_kernel!(attn_reference_bf16_d64, Bf16, 2);
 reference_kernel!(attn_reference_f16_d64, F16, 2);
+reference_kernel!(attn_reference_bf16_d256, Bf16, 8);
+reference_kernel!(attn_reference_f16_d256, F16, 8);

@@ -4,14 +4,15 @@
 //! Persistent blocks (one per SM) take work items — 128-row query tiles of one (batch, head) — from a global
 //! counter, in an order that keeps a few heads' K and V in L2 and runs causal tiles longest first. Per block
 //! (384 threads):
-//! - warpgroup 0, the producer, drops to 32 registers; one thread has TMA load each work item's Q tile once (as
-//!   soon as the consumers released the previous one, so it overlaps their epilogue), then streams
-//!   K and V tiles of 128 keys through a ring of `stages` (K and V each have full/empty mbarriers, so Q·Kᵀ
-//!   starts before V has landed);
-//! - warpgroups 1 and 2, the consumers, rise to 232 registers; each owns 64 query rows and, per key tile:
-//!   S = Q·Kᵀ by m64n128k16 wgmma from shared memory, an online softmax on S in registers, P = S converted to
-//!   16 bits in place (the accumulator fragment *is* the A fragment of the next wgmma), O += P·V by wgmma with A
-//!   from registers and V read MN-major from shared memory;
+//! - warpgroup 0, the producer, drops to 32 registers; one thread has TMA load each work item's
+//!   Q tile once (as soon as the consumers released the previous one, so it overlaps their epilogue), then streams
+//!   K and V tiles of `tile_kv` keys (128; 80 at head dim 256) through a ring of `stages` (K and V each have
+//!   full/empty mbarriers, so Q·Kᵀ starts before V has landed);
+//! - warpgroups 1 and 2, the consumers, rise to 232 registers (at head dim 256 O's fragment alone is 128 of them);
+//!   each owns 64 query rows and, per key tile: S = Q·Kᵀ by m64n{tile_kv}k16 wgmma from shared memory, an online
+//!   softmax on S in registers, P = S converted to 16 bits in place (the accumulator fragment *is* the A fragment of
+//!   the next wgmma), O += P·V by m64n{head_dim}k16 wgmma with A from registers and V read MN-major from shared
+//!   memory;
 //! - within a warpgroup, the next tile's Q·Kᵀ is issued together with this tile's P·V before the softmax, so
 //!   the tensor cores work while the softmax runs; between the two warpgroups, named barriers hand the right to
 //!   issue back and forth (ping-pong), so one's softmax overlaps the other's matrix work.
@@ -27,7 +28,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use oxtile_abi::{
-    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED,
+    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED,
     ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
 };
 use seq_macro::seq;
@@ -40,6 +41,8 @@ use crate::softmax::exp2::{exp2_poly, takes_poly};
 
 /// Most scores per thread (a 192-key tile): the bound of the unrolled loops over a fragment of S.
 const MAX_SCORES: usize = 96;
+/// Most output values per thread (head dim 256): the bound of the unrolled loops over a fragment of O.
+const MAX_OUT: usize = 128;
 
 /// One kernel configuration: tile shape (shared with the host), element type, and the softmax tricks.
 trait Config {
@@ -70,14 +73,25 @@ trait Config {
     fn pack2(lo: f32, hi: f32) -> u32;
     /// Two 16-bit elements (the low one first) as f32, exactly.
     fn unpack2(bits: u32) -> (f32, f32);
+    /// `setmaxnreg` of the producer warpgroup (down) and of the consumers (up): an immediate each, so a function
+    /// per configuration.
+    fn producer_registers();
+    fn consumer_registers();
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $qk:ident / $qk_first:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal, speculate = $speculate:literal) => {
+    ($name:ident, $tile:path, $qk:ident / $qk_first:ident, $pv:ident, $pack:path, $unpack:path, scores = $scores:literal, out = $out:literal, registers = ($producer:literal, $consumer:literal), poly = $poly:expr, lazy = $lazy:literal, pingpong = $pingpong:literal, speculate = $speculate:literal) => {
         struct $name;
 
-        // The unrolled loops over S cover it; the k16 steps of P·V tile it.
+        // The unrolled loops over S cover it; the k16 steps of P·V tile it; O is m64n{head_dim}.
         const _: () = assert!($scores <= MAX_SCORES && $scores % 8 == 0 && $tile.tile_kv == 2 * $scores);
+        const _: () = assert!($tile.head_dim == 2 * $out && $out <= MAX_OUT);
+        // The registers the warpgroups claim fit what the block holds: the `.maxntid` cap at entry (65,536 over the
+        // threads, rounded down to 8) for every thread.
+        const _: () = assert!(
+            AttnTile::WARPGROUP_THREADS * ($producer + $tile.consumers * $consumer)
+                <= 65536 / $tile.threads() / 8 * 8 * $tile.threads()
+        );
 
         impl Config for $name {
             const TILE: AttnTile = $tile;
@@ -115,6 +129,16 @@ macro_rules! config {
             fn unpack2(bits: u32) -> (f32, f32) {
                 $unpack(bits)
             }
+
+            #[inline(always)]
+            fn producer_registers() {
+                setmaxnreg::dec::<$producer>();
+            }
+
+            #[inline(always)]
+            fn consumer_registers() {
+                setmaxnreg::inc::<$consumer>();
+            }
         }
     };
 }
@@ -125,23 +149,31 @@ macro_rules! config {
 // key tile is half as long and MUFU.EX2 is the wall: an eighth on the polynomial is 0–5% faster than MUFU only.
 // The other splits stay as ablations.
 config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 32, registers = (32, 232), poly = (1, 8), lazy = true, pingpong = true, speculate = false);
 config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 32, poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 32, registers = (32, 232), poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+// Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
+// The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
+// its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
+// (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
+config!(Bf16D256, ATTN_SM90_D256, mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite, mma_rs_m64n256k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
+    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+config!(F16D256, ATTN_SM90_D256, mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite, mma_rs_m64n256k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
+    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (1, 4), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 64, registers = (32, 232), poly = (1, 4), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D64Mufu, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, poly = (0, 1), lazy = true, pingpong = true, speculate = false);
+    scores = 64, out = 32, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
 config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = false, pingpong = true, speculate = false);
+    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = false, pingpong = true, speculate = false);
 config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = false, speculate = false);
+    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = false, speculate = false);
 config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, poly = (0, 1), lazy = true, pingpong = true, speculate = true);
+    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = true);
 
 /// Defines one exported kernel over [`attn_fwd`], its parameters those of `oxtile_abi::attn_sm90_params!`.
 macro_rules! attn_kernel {
@@ -162,7 +194,7 @@ macro_rules! attn_kernel_fn {
         /// # Safety
         /// The parameters are as `oxtile_abi::attn_sm90_params!` documents them: the tensor maps are over q and o
         /// [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
-        /// 128-byte swizzled, boxes of (64, 1, 128, 1) for q, k, v and (64, 1, 64, 1) for o (one consumer
+        /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q, (64, 1, tile_kv, 1) for k and v and (64, 1, 64, 1) for o (one consumer
         /// warpgroup's rows); `lse` is [B, heads_q, seq_q]; `q` and `k` are the tensors of the maps, with their
         /// element strides (4-byte aligned rows), read directly only on the rare recompute path. Persistent: launched
         /// with a 1-D grid of at most one block per SM and at most ceil(seq_q / 128)·heads_q·batch blocks, the
@@ -210,6 +242,14 @@ attn_kernel!(
 attn_kernel!(
     /// f16 attention forward, head dim 64.
     attn_fwd_f16_d64_sm90, F16D64
+);
+attn_kernel!(
+    /// bf16 attention forward, head dim 256.
+    attn_fwd_bf16_d256_sm90, Bf16D256
+);
+attn_kernel!(
+    /// f16 attention forward, head dim 256.
+    attn_fwd_f16_d256_sm90, F16D256
 );
 attn_kernel!(
     /// Ablation of [`attn_fwd_bf16_d128_sm90`]: FA4's split, a quarter of the exponentials on the polynomial.
@@ -315,9 +355,9 @@ impl SmemMap {
     fn v_full(&self, stage: u32) -> u32 {
         self.barrier(2 * self.tile.q_buffers + 2 * self.tile.stages + stage)
     }
-    /// Column block `block` of the O staging tile, at this warpgroup's rows.
-    fn o(&self, block: u32, rows_offset: u32) -> u32 {
-        self.base + self.tile.smem_o_offset() + block * self.q_block_bytes() + rows_offset
+    /// Column block `block` of the O staging tile of the item whose Q is in buffer `q`, at this warpgroup's rows.
+    fn o(&self, q: u32, block: u32, rows_offset: u32) -> u32 {
+        self.base + self.tile.smem_o_offset(q) + block * self.q_block_bytes() + rows_offset
     }
     fn v_empty(&self, stage: u32) -> u32 {
         self.barrier(2 * self.tile.q_buffers + 3 * self.tile.stages + stage)
@@ -367,9 +407,11 @@ struct Scheduler {
 }
 
 impl Scheduler {
+    /// From seq_q read at this point (opaque): computed once before the warpgroups' `setmaxnreg` and live across it,
+    /// the tile count was spilled (4 bytes) at head dim 256.
     #[inline(always)]
     fn new(problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
+        let q_tiles = opaque_here(problem.seq_q).div_ceil(tile.tile_q);
         Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
     }
 
@@ -398,7 +440,6 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
-    let scheduler = Scheduler::new(problem, tile);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -419,7 +460,9 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     barrier::sync_threads();
 
     if warpgroup == 0 {
-        setmaxnreg::dec::<32>();
+        C::producer_registers();
+        // Each side derives the schedule after its `setmaxnreg` (see `Scheduler::new`).
+        let scheduler = Scheduler::new(problem, tile);
         if thread == 0 {
             let [map_q, map_k, map_v, _] = tensor_maps;
             tma::prefetch_tensormap(map_q);
@@ -435,8 +478,19 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                     // Claimed now, used after this item's loads: the atomic's latency hides under them.
                     next = grid_dim_x() + counter.fetch_add(1, Ordering::Relaxed);
                 }
+                // With O staged in Q's buffer, the buffer comes back only after the epilogue of the item it held: the
+                // first K and V tiles load before it, into stages that item's main loop has already handed back.
+                let mut first_kv_tile = 0;
+                if tile.o_in_q && index < scheduler.works {
+                    let work = scheduler.work(index, problem, tile);
+                    if work.kv_tiles > 0 {
+                        let kv_head = (work.head / problem.group) as i32;
+                        unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, 0, kv_head, work.batch as i32) };
+                        first_kv_tile = 1;
+                    }
+                }
                 // The consumers release a Q buffer (and have read its work slot) after their last Q·Kᵀ of the item
-                // it held, `q_buffers` items ago.
+                // it held, `q_buffers` items ago (after its epilogue, with O staged there).
                 let (q, q_full) = (q_ring.stage, smem.q_full(q_ring.stage));
                 unsafe { mbarrier::wait(smem.q_empty(q), q_ring.phase ^ 1) };
                 q_ring.advance();
@@ -462,30 +516,14 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                         tma::load_4d(smem.q(q, block), map_q, column, head, work.q0 as i32, batch, q_full);
                     }
                 }
-                for kv_tile in 0..work.kv_tiles {
-                    let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
-                    unsafe {
-                        mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
-                        for block in 0..tile.column_blocks() {
-                            let column = (block * AttnTile::BOX_COLS) as i32;
-                            let k_full = smem.k_full(stage);
-                            tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, k_full);
-                        }
-                        mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
-                        mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
-                        for block in 0..tile.column_blocks() {
-                            let column = (block * AttnTile::BOX_COLS) as i32;
-                            let v_full = smem.v_full(stage);
-                            tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, v_full);
-                        }
-                    }
-                    ring.advance();
+                for kv_tile in first_kv_tile..work.kv_tiles {
+                    unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, kv_tile, kv_head, batch) };
                 }
             }
         }
     } else {
-        setmaxnreg::inc::<232>();
+        C::consumer_registers();
+        let scheduler = Scheduler::new(problem, tile);
         let consumer = warpgroup - 1;
         let q_rows_offset = consumer * tile.consumer_rows() * 128;
         let warpgroup = Warpgroup {
@@ -518,12 +556,14 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             let work = scheduler.work(index, problem, tile);
             let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
             if work.kv_tiles == 0 {
-                warpgroup.release_q(q);
-                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, problem) };
+                if !tile.o_in_q {
+                    warpgroup.release_q(q);
+                }
+                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, q, problem) };
                 continue;
             }
             let (softmax, o) = unsafe { consume::<C>(&warpgroup, q, &work, &rows, &mut ring, problem) };
-            unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, problem) };
+            unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, q, problem) };
         }
         // The last stores must be done reading shared memory before the block exits (their global writes are done
         // by the end of the grid).
@@ -535,6 +575,32 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             warpgroup.take_token();
         }
     }
+}
+
+/// Has TMA load key tile `kv_tile` of K and of V (maps `[k, v]`) into the ring's stage once the consumers handed
+/// it back, and advances the ring. K and V have barriers of their own, so Q·Kᵀ can start before V has landed.
+#[inline(always)]
+unsafe fn load_kv_tile(smem: &SmemMap, maps: [u64; 2], ring: &mut RingState, kv_tile: u32, kv_head: i32, batch: i32) {
+    let tile = smem.tile;
+    let [map_k, map_v] = maps;
+    let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
+    unsafe {
+        mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
+        mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
+        for block in 0..tile.column_blocks() {
+            let column = (block * AttnTile::BOX_COLS) as i32;
+            let k_full = smem.k_full(stage);
+            tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, k_full);
+        }
+        mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
+        mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
+        for block in 0..tile.column_blocks() {
+            let column = (block * AttnTile::BOX_COLS) as i32;
+            let v_full = smem.v_full(stage);
+            tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, v_full);
+        }
+    }
+    ring.advance();
 }
 
 /// The two query rows a consumer thread holds (m64 fragment rows `r` and `r + 8`, counted from the warpgroup's
@@ -885,7 +951,7 @@ unsafe fn consume<C: Config>(
     wgmma::wait_group::<0>();
     wgmma::fence_operands(s.as_mut());
     warpgroup.release(smem.k_empty(ring.stage));
-    if kv_tiles == 1 {
+    if kv_tiles == 1 && !tile.o_in_q {
         warpgroup.release_q(q);
     }
     softmax_tile::<C>(&mut s, &mut state, rows, 0, first_masked_tile == 0, problem);
@@ -915,7 +981,7 @@ unsafe fn consume<C: Config>(
         wgmma::wait_group::<1>();
         wgmma::fence_operands(s.as_mut());
         warpgroup.release(smem.k_empty(ring.stage));
-        if kv_tile == kv_tiles - 1 {
+        if kv_tile == kv_tiles - 1 && !tile.o_in_q {
             warpgroup.release_q(q);
         }
         let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
@@ -974,7 +1040,7 @@ unsafe fn retire_pv<C: Config>(
     warpgroup.release(warpgroup.smem.v_empty(v_stage));
     if warp::any(factor[0] != 1.0 || factor[1] != 1.0) {
         state.rescaled_tiles += 1;
-        seq!(I in 0..64 {
+        seq!(I in 0..128 {
             if I < o.len() {
                 o[I] *= factor[(I / 2) % 2];
             }
@@ -1005,8 +1071,17 @@ impl Warpgroup<'_> {
         let head_dim = C::TILE.head_dim;
         let (q_block_bytes, kv_block_bytes) = (self.smem.q_block_bytes(), self.smem.kv_block_bytes());
         let desc_q = wgmma::desc_advance(self.desc_q, C::TILE.smem_q_offset(q));
+        // Q's descriptors are the same for every key tile of an item, and LLVM hoists them out of the main loop: 16
+        // of 64 bits at head dim 256, which do not fit beside O's 128 accumulators (ptxas spilled them). There the
+        // low word (the address) is opaque here, so each step's descriptor is one add from it at each issue, as the K
+        // descriptors are.
+        let desc_q = if head_dim > 128 {
+            (desc_q & 0xffff_ffff_0000_0000) | opaque_here(desc_q as u32) as u64
+        } else {
+            desc_q
+        };
         let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
-        seq!(STEP in 0..8 {
+        seq!(STEP in 0..16 {
             if STEP < head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
                 let desc_q = wgmma::desc_advance(desc_q, block * q_block_bytes + k_offset);
@@ -1097,7 +1172,9 @@ fn pack<C: Config>(s: &C::Scores) -> C::Packed {
 /// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
 /// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
 /// algebra's [`SW128_64X64_B16`]) and its leader has TMA store them, clipping rows past seq_q. The log-sum-exp
-/// is written directly, by one thread per row.
+/// is written directly, by one thread per row. With O staged in the item's Q buffer `q` ([`AttnTile::o_in_q`]:
+/// this warpgroup's rows of it, which only this warpgroup's wgmma read, all retired by now), the warpgroup hands
+/// the buffer back once the store has read it.
 #[inline(always)]
 unsafe fn store_output<C: Config>(
     o: &C::Out,
@@ -1105,6 +1182,7 @@ unsafe fn store_output<C: Config>(
     rows: &Rows,
     work: &Work,
     warpgroup: &Warpgroup,
+    q: u32,
     problem: &Problem,
 ) {
     let (head, batch) = (work.head, work.batch);
@@ -1130,17 +1208,20 @@ unsafe fn store_output<C: Config>(
     });
 
     // The previous work item's store must have read the staging tile before it is overwritten. Every thread waits
-    // (only the leader has bulk groups; the others return at once): no branch in front of the barrier.
-    tma::wait_group_read::<0>();
-    warpgroup.sync();
+    // (only the leader has bulk groups; the others return at once): no branch in front of the barrier. Staged in Q,
+    // the store was waited for before Q went back to the producer.
+    if !C::TILE.o_in_q {
+        tma::wait_group_read::<0>();
+        warpgroup.sync();
+    }
     let smem = warpgroup.smem;
     // The staging addresses depend on the thread only; computed from values opaque here, they are computed here
     // instead of once before the work loop and held (spilled, at the main loop's register pressure) until now.
     let (local, first_column) = (opaque_here(rows.local), opaque_here(rows.column));
-    seq!(BLOCK in 0..16 {
+    seq!(BLOCK in 0..32 {
         if 4 * BLOCK < o.len() {
             let column = 8 * BLOCK as u32 + first_column;
-            let staging = smem.o(column / 64, warpgroup.q_rows_offset);
+            let staging = smem.o(q, column / 64, warpgroup.q_rows_offset);
             seq!(HALF in 0..2 {
                 let (v0, v1) = (o[4 * BLOCK + 2 * HALF] * inverse[HALF], o[4 * BLOCK + 2 * HALF + 1] * inverse[HALF]);
                 let offset = SW128_64X64_B16.crd2idx_u32(&[local + 8 * HALF as u32, column % 64]);
@@ -1154,10 +1235,16 @@ unsafe fn store_output<C: Config>(
         let row0 = (work.q0 + warpgroup.consumer * C::TILE.consumer_rows()) as i32;
         for block in 0..C::TILE.column_blocks() {
             let column = (block * AttnTile::BOX_COLS) as i32;
-            let staging = smem.o(block, warpgroup.q_rows_offset);
+            let staging = smem.o(q, block, warpgroup.q_rows_offset);
             unsafe { tma::store_4d(warpgroup.map_o, column, head as i32, row0, batch as i32, staging) };
         }
         tma::commit_group();
+    }
+    if C::TILE.o_in_q {
+        // As at the top: every thread waits, the leader alone for something; then each warp hands Q back.
+        tma::wait_group_read::<0>();
+        warpgroup.sync();
+        warpgroup.release_q(q);
     }
     if !problem.stats.is_null() && thread_idx_x() % 32 == 0 && state.tiles > 0 {
         unsafe {

@@ -188,7 +188,8 @@ struct GemmArgs {
 
 #[derive(clap::Args)]
 struct AttnArgs {
-    /// Shapes B,H,S,D,full|causal, space-separated (heads_q = heads_kv = H); default: torch_reference.py's suite.
+    /// Shapes B,H,S,D,full|causal, space-separated (heads_q = heads_kv = H; D = 64, 128 or 256); default:
+    /// torch_reference.py's suite (D = 64 and 128). Head dim 256, e.g.: 16,16,2048,256,full 4,16,8192,256,causal.
     #[arg(long, num_args = 1.., value_name = "B,H,S,D,MASK")]
     shapes: Vec<AttnShape>,
     /// Input and output type; comma-separated for several (torch_reference.py's rows are bf16).
