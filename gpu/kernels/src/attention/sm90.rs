@@ -407,12 +407,28 @@ struct Scheduler {
 }
 
 impl Scheduler {
-    /// From seq_q read at this point (opaque): computed once before the warpgroups' `setmaxnreg` and live across it,
-    /// the tile count was spilled (4 bytes) at head dim 256.
     #[inline(always)]
     fn new(problem: &Problem, tile: AttnTile) -> Self {
+        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
+        Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
+    }
+
+    /// [`Scheduler::new`] from seq_q read at this point (opaque), for a warpgroup to derive after its `setmaxnreg`:
+    /// computed once before it and live across it, the tile count was spilled (4 bytes) at head dim 256.
+    #[inline(always)]
+    fn new_here(problem: &Problem, tile: AttnTile) -> Self {
         let q_tiles = opaque_here(problem.seq_q).div_ceil(tile.tile_q);
         Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
+    }
+
+    /// Whether each warpgroup derives the schedule after its `setmaxnreg` ([`Scheduler::new_here`]): at head dims
+    /// above 128, where the consumers' registers are full. Below, it is derived once before, as the d64 and d128
+    /// kernels were measured (the late form measured 0.988 at 8,16,4096,128 full).
+    const AFTER_SETMAXNREG_ABOVE_HEAD_DIM: u32 = 128;
+
+    #[inline(always)]
+    fn after_setmaxnreg(problem: &Problem, tile: AttnTile, early: Scheduler) -> Self {
+        if tile.head_dim > Self::AFTER_SETMAXNREG_ABOVE_HEAD_DIM { Self::new_here(problem, tile) } else { early }
     }
 
     #[inline(always)]
@@ -440,6 +456,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
+    let early = Scheduler::new(problem, tile);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -461,8 +478,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 
     if warpgroup == 0 {
         C::producer_registers();
-        // Each side derives the schedule after its `setmaxnreg` (see `Scheduler::new`).
-        let scheduler = Scheduler::new(problem, tile);
+        let scheduler = Scheduler::after_setmaxnreg(problem, tile, early);
         if thread == 0 {
             let [map_q, map_k, map_v, _] = tensor_maps;
             tma::prefetch_tensormap(map_q);
@@ -523,7 +539,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
     } else {
         C::consumer_registers();
-        let scheduler = Scheduler::new(problem, tile);
+        let scheduler = Scheduler::after_setmaxnreg(problem, tile, early);
         let consumer = warpgroup - 1;
         let q_rows_offset = consumer * tile.consumer_rows() * 128;
         let warpgroup = Warpgroup {
