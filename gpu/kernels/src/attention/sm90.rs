@@ -409,15 +409,19 @@ struct Scheduler {
 impl Scheduler {
     #[inline(always)]
     fn new(problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = problem.seq_q.div_ceil(tile.tile_q);
-        Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
+        Self::from_seq_q(problem.seq_q, problem, tile)
     }
 
     /// [`Scheduler::new`] from seq_q read at this point (opaque), for a warpgroup to derive after its `setmaxnreg`:
     /// computed once before it and live across it, the tile count was spilled (4 bytes) at head dim 256.
     #[inline(always)]
     fn new_here(problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = opaque_here(problem.seq_q).div_ceil(tile.tile_q);
+        Self::from_seq_q(opaque_here(problem.seq_q), problem, tile)
+    }
+
+    #[inline(always)]
+    fn from_seq_q(seq_q: u32, problem: &Problem, tile: AttnTile) -> Self {
+        let q_tiles = seq_q.div_ceil(tile.tile_q);
         Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
     }
 
