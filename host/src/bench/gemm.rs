@@ -33,6 +33,7 @@ const TUNING: TimingConfig = TimingConfig {
     mode: super::timing::TimingMode::Unblocked,
     hold_timeout: DEFAULT_HOLD_TIMEOUT,
     settle: std::time::Duration::ZERO,
+    operations_per_launch: 1,
 };
 const TUNING_ROUNDS: usize = 2;
 

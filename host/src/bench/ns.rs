@@ -135,7 +135,8 @@ pub fn bench_newton_schulz(
         on_step(&format!("{shape_name} {name}"));
         let result = (|| {
             let mut plan = NewtonSchulzPlan::<bf16>::new(gpu, shape, &coefficients, method)?;
-            time_gpu(gpu, timing, |_| plan.run(gpu, &x, &mut out))
+            let timing = TimingConfig { operations_per_launch: plan.operations(), ..*timing };
+            time_gpu(gpu, &timing, |_| plan.run(gpu, &x, &mut out))
         })();
         rows_out.push(row("ns", &shape_name, name, false, work, result));
     }

@@ -55,6 +55,10 @@ pub enum TimingMode {
 /// stays far below that.
 pub const MAX_HELD_BATCH: usize = 32;
 
+/// Most stream operations queued behind one stream hold (with their events): half the commonly reported queue
+/// depth. A Gram Newton-Schulz plan (about forty operations a call) in batches of 32 filled the queue and timed out.
+pub const MAX_HELD_OPERATIONS: usize = 512;
+
 /// How long a hold waits for the host's release. Queueing a batch takes the host about a millisecond (32 launches of
 /// 5–30 µs each): this is far beyond that, and short enough that a launch call stuck waiting for the held GPU costs
 /// a second, not a hang.
@@ -72,6 +76,17 @@ pub struct TimingConfig {
     /// Before the timed launches of every turn, after the warm-up, more untimed launches until the GPU has run them
     /// this long: the power controller then sets the clock for this kernel, not for whatever ran (or idled) before.
     pub settle: Duration,
+    /// Stream operations (kernel launches, copies) one call of the timed closure queues: the held batches shrink so
+    /// that a batch stays within [`MAX_HELD_OPERATIONS`] ([`TimingConfig::held_batch`]). 1 for a single kernel.
+    pub operations_per_launch: usize,
+}
+
+impl TimingConfig {
+    /// Most timed calls queued behind one stream hold: [`MAX_HELD_BATCH`], fewer where each call queues several
+    /// operations (a Newton-Schulz plan queues about forty), so that a batch never fills the driver's queue.
+    pub fn held_batch(&self) -> usize {
+        (MAX_HELD_OPERATIONS / self.operations_per_launch.max(1)).clamp(1, MAX_HELD_BATCH)
+    }
 }
 
 impl Default for TimingConfig {
@@ -82,6 +97,7 @@ impl Default for TimingConfig {
             mode: TimingMode::Queued,
             hold_timeout: DEFAULT_HOLD_TIMEOUT,
             settle: Duration::ZERO,
+            operations_per_launch: 1,
         }
     }
 }
@@ -105,6 +121,8 @@ pub struct GpuTimer {
     mode: TimingMode,
     hold_timeout: Duration,
     settle: Duration,
+    /// Most timed launches per hold ([`TimingConfig::held_batch`]).
+    held_batch: usize,
     /// The stream hold, in [`TimingMode::Queued`].
     hold: Option<StreamHold>,
     /// Launches made so far, warm-up included: the next launch's index.
@@ -117,7 +135,14 @@ impl GpuTimer {
             TimingMode::Queued | TimingMode::Batched => Some(StreamHold::new(gpu)?),
             TimingMode::Unblocked | TimingMode::Synced => None,
         };
-        Ok(GpuTimer { mode: config.mode, hold_timeout: config.hold_timeout, settle: config.settle, hold, launches: 0 })
+        Ok(GpuTimer {
+            mode: config.mode,
+            hold_timeout: config.hold_timeout,
+            settle: config.settle,
+            held_batch: config.held_batch(),
+            hold,
+            launches: 0,
+        })
     }
 
     /// `warmup` untimed launches, then more until the GPU has run them for the configuration's `settle`, then
@@ -145,7 +170,7 @@ impl GpuTimer {
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
         self.settle(gpu, &mut launch)?;
         let mut clock = meter.map(|_| ClockSamples::default());
-        let max_batch = if self.hold.is_some() { MAX_HELD_BATCH } else { runs.max(1) };
+        let max_batch = if self.hold.is_some() { self.held_batch } else { runs.max(1) };
         let plan: Vec<Range<usize>> = batches(runs, max_batch).collect();
         let batched = self.mode == TimingMode::Batched;
         // One pair of events per launch, or per batch when batched.
@@ -411,6 +436,15 @@ impl GpuClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_batches_shrink_with_the_operations_per_launch() {
+        let config = |operations_per_launch| TimingConfig { operations_per_launch, ..TimingConfig::default() };
+        assert_eq!(config(1).held_batch(), MAX_HELD_BATCH);
+        assert_eq!(config(0).held_batch(), MAX_HELD_BATCH);
+        assert_eq!(config(40).held_batch(), MAX_HELD_OPERATIONS / 40);
+        assert_eq!(config(100_000).held_batch(), 1);
+    }
 
     #[test]
     fn batches_cover_the_runs_evenly_within_the_cap() {

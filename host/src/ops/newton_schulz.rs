@@ -444,6 +444,19 @@ impl<E: NsElement> Bound<E> {
         })
     }
 
+    /// The stream operations [`Bound::run`] queues: a kernel per product (and a copy of C before each symmetric one,
+    /// of X before a blended Apply), one per matrix for Apply.
+    fn operations(&self, batch: usize) -> usize {
+        self.ops
+            .iter()
+            .map(|op| match op {
+                BoundOp::Gram { .. } | BoundOp::Copy { .. } | BoundOp::AddDiagonal { .. } => 1,
+                BoundOp::Symmetric { .. } => 2,
+                BoundOp::Apply { copy_x, .. } => batch + usize::from(*copy_x),
+            })
+            .sum()
+    }
+
     /// Launches every step in order on the stream: no allocation, no encoding, no synchronization.
     fn run(&mut self, gpu: &Gpu, shape: StackShape) -> Result<()> {
         let (n, _) = shape.sides();
@@ -527,6 +540,16 @@ impl<T: NsElement> NewtonSchulzPlan<T> {
 
     pub fn method(&self) -> &NsMethod {
         &self.method
+    }
+
+    /// The stream operations (kernel launches and copies) one [`NewtonSchulzPlan::run`] queues: the norm's two
+    /// kernels, the scaling, the program's steps and the final copy or conversion.
+    pub fn operations(&self) -> usize {
+        let steps = match &self.work {
+            Work::Standard(bound) => bound.operations(self.shape.batch),
+            Work::Gram(bound) => bound.operations(self.shape.batch),
+        };
+        2 + 1 + steps + 1
     }
 
     /// `out` = the orthogonalized stack `x` (both of the plan's shape, on the GPU's context: checked first).
@@ -619,6 +642,7 @@ pub fn gram_newton_schulz<T: NsElement>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reference::newton_schulz::{self as reference, Matrix};
 
     #[test]
     fn the_default_coefficients_are_polar_express_with_the_safety_factor() {
@@ -670,6 +694,54 @@ mod tests {
         // Symmetric GEMMs: X·Xᵀ twice, Z five times, Q·Z three times, R·Z and Z·RZ three times each.
         let symmetric = program.ops.iter().filter(|op| matches!(op, Op::Gram { .. } | Op::Symmetric { .. })).count();
         assert_eq!(symmetric, 2 + 5 + 3 + 2 * 3);
+    }
+
+    /// Runs a program in float64 on one wide matrix, each step as its [`Op`] documents it.
+    fn interpret(program: &Program, x: &Matrix) -> Matrix {
+        let n = x.rows;
+        let mut buffers: Vec<Matrix> = program
+            .buffers
+            .iter()
+            .map(|&x_shaped| if x_shaped { x.scaled(0.0) } else { Matrix::identity(n).scaled(0.0) })
+            .collect();
+        buffers[program.input.0] = x.clone();
+        for op in &program.ops {
+            let (d, value) = match *op {
+                Op::Gram { x, d } => (d, buffers[x.0].matmul(&buffers[x.0].transpose())),
+                Op::Symmetric { a, b, c, d, alpha, beta } => {
+                    let product = buffers[a.0].matmul(&buffers[b.0]);
+                    (d, product.combine(alpha as f64, &buffers[c.0], beta as f64))
+                }
+                Op::Apply { p, x, d, beta } => {
+                    (d, buffers[p.0].matmul(&buffers[x.0]).combine(1.0, &buffers[x.0], beta as f64))
+                }
+                Op::Copy { s, d } => (d, buffers[s.0].clone()),
+                Op::AddDiagonal { d, value } => (d, buffers[d.0].combine(1.0, &Matrix::identity(n), value as f64)),
+            };
+            buffers[d.0] = value;
+        }
+        buffers[program.output.0].clone()
+    }
+
+    /// Both programs, run step by step in float64, compute the float64 reference iterations (which a test of the
+    /// reference module holds equal): the steps' buffers, α, β and C are wired as the iteration says.
+    #[test]
+    fn the_programs_compute_the_reference_iterations_in_float64() {
+        let coefficients = polar_express();
+        let (n, m) = (12, 40);
+        let data: Vec<f64> =
+            (0..n * m).map(|i| ((i * 7919 % 1013) as f64 / 1013.0 - 0.5) * (1.0 + (i % 5) as f64)).collect();
+        let x = Matrix::new(n, m, data);
+        let x = x.scaled(1.0 / x.frobenius());
+        let standard = reference::newton_schulz(&x, &coefficients, 0.0);
+        let got = interpret(&Program::standard(&coefficients), &x);
+        assert!(got.combine(1.0, &standard, -1.0).frobenius() < 1e-5 * standard.frobenius());
+        for restarts in [&[][..], &[2], &[1, 3], &[1, 2, 3, 4]] {
+            let want = reference::gram_newton_schulz(&x, &coefficients, restarts, 0.0);
+            let got = interpret(&Program::gram(&coefficients, restarts), &x);
+            let error = got.combine(1.0, &want, -1.0).frobenius() / want.frobenius();
+            assert!(error < 1e-5, "restarts {restarts:?}: relative error {error:e}");
+        }
     }
 
     #[test]
