@@ -3,6 +3,7 @@
 
 #![no_std]
 
+pub mod dq_order;
 mod gemm_table;
 mod params;
 pub mod raster;

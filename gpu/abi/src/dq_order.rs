@@ -1,0 +1,266 @@
+//! The order of the attention backward's dQ additions (issue #26), shared by the kernel (which walks it) and the
+//! host (which picks it and simulates it in its tests).
+//!
+//! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
+//! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
+//! tile's dQ accumulator. Without the deterministic mode the additions race (f32 sums in any order). With it, each
+//! dQ tile takes the additions of its visitors in a fixed order, the *turns*: a block's consumer warpgroup waits
+//! until the tile's semaphore counts every earlier turn (`consumers · turn + consumer`), adds, and counts itself in.
+//!
+//! Two orders:
+//! - [`DqOrder::Ascending`]: every block walks its tiles in ascending order and the turns go by key block,
+//!   ascending. A block waits only for lower-numbered blocks, which the GPU dispatched before it, so this needs no
+//!   co-residency: the fallback. But at the first tile every block waits for all before it, one addition's
+//!   latency (its bulk reduce completed, the release seen) each: a serial chain of `consumers · key_blocks`
+//!   latencies at the start of every wave, measured at 2.1× the non-deterministic time (2.8× causal).
+//! - [`DqOrder::Staggered`]: the order in which the blocks reach each tile. Full attention: block j starts at tile
+//!   `s_j = ⌊j · q_tiles / key_blocks⌋` and wraps around, so at any moment the blocks are spread over the tiles;
+//!   each tile's turns go from the block that reached it first (the largest `s_j ≤ t`) downwards, cyclically. Causal:
+//!   every block walks its tiles ascending from its first, so block j + 1 (whose first tile is later) reaches any
+//!   tile before block j: the turns go by key block, descending (where seq_k > seq_q, the blocks whose keys every
+//!   query sees share tile 0 as their first and still queue there, a shorter chain than ascending's). Either way a block's turn at a tile comes after
+//!   blocks that reached it at the same or an earlier step of their walk, so waiting is rare; but the waits point
+//!   to higher-numbered blocks too, so every block of one (batch, head) must be resident at once:
+//!   `key_blocks` ≤ the blocks the GPU holds (the host checks; otherwise Ascending). A block waiting longer than
+//!   the bounded wait allows traps (an error, never a hang).
+//!
+//! Why no deadlock (Staggered, all blocks of a group resident): every wait is for a turn taken at the same or an
+//! earlier step of the other block's walk ([`DqSchedule::step`]), and at equal steps for a block ahead in the turn
+//! order; so waits follow (step, turn) pairs downwards and cannot close a cycle. Groups: in-order dispatch puts a
+//! group's blocks on the GPU before any later group's; once earlier groups finish, the whole group is resident.
+
+/// Which order the dQ additions of the deterministic mode follow (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum DqOrder {
+    Ascending = 0,
+    Staggered = 1,
+}
+
+/// The walk and the turns of one (batch, key/value head)'s blocks over one query head's tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DqSchedule {
+    pub order: DqOrder,
+    pub causal: bool,
+    pub key_blocks: u32,
+    /// Query tiles per head (seq_q padded to whole tiles).
+    pub q_tiles: u32,
+    pub tile_q: u32,
+    pub tile_kv: u32,
+    pub seq_q: u32,
+    pub seq_k: u32,
+}
+
+impl DqSchedule {
+    /// The first query tile block `block` sees: bottom-right causal, query row i sees key j when
+    /// j ≤ i + seq_k − seq_q; 0 without the mask.
+    #[inline(always)]
+    pub fn first_q_tile(&self, block: u32) -> u32 {
+        if !self.causal {
+            return 0;
+        }
+        let first_row = (block * self.tile_kv + self.seq_q).saturating_sub(self.seq_k);
+        (first_row / self.tile_q).min(self.q_tiles)
+    }
+
+    /// How many query tiles block `block` walks.
+    #[inline(always)]
+    pub fn visits(&self, block: u32) -> u32 {
+        self.q_tiles - self.first_q_tile(block)
+    }
+
+    /// The query tile of block `block`'s walk at step `step` (< [`DqSchedule::visits`]).
+    #[inline(always)]
+    pub fn q_tile(&self, block: u32, step: u32) -> u32 {
+        match (self.order, self.causal) {
+            (DqOrder::Staggered, false) => (self.start(block) + step) % self.q_tiles,
+            _ => self.first_q_tile(block) + step,
+        }
+    }
+
+    /// The step at which block `block` reaches query tile `q_tile` (which it visits).
+    #[inline(always)]
+    pub fn step(&self, block: u32, q_tile: u32) -> u32 {
+        match (self.order, self.causal) {
+            (DqOrder::Staggered, false) => (q_tile + self.q_tiles - self.start(block)) % self.q_tiles,
+            _ => q_tile - self.first_q_tile(block),
+        }
+    }
+
+    /// Block `block`'s place in the order of the additions to query tile `q_tile`: 0 for the first, up to the
+    /// tile's visitors less one.
+    #[inline(always)]
+    pub fn turn(&self, block: u32, q_tile: u32) -> u32 {
+        match (self.order, self.causal) {
+            (DqOrder::Ascending, _) => block,
+            (DqOrder::Staggered, true) => self.last_visitor(q_tile) - block,
+            (DqOrder::Staggered, false) => {
+                let first = self.first_to_reach(q_tile);
+                (first + self.key_blocks - block) % self.key_blocks
+            }
+        }
+    }
+
+    /// Full attention, staggered: where block `block`'s walk starts, spreading the blocks evenly over the tiles.
+    #[inline(always)]
+    fn start(&self, block: u32) -> u32 {
+        ((block as u64 * self.q_tiles as u64) / self.key_blocks as u64) as u32
+    }
+
+    /// Full attention, staggered: the block with the largest start at or before `q_tile`, so the first to reach it
+    /// (start(j) ≤ t ⟺ j < ⌈(t + 1) · key_blocks / q_tiles⌉).
+    #[inline(always)]
+    fn first_to_reach(&self, q_tile: u32) -> u32 {
+        let bound = ((q_tile as u64 + 1) * self.key_blocks as u64).div_ceil(self.q_tiles as u64);
+        (bound.min(self.key_blocks as u64) - 1) as u32
+    }
+
+    /// Causal: the last block that sees query tile `q_tile` (blocks `0 ..=` it do: first tiles grow with the block).
+    #[inline(always)]
+    fn last_visitor(&self, q_tile: u32) -> u32 {
+        // first_q_tile(j) ≤ t ⟺ j·tile_kv + seq_q − seq_k ≤ (t + 1)·tile_q − 1.
+        let reach = (q_tile as u64 + 1) * self.tile_q as u64 - 1 + self.seq_k as u64;
+        let last = reach.saturating_sub(self.seq_q as u64) / self.tile_kv as u64;
+        last.min(self.key_blocks as u64 - 1) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::vec;
+    use std::vec::Vec;
+
+    use super::*;
+
+    fn schedule(order: DqOrder, causal: bool, seq_q: u32, seq_k: u32) -> DqSchedule {
+        let (tile_q, tile_kv) = (64, 128);
+        DqSchedule {
+            order,
+            causal,
+            key_blocks: seq_k.div_ceil(tile_kv),
+            q_tiles: seq_q.div_ceil(tile_q),
+            tile_q,
+            tile_kv,
+            seq_q,
+            seq_k,
+        }
+    }
+
+    /// The visitors of each query tile, in block order.
+    fn visitors(s: &DqSchedule) -> Vec<Vec<u32>> {
+        let mut by_tile = vec![Vec::new(); s.q_tiles as usize];
+        for block in 0..s.key_blocks {
+            for step in 0..s.visits(block) {
+                by_tile[s.q_tile(block, step) as usize].push(block);
+            }
+        }
+        by_tile
+    }
+
+    /// Simulates one group with every block resident: a step's dS·K takes one unit of time, an addition waits for
+    /// the turn before it at its tile and then `latency` units (the reduce completed, the release seen) during
+    /// which the block waits. Returns the time the last addition completes, or None on a deadlock.
+    fn simulate(s: &DqSchedule, latency: u64) -> Option<u64> {
+        let blocks = s.key_blocks as usize;
+        let mut step = vec![0u32; blocks];
+        let mut free_at = vec![0u64; blocks];
+        // Per tile: turns completed, and when the last one did.
+        let mut done = vec![(0u32, 0u64); s.q_tiles as usize];
+        let mut end = 0;
+        loop {
+            let mut progress = false;
+            let mut finished = true;
+            for block in 0..blocks {
+                let j = block as u32;
+                while step[block] < s.visits(j) {
+                    finished = false;
+                    let t = s.q_tile(j, step[block]) as usize;
+                    if done[t].0 != s.turn(j, t as u32) {
+                        break;
+                    }
+                    let start = (free_at[block] + 1).max(done[t].1);
+                    free_at[block] = start + latency;
+                    done[t] = (done[t].0 + 1, free_at[block]);
+                    end = end.max(free_at[block]);
+                    step[block] += 1;
+                    progress = true;
+                }
+            }
+            if finished {
+                return Some(end);
+            }
+            if !progress {
+                return None;
+            }
+        }
+    }
+
+    const SHAPES: [(u32, u32); 9] = [
+        (4096, 4096),
+        (1024, 1024),
+        (16384, 16384),
+        (2048, 4096),
+        (4096, 2048),
+        (100, 1000),
+        (1000, 100),
+        (1, 1),
+        (777, 4095),
+    ];
+
+    #[test]
+    fn every_tile_takes_each_visitor_once_in_turns_zero_to_its_visitors() {
+        for order in [DqOrder::Ascending, DqOrder::Staggered] {
+            for causal in [false, true] {
+                for (seq_q, seq_k) in SHAPES {
+                    let s = schedule(order, causal, seq_q, seq_k);
+                    for block in 0..s.key_blocks {
+                        let walk: Vec<u32> = (0..s.visits(block)).map(|step| s.q_tile(block, step)).collect();
+                        let mut sorted = walk.clone();
+                        sorted.sort_unstable();
+                        let first = s.first_q_tile(block);
+                        assert_eq!(sorted, (first..s.q_tiles).collect::<Vec<_>>(), "{s:?} block {block}");
+                        for (step, &t) in (0..).zip(&walk) {
+                            assert_eq!(s.step(block, t), step, "{s:?} block {block}");
+                        }
+                    }
+                    for (t, blocks) in (0..).zip(visitors(&s)) {
+                        let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
+                        turns.sort_unstable();
+                        assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// With every block resident both orders finish, the staggered one never later; within two steps of the time
+    /// with no waiting beyond a tile's own additions, except causal with more keys than queries.
+    #[test]
+    fn staggered_turns_hardly_wait_and_neither_order_deadlocks() {
+        for causal in [false, true] {
+            for (seq_q, seq_k) in SHAPES {
+                for latency in [0, 1, 3] {
+                    let ascending = schedule(DqOrder::Ascending, causal, seq_q, seq_k);
+                    let staggered = DqSchedule { order: DqOrder::Staggered, ..ascending };
+                    // No waiting: the longest walk; or where a tile has more visitors than there are steps, its
+                    // additions one after another.
+                    let walk = (0..ascending.key_blocks).map(|b| ascending.visits(b)).max().unwrap() as u64;
+                    let visitors = visitors(&ascending).iter().map(Vec::len).max().unwrap() as u64;
+                    let ideal = (walk * (1 + latency)).max(visitors * latency + 1);
+                    let slow = simulate(&ascending, latency).expect("ascending deadlocked");
+                    let fast = simulate(&staggered, latency).expect("staggered deadlocked");
+                    std::println!(
+                        "{causal} {seq_q}×{seq_k} latency {latency}: ideal {ideal}, ascending {slow}, staggered {fast}"
+                    );
+                    assert!(fast <= slow, "{staggered:?}: {fast} > {slow}");
+                    // Causal with seq_k > seq_q: the blocks whose keys every query sees all start at tile 0 and
+                    // take their turns there one after another (a shorter chain than ascending's, not none).
+                    if !causal || seq_q >= seq_k {
+                        assert!(fast <= ideal + 2 * (1 + latency), "{staggered:?}: {fast} against {ideal}");
+                    }
+                }
+            }
+        }
+    }
+}
