@@ -222,6 +222,9 @@ mod tests {
                         assert_eq!(sorted, (first..s.q_tiles).collect::<Vec<_>>(), "{s:?} block {block}");
                         for (step, &t) in (0..).zip(&walk) {
                             assert_eq!(s.step(block, t), step, "{s:?} block {block}");
+                            // What the kernel's `Block` walks: its start plus the step, wrapped once.
+                            let wrapped = (walk[0] + step) % s.q_tiles.max(1);
+                            assert_eq!(t, wrapped, "{s:?} block {block} step {step}");
                         }
                     }
                     for (t, blocks) in (0..).zip(visitors(&s)) {

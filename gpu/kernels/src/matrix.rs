@@ -188,3 +188,41 @@ scale_kernel!(scale_f16_to_f16, F16, F16);
 scale_kernel!(scale_f16_to_bf16, F16, Bf16);
 add_diagonal_kernel!(add_diagonal_bf16, Bf16);
 add_diagonal_kernel!(add_diagonal_f16, F16);
+
+/// Inside diagonal block `blockIdx.x` (`tile` × `tile`, clipped at n) of n×n matrix `blockIdx.y`: each element below
+/// the diagonal set to its mirror above it. The symmetric GEMM (gemm/sm90.rs) computes its diagonal tiles whole and
+/// mirrors only the tiles above them, so without this D would be symmetric only up to rounding inside the diagonal
+/// tiles; products that read D transposed (tn: Gram Newton-Schulz) would then multiply by a different matrix.
+/// Reads only the upper halves, writes only the lower ones: no element is both read and written.
+#[inline(always)]
+unsafe fn mirror_diagonal_tile<T: Copy>(d: *mut T, n: usize, tile: usize) {
+    let d = unsafe { d.add(block_idx_y() as usize * n * n) };
+    let base = block_idx_x() as usize * tile;
+    let size = tile.min(n.saturating_sub(base));
+    let mut index = thread_idx_x() as usize;
+    while index < size * size {
+        // Consecutive threads write consecutive elements of a lower row.
+        let (i, j) = (base + index / size, base + index % size);
+        if i > j {
+            unsafe { *d.add(i * n + j) = *d.add(j * n + i) };
+        }
+        index += block_dim_x() as usize;
+    }
+}
+
+macro_rules! mirror_diagonal_tiles_kernel {
+    ($name:ident, $t:ty) => {
+        /// Makes the diagonal `tile`-blocks of each n×n matrix of a stack exactly symmetric
+        /// ([`mirror_diagonal_tile`]): one block per diagonal block (blockIdx.x) and matrix (blockIdx.y).
+        ///
+        /// # Safety
+        /// `d` holds gridDim.y matrices of n×n elements of this size; gridDim.x ≤ ⌈n / tile⌉.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(d: *mut $t, n: usize, tile: usize) {
+            unsafe { mirror_diagonal_tile::<$t>(d, n, tile) }
+        }
+    };
+}
+
+mirror_diagonal_tiles_kernel!(mirror_diagonal_tiles_b16, u16);
+mirror_diagonal_tiles_kernel!(mirror_diagonal_tiles_b32, u32);

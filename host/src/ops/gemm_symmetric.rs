@@ -1,7 +1,8 @@
 //! The symmetric GEMM: D = alpha·A·B + beta·C for a stack of n×n outputs D that the caller promises are symmetric
 //! (A·B and C both), on the Hopper GEMM data path with the triangular tile order (gpu/kernels/src/gemm/sm90.rs,
 //! `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal are computed, each stored
-//! as it is and, above the diagonal, transposed. About half the tensor work of the full product.
+//! as it is and, above the diagonal, transposed; a second launch then copies each diagonal tile's upper half onto
+//! its lower half, so that D is exactly symmetric. About half the tensor work of the full product.
 //!
 //! Layouts ([`GemmLayout`]): `tn` (A row-major n×k, B column-major k×n): X·Xᵀ from one row-major n×k X passed as both
 //! A and B, and A·B of two symmetric n×n matrices (a symmetric B read column-major is itself); `nt` (A column-major,
@@ -14,7 +15,7 @@
 //! as well.
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use oxtile_abi::raster::TriangularScheduler;
 use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
 
@@ -27,6 +28,9 @@ use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile3d};
 
 const OP: &str = "gemm_symmetric";
+
+/// Threads per block of the diagonal tiles' mirror launch.
+const MIRROR_THREADS: u32 = 256;
 
 /// The problem: a stack of `batch` products A·B, A `a.0 × a.1` and B `b.0 × b.1` as the product reads them (rows ×
 /// columns, whatever their storage order). The output is `a.0 × b.1` and must be square; `a.1` must be `b.0`.
@@ -215,6 +219,9 @@ pub struct SymmetricPlan<T: GemmElement, O: GemmOutput<T> = T> {
     maps_d: Option<CudaSlice<u64>>,
     /// The buffers the maps describe.
     addresses: (u64, u64, u64),
+    /// The second launch, which makes the diagonal tiles exactly symmetric, and their side.
+    mirror: CudaFunction,
+    tile_n: u32,
     _types: std::marker::PhantomData<(T, O)>,
 }
 
@@ -310,6 +317,12 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             launch,
             maps_d,
             addresses: (a_address, b_address, d_address),
+            mirror: gpu.function(if output_bytes == 2 {
+                kernels::MIRROR_DIAGONAL_TILES_B16
+            } else {
+                kernels::MIRROR_DIAGONAL_TILES_B32
+            })?,
+            tile_n: tile.tile_n,
             _types: std::marker::PhantomData,
         })
     }
@@ -368,7 +381,29 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         // tile; D's maps (when given) describe D's stack with the straight and transposed store boxes and live in
         // `maps_d`, which the plan keeps (its use recorded on the stream above); the grid is at most one block per SM
         // with the kernel's threads and shared memory. The symmetric kernels never read the stream-K workspace (null).
-        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args) }
+        unsafe {
+            gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args)?
+        };
+        // The kernel computes its diagonal tiles whole (their lower halves differ from the mirror by rounding):
+        // copied down from the upper halves, so that D is exactly symmetric.
+        let (n, tile) = (self.shape.n(), self.tile_n as usize);
+        let mut launch = gpu.stream().launch_builder(&self.mirror);
+        launch.arg(&self.addresses.2).arg(&n).arg(&tile);
+        let config = LaunchConfig {
+            grid_dim: (n.div_ceil(tile) as u32, self.shape.batch as u32, 1),
+            block_dim: (MIRROR_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: D (the plan's, checked above) holds batch n×n matrices of O, 2 or 4 bytes as the kernel's element;
+        // the grid has one block per diagonal tile and matrix.
+        unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch {
+            kernel: if std::mem::size_of::<O>() == 2 {
+                kernels::MIRROR_DIAGONAL_TILES_B16.name
+            } else {
+                kernels::MIRROR_DIAGONAL_TILES_B32.name
+            },
+            source,
+        })
     }
 
     /// D = alpha·A·B + beta·C: C (checked as [`gemm_symmetric_with_c`] checks it) copied into D on the stream, then

@@ -444,14 +444,16 @@ impl<E: NsElement> Bound<E> {
         })
     }
 
-    /// The stream operations [`Bound::run`] queues: a kernel per product (and a copy of C before each symmetric one,
-    /// of X before a blended Apply), one per matrix for Apply.
+    /// The stream operations [`Bound::run`] queues: two kernels per symmetric product (the GEMM and its diagonal
+    /// tiles' mirror) and a copy of C before each blended one, one GEMM per matrix for Apply (and a copy of X before
+    /// a blended one), one operation for a copy or the diagonal addition.
     fn operations(&self, batch: usize) -> usize {
         self.ops
             .iter()
             .map(|op| match op {
-                BoundOp::Gram { .. } | BoundOp::Copy { .. } | BoundOp::AddDiagonal { .. } => 1,
-                BoundOp::Symmetric { .. } => 2,
+                BoundOp::Copy { .. } | BoundOp::AddDiagonal { .. } => 1,
+                BoundOp::Gram { .. } => 2,
+                BoundOp::Symmetric { .. } => 3,
                 BoundOp::Apply { copy_x, .. } => batch + usize::from(*copy_x),
             })
             .sum()
