@@ -32,6 +32,9 @@ const OP: &str = "gemm_symmetric";
 /// Threads per block of the diagonal tiles' mirror launch.
 const MIRROR_THREADS: u32 = 256;
 
+/// The deepest stack: the mirror launch puts the matrix in gridDim.y, at most 65535.
+const MAX_BATCH: usize = 65535;
+
 /// The problem: a stack of `batch` products A·B, A `a.0 × a.1` and B `b.0 × b.1` as the product reads them (rows ×
 /// columns, whatever their storage order). The output is `a.0 × b.1` and must be square; `a.1` must be `b.0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +60,8 @@ impl SymmetricShape {
         self.a.1
     }
 
-    /// Checks the shape: a square output, matching inner dimensions, every extent from 1 to 2^31 − 1.
+    /// Checks the shape: a square output, matching inner dimensions, every extent from 1 to 2^31 − 1, a stack of at
+    /// most [`MAX_BATCH`].
     pub fn check(&self) -> Result<()> {
         let SymmetricShape { batch, a, b } = *self;
         if a.0 != b.1 {
@@ -72,6 +76,10 @@ impl SymmetricShape {
                 OP,
                 format!("batch {batch}, n {}, k {}: each must be 1 to 2^31 - 1", a.0, a.1),
             ));
+        }
+        if batch > MAX_BATCH {
+            let message = format!("a stack of {batch} matrices: at most {MAX_BATCH} (the mirror launch's grid)");
+            return Err(Error::unsupported(OP, message));
         }
         Ok(())
     }
@@ -445,6 +453,8 @@ mod tests {
         assert!(matches!(inner.check(), Err(Error::InnerMismatch { a_columns: 64, b_rows: 72, .. })));
         assert!(SymmetricShape::new(0, 100, 64).check().is_err());
         assert!(SymmetricShape::new(1, 100, 0).check().is_err());
+        assert!(SymmetricShape::new(MAX_BATCH, 8, 8).check().is_ok());
+        assert!(matches!(SymmetricShape::new(MAX_BATCH + 1, 8, 8).check(), Err(Error::Unsupported { .. })));
     }
 
     #[test]
