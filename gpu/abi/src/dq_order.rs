@@ -1,5 +1,6 @@
 //! The order of the attention backward's dQ additions (issue #26), shared by the kernel (which walks it) and the
-//! host (which picks it and simulates it in its tests).
+//! host (which picks it and simulates it in its tests). Not yet walked by the kernel: wired in, it slowed the
+//! default mode (docs/perf-notes.md, session 22); the kernel still adds in the ascending order below.
 //!
 //! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
@@ -18,8 +19,9 @@
 //!   each tile's turns go from the block that reached it first (the largest `s_j ≤ t`) downwards, cyclically. Causal:
 //!   every block walks its tiles ascending from its first, so block j + 1 (whose first tile is later) reaches any
 //!   tile before block j: the turns go by key block, descending (where seq_k > seq_q, the blocks whose keys every
-//!   query sees share tile 0 as their first and still queue there, a shorter chain than ascending's). Either way a block's turn at a tile comes after
-//!   blocks that reached it at the same or an earlier step of their walk, so waiting is rare; but the waits point
+//!   query sees share tile 0 as their first and still queue there, a shorter chain than ascending's). Either way a
+//!   block's turn at a tile comes after blocks that reached it at the same or an earlier step of their walk, so
+//!   waiting is rare; but the waits point
 //!   to higher-numbered blocks too, so every block of one (batch, head) must be resident at once:
 //!   `key_blocks` ≤ the blocks the GPU holds (the host checks; otherwise Ascending). A block waiting longer than
 //!   the bounded wait allows traps (an error, never a hang).

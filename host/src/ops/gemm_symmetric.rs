@@ -23,7 +23,7 @@ use super::gemm::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order, check_l
 use super::{check_context, check_disjoint};
 use crate::error::{Error, Result};
 pub use crate::kernels::SymmetricVariant;
-use crate::kernels::{self, GemmSymmetricKernel};
+use crate::kernels::{self, GemmSymmetricKernel, Kernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile3d};
 
@@ -227,7 +227,9 @@ pub struct SymmetricPlan<T: GemmElement, O: GemmOutput<T> = T> {
     maps_d: Option<CudaSlice<u64>>,
     /// The buffers the maps describe.
     addresses: (u64, u64, u64),
-    /// The second launch, which makes the diagonal tiles exactly symmetric, and their side.
+    /// The second launch, which makes the diagonal tiles exactly symmetric (its kernel for D's element size), and
+    /// their side.
+    mirror_kernel: Kernel,
     mirror: CudaFunction,
     tile_n: u32,
     _types: std::marker::PhantomData<(T, O)>,
@@ -285,6 +287,8 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         } else {
             None
         };
+        let mirror_kernel =
+            if output_bytes == 2 { kernels::MIRROR_DIAGONAL_TILES_B16 } else { kernels::MIRROR_DIAGONAL_TILES_B32 };
         let function = gpu.function(kernel.kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -325,11 +329,8 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             launch,
             maps_d,
             addresses: (a_address, b_address, d_address),
-            mirror: gpu.function(if output_bytes == 2 {
-                kernels::MIRROR_DIAGONAL_TILES_B16
-            } else {
-                kernels::MIRROR_DIAGONAL_TILES_B32
-            })?,
+            mirror_kernel,
+            mirror: gpu.function(mirror_kernel)?,
             tile_n: tile.tile_n,
             _types: std::marker::PhantomData,
         })
@@ -404,14 +405,9 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         };
         // SAFETY: D (the plan's, checked above) holds batch n×n matrices of O, 2 or 4 bytes as the kernel's element;
         // the grid has one block per diagonal tile and matrix.
-        unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch {
-            kernel: if std::mem::size_of::<O>() == 2 {
-                kernels::MIRROR_DIAGONAL_TILES_B16.name
-            } else {
-                kernels::MIRROR_DIAGONAL_TILES_B32.name
-            },
-            source,
-        })
+        unsafe { launch.launch(config) }
+            .map(drop)
+            .map_err(|source| Error::Launch { kernel: self.mirror_kernel.name, source })
     }
 
     /// D = alpha·A·B + beta·C: C (checked as [`gemm_symmetric_with_c`] checks it) copied into D on the stream, then
