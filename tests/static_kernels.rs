@@ -11,6 +11,7 @@ use oxtile::kernels::Variant;
 use oxtile::kernels::{self, Kernel};
 use oxtile::ops::attention::{self, AttnElement};
 use oxtile::types::Order;
+use oxtile_abi::symmetric;
 use oxtile_abi::{AttnTile, GemmConfig, GemmSchedule};
 
 /// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
@@ -677,7 +678,8 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
 /// The symmetric GEMMs (gpu/abi's `for_each_gemm_sm90_symmetric!`): the data path of their tile (one m64n128k16 per
 /// 64 rows, one wgmma group in flight, 3-D TMA loads), every value in registers, and the mirrored epilogue: per
 /// staged chunk a second TMA store (the transposed part), its slices written by `stmatrix.trans` (STSM.16.MT88) for
-/// 16-bit outputs and by one 4-byte STS per value for f32.
+/// 16-bit outputs and by one 4-byte STS per value for f32, and the chunks the diagonal crosses made symmetric in
+/// shared memory between two warpgroup barriers.
 #[test]
 fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
     let mut checked = 0;
@@ -713,17 +715,35 @@ fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
         assert_eq!(opcodes("UTMASTG.3D"), 2 * chunks as usize, "`{}`", s.name);
         assert_eq!(s.count("UTMASTG"), 2 * chunks, "`{}`", s.name);
         let slices = (STAGED_EPILOGUES * row_blocks * tile_n / 16) as usize;
+        // The chunks the diagonal crosses, whose square is made symmetric in shared memory (a diagonal tile's lower
+        // half written from its upper half): per staged epilogue, those of the tile's 64-row blocks and 128-byte
+        // column chunks that `symmetric_square` finds.
+        let chunk_columns = 128 / output_bytes;
+        let squares = (0..row_blocks)
+            .flat_map(|block| (0..tile_n / chunk_columns).map(move |chunk| (block, chunk)))
+            .filter(|&(block, chunk)| {
+                symmetric::symmetric_square(64 * block, 64, chunk * chunk_columns, chunk_columns).is_some()
+            })
+            .count()
+            * STAGED_EPILOGUES as usize;
+        assert_eq!(squares, if gemm.output == "f32" { 12 } else { 6 }, "`{}`", s.name);
         if gemm.output == "f32" {
             assert_eq!(s.count("STSM"), 0, "`{}`", s.name);
             assert_eq!(s.count_with("STS", "64"), 4 * slices, "`{}`: the straight chunks", s.name);
-            assert_eq!(opcodes("STS"), 8 * slices, "`{}`: the transposed parts, a value each", s.name);
+            assert_eq!(
+                opcodes("STS"),
+                8 * slices + 8 * squares,
+                "`{}`: the transposed parts, a value each, and each square's lower triangle, 8 elements a thread",
+                s.name
+            );
         } else {
             assert_eq!(opcodes("STSM.16.M88.4"), slices, "`{}`", s.name);
             assert_eq!(opcodes("STSM.16.MT88.4"), slices, "`{}`: the transposed parts", s.name);
+            assert_eq!(opcodes("STS.U16"), 8 * squares, "`{}`: each square's lower triangle, 8 at a time", s.name);
         }
         // As the general epilogue (`tma_store_epilogues_sync_warps_not_warpgroups`), with twice the chunks: warps
-        // meet only their own lanes, one bulk group per store, a read wait per store and one at the drain, and the
-        // only named barriers are the ping-pong turns.
+        // meet only their own lanes, one bulk group per store, a read wait per store and one at the drain; the named
+        // barriers are the ping-pong turns and two per diagonal square (its warpgroup meets before and after it).
         let stores = 2 * chunks as usize;
         let ptx = entry_ptx(gemm.kernel);
         assert_eq!(ptx.matches("barrier.sync").count(), 0, "`{}`: unaligned named barriers", s.name);
@@ -731,7 +751,8 @@ fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
         assert_eq!(ptx.matches("cp.async.bulk.commit_group").count(), stores, "`{}`: bulk groups", s.name);
         assert_eq!(ptx.matches("cp.async.bulk.wait_group.read").count(), stores + 1, "`{}`: waits", s.name);
         assert!(ptx.matches("bar.warp.sync").count() >= 2 * stores, "`{}`: warp barriers", s.name);
-        assert_eq!(ptx.matches("bar.sync %r").count() > 0, tile.schedule == GemmSchedule::PingPong, "`{}`", s.name);
+        let turns = ptx.matches("bar.sync %r").count() - 2 * squares;
+        assert_eq!(turns > 0, tile.schedule == GemmSchedule::PingPong, "`{}`", s.name);
         assert_eq!(s.count_with("BRA", "DIV"), 0, "`{}` reaches a barrier with a diverged warp", s.name);
     }
     // Ping-pong bf16 and f16, cooperative bf16 and f16 to themselves and to f32, each in tn and nt.

@@ -347,6 +347,22 @@ const _: () = {
     }
 };
 
+impl SymmetricVariant {
+    /// The narrowest tile side of any symmetric kernel: the most tiles a stack can take.
+    pub const NARROWEST_TILE: u32 = {
+        let (mut i, mut narrowest) = (0, u32::MAX);
+        while i < SymmetricVariant::CONFIGURED.len() {
+            if let Some(config) = SymmetricVariant::CONFIGURED[i].config()
+                && config.tile.tile_n < narrowest
+            {
+                narrowest = config.tile.tile_n;
+            }
+            i += 1;
+        }
+        narrowest
+    };
+}
+
 /// An sm90 symmetric GEMM kernel and the problems it computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmSymmetricKernel {
@@ -397,10 +413,6 @@ pub const SCALE_F16_TO_F16: Kernel = Kernel::hopper("scale_f16_to_f16");
 pub const SCALE_F16_TO_BF16: Kernel = Kernel::hopper("scale_f16_to_bf16");
 pub const ADD_DIAGONAL_BF16: Kernel = Kernel::hopper("add_diagonal_bf16");
 pub const ADD_DIAGONAL_F16: Kernel = Kernel::hopper("add_diagonal_f16");
-/// The symmetric GEMM's second launch: the diagonal tiles' lower halves from their upper halves, for 2- and 4-byte
-/// outputs.
-pub const MIRROR_DIAGONAL_TILES_B16: Kernel = Kernel::hopper("mirror_diagonal_tiles_b16");
-pub const MIRROR_DIAGONAL_TILES_B32: Kernel = Kernel::hopper("mirror_diagonal_tiles_b32");
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
 pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
@@ -509,8 +521,6 @@ const OTHERS: &[Kernel] = &[
     SCALE_F16_TO_BF16,
     ADD_DIAGONAL_BF16,
     ADD_DIAGONAL_F16,
-    MIRROR_DIAGONAL_TILES_B16,
-    MIRROR_DIAGONAL_TILES_B32,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,

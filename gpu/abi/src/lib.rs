@@ -8,6 +8,7 @@ mod gemm_table;
 mod params;
 pub mod raster;
 pub mod stream_k;
+pub mod symmetric;
 
 pub use gemm_table::{GemmConfig, GemmShare};
 pub use params::{AttnBwdParams, AttnParams, GemmParams, TensorMapBytes};

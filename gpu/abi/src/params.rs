@@ -40,6 +40,9 @@ macro_rules! gemm_sm90_params {
             /// D: M×N elements of the output type, row-major with leading dimension `ldd`, 8-byte aligned; for the
             /// symmetric GEMM `batch` such matrices, `M·ldd` elements apart.
             d: ptr(*mut u8),
+            /// C, read where beta ≠ 0: D's shape, element type and leading dimension (a stack like D's for the
+            /// symmetric GEMM); D itself for an in-place blend.
+            c: ptr(*const u8),
             m: val(u32),
             n: val(u32),
             k: val(u32),

@@ -41,6 +41,7 @@ pub mod elementwise;
 pub mod gemm;
 pub mod layout_demo;
 pub mod matrix;
+pub mod opaque;
 pub mod smem_layout;
 pub mod softmax;
 

@@ -686,6 +686,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             tensor_map_d: map_d.as_ref().map_or(0, |(address, _)| *address),
             tensor_map_d_mirror: 0,
             d: d_address,
+            // beta·C blends D's old contents.
+            c: d_address,
             m: m as u32,
             n: n as u32,
             k: k as u32,

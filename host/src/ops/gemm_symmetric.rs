@@ -1,8 +1,8 @@
 //! The symmetric GEMM: D = alpha·A·B + beta·C for a stack of n×n outputs D that the caller promises are symmetric
 //! (A·B and C both), on the Hopper GEMM data path with the triangular tile order (gpu/kernels/src/gemm/sm90.rs,
 //! `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal are computed, each stored
-//! as it is and, above the diagonal, transposed; a second launch then copies each diagonal tile's upper half onto
-//! its lower half, so that D is exactly symmetric. About half the tensor work of the full product.
+//! as it is and, above the diagonal, transposed; a diagonal tile's lower half is written from its upper half
+//! (`oxtile_abi::symmetric`), so that D is exactly symmetric. About half the tensor work of the full product.
 //!
 //! Layouts ([`GemmLayout`]): `tn` (A row-major n×k, B column-major k×n): X·Xᵀ from one row-major n×k X passed as both
 //! A and B, and A·B of two symmetric n×n matrices (a symmetric B read column-major is itself); `nt` (A column-major,
@@ -10,12 +10,11 @@
 //! packed (leading dimension its row length) right after the one before.
 //!
 //! beta·C: [`gemm_symmetric`] reads D's old contents as C (as [`super::gemm::gemm`] does);
-//! [`gemm_symmetric_with_c`] takes a separate C, copied into D on the stream first (a device-to-device copy of
-//! D's bytes; the kernel then blends in place). Only the upper triangle's tiles of C are read, so C must be symmetric
-//! as well.
+//! [`gemm_symmetric_with_c`] takes a separate C, which the kernel's epilogue reads in place of D's old contents. Only
+//! the upper triangle's tiles of C are read, so C must be symmetric as well.
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use oxtile_abi::raster::TriangularScheduler;
 use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
 
@@ -23,17 +22,11 @@ use super::gemm::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order, check_l
 use super::{check_context, check_disjoint};
 use crate::error::{Error, Result};
 pub use crate::kernels::SymmetricVariant;
-use crate::kernels::{self, GemmSymmetricKernel, Kernel};
+use crate::kernels::{self, GemmSymmetricKernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 use crate::tma::{self, Tile3d};
 
 const OP: &str = "gemm_symmetric";
-
-/// Threads per block of the diagonal tiles' mirror launch.
-const MIRROR_THREADS: u32 = 256;
-
-/// The deepest stack: the mirror launch puts the matrix in gridDim.y, at most 65535.
-const MAX_BATCH: usize = 65535;
 
 /// The problem: a stack of `batch` products A·B, A `a.0 × a.1` and B `b.0 × b.1` as the product reads them (rows ×
 /// columns, whatever their storage order). The output is `a.0 × b.1` and must be square; `a.1` must be `b.0`.
@@ -60,8 +53,8 @@ impl SymmetricShape {
         self.a.1
     }
 
-    /// Checks the shape: a square output, matching inner dimensions, every extent from 1 to 2^31 − 1, a stack of at
-    /// most [`MAX_BATCH`].
+    /// Checks the shape: a square output, matching inner dimensions, every extent from 1 to 2^31 − 1, and at most
+    /// 2^32 − 1 tiles over the stack (the kernel counts them in 32 bits).
     pub fn check(&self) -> Result<()> {
         let SymmetricShape { batch, a, b } = *self;
         if a.0 != b.1 {
@@ -77,8 +70,10 @@ impl SymmetricShape {
                 format!("batch {batch}, n {}, k {}: each must be 1 to 2^31 - 1", a.0, a.1),
             ));
         }
-        if batch > MAX_BATCH {
-            let message = format!("a stack of {batch} matrices: at most {MAX_BATCH} (the mirror launch's grid)");
+        let side = a.0.div_ceil(SymmetricVariant::NARROWEST_TILE as usize) as u64;
+        let tiles = side * (side + 1) / 2 * batch as u64;
+        if tiles > u32::MAX as u64 {
+            let message = format!("a stack of {batch} matrices of side {}: {tiles} tiles, at most 2^32 - 1", a.0);
             return Err(Error::unsupported(OP, message));
         }
         Ok(())
@@ -183,8 +178,8 @@ pub fn gemm_symmetric<T: GemmElement, O: GemmOutput<T>>(
     SymmetricPlan::<T, O>::new(gpu, shape, options, a, b, d)?.launch(gpu, a, b, d)
 }
 
-/// D = alpha·A·B + beta·C over the stack with a separate C (a stack of symmetric n×n matrices of D's type): C is
-/// copied into D first. C must have D's shape ([`Error::OperandShape`] for one matrix of another size, the stack
+/// D = alpha·A·B + beta·C over the stack with a separate C (a stack of symmetric n×n matrices of D's type), read by
+/// the kernel's epilogue. C must have D's shape ([`Error::OperandShape`] for one matrix of another size, the stack
 /// errors for another depth) and share no byte with D.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_symmetric_with_c<T: GemmElement, O: GemmOutput<T>>(
@@ -227,11 +222,6 @@ pub struct SymmetricPlan<T: GemmElement, O: GemmOutput<T> = T> {
     maps_d: Option<CudaSlice<u64>>,
     /// The buffers the maps describe.
     addresses: (u64, u64, u64),
-    /// The second launch, which makes the diagonal tiles exactly symmetric (its kernel for D's element size), and
-    /// their side.
-    mirror_kernel: Kernel,
-    mirror: CudaFunction,
-    tile_n: u32,
     _types: std::marker::PhantomData<(T, O)>,
 }
 
@@ -287,8 +277,6 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         } else {
             None
         };
-        let mirror_kernel =
-            if output_bytes == 2 { kernels::MIRROR_DIAGONAL_TILES_B16 } else { kernels::MIRROR_DIAGONAL_TILES_B32 };
         let function = gpu.function(kernel.kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -310,6 +298,7 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             tensor_map_d: 0,
             tensor_map_d_mirror: 0,
             d: d_address,
+            c: d_address,
             m: n as u32,
             n: n as u32,
             k: k as u32,
@@ -329,9 +318,6 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             launch,
             maps_d,
             addresses: (a_address, b_address, d_address),
-            mirror_kernel,
-            mirror: gpu.function(mirror_kernel)?,
-            tile_n: tile.tile_n,
             _types: std::marker::PhantomData,
         })
     }
@@ -371,10 +357,26 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         b: &impl DevicePtr<T>,
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
+        self.launch_reading(gpu, a, b, None::<&CudaSlice<O>>, d)
+    }
+
+    /// The launch, with beta·C read from `c` (checked by the caller) or from D's old contents.
+    fn launch_reading(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        c: Option<&impl DevicePtr<O>>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
         if Self::addresses(gpu, self.shape, a, b, d)? != self.addresses {
             return Err(Error::bad_argument(OP, "A, B or D is not the buffer this plan's tensor maps describe"));
         }
         let mut params = self.params;
+        let c_use = c.map(|c| c.device_ptr(gpu.stream()));
+        if let Some((address, _)) = &c_use {
+            params.c = *address;
+        }
         let maps_d = self.maps_d.as_ref().map(|words| words.device_ptr(gpu.stream()));
         if let Some((address, _)) = &maps_d {
             params.tensor_map_d = *address;
@@ -389,29 +391,14 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         // above); the operand maps describe A and B as stacks in the layout the kernel reads, with the boxes of its
         // tile; D's maps (when given) describe D's stack with the straight and transposed store boxes and live in
         // `maps_d`, which the plan keeps (its use recorded on the stream above); the grid is at most one block per SM
-        // with the kernel's threads and shared memory. The symmetric kernels never read the stream-K workspace (null).
-        unsafe {
-            gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args)?
-        };
-        // The kernel computes its diagonal tiles whole (their lower halves differ from the mirror by rounding):
-        // copied down from the upper halves, so that D is exactly symmetric.
-        let (n, tile) = (self.shape.n(), self.tile_n as usize);
-        let mut launch = gpu.stream().launch_builder(&self.mirror);
-        launch.arg(&self.addresses.2).arg(&n).arg(&tile);
-        let config = LaunchConfig {
-            grid_dim: (n.div_ceil(tile) as u32, self.shape.batch as u32, 1),
-            block_dim: (MIRROR_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: D (the plan's, checked above) holds batch n×n matrices of O, 2 or 4 bytes as the kernel's element;
-        // the grid has one block per diagonal tile and matrix.
-        unsafe { launch.launch(config) }
-            .map(drop)
-            .map_err(|source| Error::Launch { kernel: self.mirror_kernel.name, source })
+        // with the kernel's threads and shared memory. C is D or, from `launch_with_c`, a stack of D's shape and type on
+        // the same context sharing no byte with D (checked there; its use recorded on the stream above). The symmetric
+        // kernels never read the stream-K workspace (null).
+        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args) }
     }
 
-    /// D = alpha·A·B + beta·C: C (checked as [`gemm_symmetric_with_c`] checks it) copied into D on the stream, then
-    /// [`SymmetricPlan::launch`].
+    /// D = alpha·A·B + beta·C: C checked as [`gemm_symmetric_with_c`] checks it, then read by the kernel's epilogue in
+    /// place of D's old contents.
     pub fn launch_with_c(
         &self,
         gpu: &Gpu,
@@ -427,12 +414,7 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             let (c_address, _c_use) = c.device_ptr(gpu.stream());
             check_disjoint(OP, ("D", self.addresses.2, bytes), &[("C", c_address, bytes)])?;
         }
-        if Self::addresses(gpu, self.shape, a, b, d)? != self.addresses {
-            return Err(Error::bad_argument(OP, "A, B or D is not the buffer this plan's tensor maps describe"));
-        }
-        // D ← C, then the kernel blends beta·D in place.
-        gpu.stream().memcpy_dtod(c, d)?;
-        self.launch(gpu, a, b, d)
+        self.launch_reading(gpu, a, b, Some(c), d)
     }
 }
 
@@ -449,8 +431,11 @@ mod tests {
         assert!(matches!(inner.check(), Err(Error::InnerMismatch { a_columns: 64, b_rows: 72, .. })));
         assert!(SymmetricShape::new(0, 100, 64).check().is_err());
         assert!(SymmetricShape::new(1, 100, 0).check().is_err());
-        assert!(SymmetricShape::new(MAX_BATCH, 8, 8).check().is_ok());
-        assert!(matches!(SymmetricShape::new(MAX_BATCH + 1, 8, 8).check(), Err(Error::Unsupported { .. })));
+        // Deep stacks of small matrices are fine; the tile count over the stack must fit in 32 bits (7813 tiles a
+        // side at n = 10^6: 30.5 million a matrix).
+        assert!(SymmetricShape::new(1_000_000, 8, 8).check().is_ok());
+        assert!(SymmetricShape::new(100, 1_000_000, 8).check().is_ok());
+        assert!(matches!(SymmetricShape::new(200, 1_000_000, 8).check(), Err(Error::Unsupported { .. })));
     }
 
     #[test]

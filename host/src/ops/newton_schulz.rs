@@ -444,16 +444,17 @@ impl<E: NsElement> Bound<E> {
         })
     }
 
-    /// The stream operations [`Bound::run`] queues: two kernels per symmetric product (the GEMM and its diagonal
-    /// tiles' mirror) and a copy of C before each blended one, one GEMM per matrix for Apply (and a copy of X before
-    /// a blended one), one operation for a copy or the diagonal addition.
+    /// The stream operations [`Bound::run`] queues: one kernel per symmetric product (its epilogue reads C), one GEMM
+    /// per matrix for Apply (and a copy of X before a blended one), one operation for a copy or the diagonal
+    /// addition.
     fn operations(&self, batch: usize) -> usize {
         self.ops
             .iter()
             .map(|op| match op {
-                BoundOp::Copy { .. } | BoundOp::AddDiagonal { .. } => 1,
-                BoundOp::Gram { .. } => 2,
-                BoundOp::Symmetric { .. } => 3,
+                BoundOp::Copy { .. }
+                | BoundOp::AddDiagonal { .. }
+                | BoundOp::Gram { .. }
+                | BoundOp::Symmetric { .. } => 1,
                 BoundOp::Apply { copy_x, .. } => batch + usize::from(*copy_x),
             })
             .sum()

@@ -26,7 +26,7 @@ use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdTile};
 use seq_macro::seq;
 
 use super::reference::{Bf16, Element, F16, warp_sum};
-use super::sm90::opaque_here;
+use crate::opaque::opaque_here;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};

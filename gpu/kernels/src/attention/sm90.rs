@@ -36,6 +36,7 @@ use seq_macro::seq;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, lane_id, thread_idx_x};
 use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
+use crate::opaque::{opaque, opaque_here, opaque_u64};
 use crate::smem_layout::SW128_64X64_B16;
 use crate::softmax::exp2::{exp2_poly, takes_poly};
 
@@ -901,39 +902,6 @@ unsafe fn recompute_scores<C: Config>(s: &mut C::Scores, rows: &Rows, work: &Wor
             }
         });
     }
-}
-
-/// `value`, hidden from LLVM (a `mov`), so a loop bounded by it is not unrolled.
-#[inline(always)]
-fn opaque(value: u32) -> u32 {
-    let out: u32;
-    unsafe {
-        core::arch::asm!("mov.u32 {out}, {value};", out = out(reg32) out, value = in(reg32) value,
-            options(pure, nomem, nostack))
-    };
-    out
-}
-
-/// `value` through a `mov` with side effects: LLVM neither moves it nor merges it with another, so what is computed
-/// from it is computed at this point of every iteration of the loops around it.
-#[inline(always)]
-pub(super) fn opaque_here(value: u32) -> u32 {
-    let out: u32;
-    unsafe {
-        core::arch::asm!("mov.u32 {out}, {value};", out = out(reg32) out, value = in(reg32) value, options(nomem, nostack))
-    };
-    out
-}
-
-/// `value`, hidden from LLVM (a `mov`), so what is computed from it stays where it is used.
-#[inline(always)]
-fn opaque_u64(value: u64) -> u64 {
-    let out: u64;
-    unsafe {
-        core::arch::asm!("mov.u64 {out}, {value};", out = out(reg64) out, value = in(reg64) value,
-            options(pure, nomem, nostack))
-    };
-    out
 }
 
 /// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.

@@ -50,6 +50,7 @@ use core::marker::PhantomData;
 
 use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
 use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK};
+use oxtile_abi::symmetric;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
     GemmShare, GemmTile,
@@ -61,6 +62,7 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
 use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
 use crate::bounded_wait;
+use crate::opaque::opaque_here;
 use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
@@ -387,13 +389,21 @@ trait Config {
     /// Pins every accumulator after a `wgmma::wait_group` ([`wgmma::fence_operands`]).
     fn fence(acc: &mut Self::Fragment);
     /// Writes the fragments of the warpgroup whose `consumer_rows` × N block starts at (`row0`, `col0`) straight
-    /// from registers to D, and with `mirror` (the symmetric GEMM's tiles above the diagonal) each value again at
-    /// its transposed place.
-    unsafe fn store(acc: &Self::Fragment, out: &Epilogue<Self::Output>, row0: u32, col0: u32, thread: u32, mirror: bool);
+    /// from registers to D. `SYMMETRIC`: only the values on and above the diagonal are written, each also at its
+    /// transposed place, so that D is exactly symmetric ([`Epilogue::store_pair_upper`]).
+    unsafe fn store<const SYMMETRIC: bool>(
+        acc: &Self::Fragment,
+        out: &Epilogue<Self::Output>,
+        row0: u32,
+        col0: u32,
+        thread: u32,
+    );
     /// Writes the same block through the TMA-store epilogue: 128-byte column chunks of 64 rows, each staged in
     /// shared memory by the warpgroup and stored by TMA ([`Staging`]). `tile_index` counts the tiles this
     /// warpgroup has written before, which keeps the staging buffers alternating across tiles. `SYMMETRIC`: D is a
-    /// stack (3-D tensor maps) and every chunk is followed by its transposed store, issued only with `mirror`.
+    /// stack (3-D tensor maps) and every chunk is followed by its transposed store; in a `diagonal` tile each warp's
+    /// strip is stored, mirrored or left to a mirror as `oxtile_abi::symmetric` says, which makes D exactly
+    /// symmetric.
     #[allow(clippy::too_many_arguments)]
     unsafe fn store_staged<const SYMMETRIC: bool>(
         acc: &Self::Fragment,
@@ -403,7 +413,7 @@ trait Config {
         col0: u32,
         thread: u32,
         tile_index: u32,
-        mirror: bool,
+        diagonal: bool,
     );
     /// Stream-K: stores the warpgroup's f32 accumulators, unscaled, to its part of a workspace slot at `part`
     /// ([`StreamKArgs`]), in the fragment's own order: vector `j` (accumulators 4j .. 4j + 4 of the fragments one after
@@ -448,7 +458,7 @@ macro_rules! config {
                 col0: u32,
                 thread: u32,
                 tile_index: u32,
-                mirror: bool,
+                diagonal: bool,
             ) {
                 const SLICE_COLUMNS: u32 = 16;
                 let slices_per_chunk = O::BOX_COLUMNS / SLICE_COLUMNS;
@@ -484,20 +494,34 @@ macro_rules! config {
                                 kept[(SLICE % slices_per_chunk) as usize] = packed;
                             }
                             if SLICE % slices_per_chunk == slices_per_chunk - 1 {
-                                let chunk_column = col0 + (SLICE / slices_per_chunk) * O::BOX_COLUMNS;
-                                let chunk_row = row0 + 64 * ROWS;
-                                unsafe { staging.store::<O, SYMMETRIC>(chunk, out, chunk_row, chunk_column) };
+                                // Where the chunk and this warp's strip of it lie in the tile.
+                                let (tile_row, tile_column) = (GemmTile::STAGING_ROWS * ROWS, (SLICE / slices_per_chunk) * O::BOX_COLUMNS);
+                                let (chunk_row, chunk_column) = (row0 + tile_row, col0 + tile_column);
+                                let strip_row = tile_row + GemmTile::STORE_BOX_ROWS * staging.warp;
+                                let part = symmetric::strip_part(
+                                    SYMMETRIC && diagonal,
+                                    strip_row,
+                                    GemmTile::STORE_BOX_ROWS,
+                                    tile_column,
+                                    O::BOX_COLUMNS,
+                                );
+                                if SYMMETRIC && diagonal {
+                                    if let Some(square) = symmetric::symmetric_square(tile_row, GemmTile::STAGING_ROWS, tile_column, O::BOX_COLUMNS) {
+                                        unsafe { staging.symmetrize::<O>(chunk, square, thread) };
+                                    }
+                                }
+                                unsafe { staging.store::<O, SYMMETRIC>(chunk, out, chunk_row, chunk_column, part.store) };
                                 if SYMMETRIC {
-                                    if mirror {
-                                        let part = staging.warp_part(chunk + 1);
+                                    if part.mirror {
+                                        let transposed = staging.warp_part(chunk + 1);
                                         seq!(KEPT in 0..4 {
                                             if KEPT < slices_per_chunk {
                                                 let column = KEPT * SLICE_COLUMNS;
-                                                unsafe { O::stage_slice_transposed(part, kept[KEPT as usize], thread, column) };
+                                                unsafe { O::stage_slice_transposed(transposed, kept[KEPT as usize], thread, column) };
                                             }
                                         });
                                     }
-                                    unsafe { staging.store_mirror(chunk + 1, out, chunk_row, chunk_column, mirror) };
+                                    unsafe { staging.store_mirror(chunk + 1, out, chunk_row, chunk_column, part.mirror) };
                                 }
                             }
                         }
@@ -538,7 +562,13 @@ macro_rules! config {
             }
 
             #[inline(always)]
-            unsafe fn store(acc: &Self::Fragment, out: &Epilogue<O>, row0: u32, col0: u32, thread: u32, mirror: bool) {
+            unsafe fn store<const SYMMETRIC: bool>(
+                acc: &Self::Fragment,
+                out: &Epilogue<O>,
+                row0: u32,
+                col0: u32,
+                thread: u32,
+            ) {
                 seq!(ROWS in 0..$rows {
                     seq!(PAIR in 0..$blocks {
                         seq!(HALF in 0..2 {
@@ -546,9 +576,10 @@ macro_rules! config {
                             let (row, col) = (64 * ROWS + index % 64, index / 64);
                             let fragment = &acc[ROWS];
                             let (v0, v1) = (fragment[4 * PAIR + 2 * HALF], fragment[4 * PAIR + 2 * HALF + 1]);
-                            unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
-                            if mirror {
-                                unsafe { out.store_pair_mirrored(row0 + row, col0 + col, v0, v1) };
+                            if SYMMETRIC {
+                                unsafe { out.store_pair_upper(row0 + row, col0 + col, v0, v1) };
+                            } else {
+                                unsafe { out.store_pair(row0 + row, col0 + col, v0, v1) };
                             }
                         });
                     });
@@ -566,11 +597,11 @@ macro_rules! config {
                 col0: u32,
                 thread: u32,
                 tile_index: u32,
-                mirror: bool,
+                diagonal: bool,
             ) {
                 // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta no
                 // value needs its coordinates, and with alpha = 1 none needs a multiply.
-                let (index, m) = (tile_index, mirror);
+                let (index, m) = (tile_index, diagonal);
                 unsafe {
                     match (out.beta != 0.0, out.alpha != 1.0) {
                         (false, false) => Self::stage_tile::<{ Scaling::COPY }, SYMMETRIC>(
@@ -868,6 +899,7 @@ macro_rules! gemm_kernel_fn {
             let (m, n, ldd, alpha, beta) = (params.m, params.n, params.ldd, params.alpha, params.beta);
             let out = Epilogue {
                 d: params.d.cast(),
+                c: params.c.cast(),
                 tensor_map: params.tensor_map_d,
                 mirror_map: if CONFIG.symmetric { params.tensor_map_d_mirror } else { 0 },
                 ldd,
@@ -990,7 +1022,8 @@ struct Work {
 /// `S` is the order of the tiles: the full grouped one ([`TileScheduler`]), or with `SYMMETRIC` the upper triangle of
 /// each of `batch` square outputs ([`TriangularScheduler`]). Then every operand and output map is 3-D (a stack of
 /// matrices, the box one matrix deep) and a tile above the diagonal is stored twice: as it is and transposed (D is
-/// symmetric, by the caller's promise, so D(j, i) = D(i, j)ᵀ for tiles (i, j)).
+/// symmetric, by the caller's promise, so D(j, i) = D(i, j)ᵀ for tiles (i, j)). A diagonal tile's lower half is
+/// written from its upper half ([`oxtile_abi::symmetric`]), so D comes out exactly symmetric.
 #[inline(always)]
 unsafe fn gemm<
     C: Config,
@@ -1015,7 +1048,14 @@ unsafe fn gemm<
         let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative);
         assert!(!STREAM_K || (cooperative && (CLUSTER == 1 || SHARE == SHARE_B)));
         assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
-        assert!(!SYMMETRIC || (CLUSTER == 1 && !STREAM_K && C::TILE.tile_m == C::TILE.tile_n));
+        // The symmetric epilogue places its strips relative to the tile: a consumer's rows start at the tile's.
+        assert!(
+            !SYMMETRIC
+                || (CLUSTER == 1
+                    && !STREAM_K
+                    && C::TILE.tile_m == C::TILE.tile_n
+                    && C::TILE.consumer_rows() == C::TILE.tile_m)
+        );
     }
     // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
     let (cluster_m, cluster_n) = if SHARE == SHARE_A { (1, CLUSTER) } else { (CLUSTER, 1) };
@@ -1226,17 +1266,17 @@ unsafe fn gemm<
             }
             let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
             let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
-            // A symmetric tile above the diagonal is stored transposed too; its matrix of the stack. The triangular
-            // order's loops leave ptxas unsure that the tile is the same in every lane, and the mirror's
-            // `stmatrix.trans` and warp barriers hang on it: broadcast from lane 0, it is provably warp-uniform (else
-            // ptxas guards every warp barrier of the epilogue with a divergence check).
-            let mirror = SYMMETRIC && warp::broadcast_first((work.tile.m != work.tile.n) as u32) != 0;
+            // Whether a symmetric tile is on the diagonal (else above it, and stored transposed too); its matrix of the
+            // stack. The triangular order's loops leave ptxas unsure that the tile is the same in every lane, and the
+            // epilogue's `stmatrix.trans`, warp and warpgroup barriers branch on it: broadcast from lane 0, it is
+            // provably warp-uniform (else ptxas guards every warp barrier of the epilogue with a divergence check).
+            let diagonal = SYMMETRIC && warp::broadcast_first((work.tile.m == work.tile.n) as u32) != 0;
             let out = if SYMMETRIC { Epilogue { matrix: work.tile.batch, ..out } } else { out };
             if staged {
                 let index = epilogue_index;
-                unsafe { C::store_staged::<SYMMETRIC>(&acc, &out, &staging, row0, col0, thread, index, mirror) };
+                unsafe { C::store_staged::<SYMMETRIC>(&acc, &out, &staging, row0, col0, thread, index, diagonal) };
             } else {
-                unsafe { C::store(&acc, &out, row0, col0, thread, mirror) };
+                unsafe { C::store::<SYMMETRIC>(&acc, &out, row0, col0, thread) };
             }
             true
         };
@@ -1344,6 +1384,10 @@ impl Fixup {
 const TURN_BASE: u32 = 1;
 const TURN_THREADS: u32 = 2 * GemmTile::WARPGROUP_THREADS;
 
+/// Named barriers of the symmetric epilogue's diagonal squares ([`Staging::symmetrize`]): consumer `c`'s warpgroup
+/// meets at `SYMMETRIZE_BASE + c`, past the hand-over's.
+const SYMMETRIZE_BASE: u32 = TURN_BASE + 2;
+
 /// The ping-pong's order of main loops: consumer 0 takes the block's even tiles, consumer 1 the odd ones, and
 /// each hands the tensor cores to the other after issuing a main loop. Strict alternation means a barrier never
 /// holds two arrivals: the other consumer arrives again only after its next turn, which this one grants.
@@ -1366,9 +1410,11 @@ impl Turns {
 }
 
 /// Where and how the epilogue writes: D (row-major, leading dimension `ldd`) clipped to M×N,
-/// D ← alpha·acc + beta·D; for the symmetric GEMM, matrix `matrix` of a stack of them, `m·ldd` elements apart.
+/// D ← alpha·acc + beta·C, C of D's shape (D itself, or another buffer); for the symmetric GEMM, matrix `matrix` of
+/// a stack of them, `m·ldd` elements apart.
 struct Epilogue<O: OutputElement> {
     d: *mut O::Bits,
+    c: *const O::Bits,
     /// D's tensor map for the TMA-store epilogue, or 0 (3-D for the symmetric GEMM).
     tensor_map: u64,
     /// The symmetric GEMM's map for the transposed tiles (with `tensor_map`), else 0.
@@ -1397,18 +1443,25 @@ impl<O: OutputElement> Epilogue<O> {
     /// (`r`, `c`) lies inside D.
     #[inline(always)]
     unsafe fn at(&self, r: u32, c: u32) -> *mut O::Bits {
-        let matrix = self.matrix as usize * self.m as usize * self.ldd as usize;
-        unsafe { self.d.add(matrix + r as usize * self.ldd as usize + c as usize) }
+        unsafe { self.d.add(self.offset(r, c)) }
     }
 
-    /// alpha·(v0, v1) + beta·(the old D at `at`, and after it when `second`).
+    /// D[r, c]'s offset from D's start, in elements, which is C[r, c]'s from C's.
+    #[inline(always)]
+    fn offset(&self, r: u32, c: u32) -> usize {
+        let matrix = self.matrix as usize * self.m as usize * self.ldd as usize;
+        matrix + r as usize * self.ldd as usize + c as usize
+    }
+
+    /// alpha·(v0, v1) + beta·(C[r, c], and C[r, c + 1] when `second`).
     ///
     /// # Safety
-    /// `at` (and the element after it when `second`) lies inside D.
+    /// (`r`, `c`) (and (`r`, `c + 1`) when `second`) lies inside D.
     #[inline(always)]
-    unsafe fn blend(&self, at: *const O::Bits, second: bool, v0: f32, v1: f32) -> (f32, f32) {
+    unsafe fn blend(&self, r: u32, c: u32, second: bool, v0: f32, v1: f32) -> (f32, f32) {
         let (mut v0, mut v1) = (self.alpha * v0, self.alpha * v1);
         if self.beta != 0.0 {
+            let at = unsafe { self.c.add(self.offset(r, c)) };
             v0 += self.beta * O::to_f32(unsafe { *at });
             if second {
                 v1 += self.beta * O::to_f32(unsafe { *at.add(1) });
@@ -1425,32 +1478,32 @@ impl<O: OutputElement> Epilogue<O> {
         }
         let at = unsafe { self.at(r, c) };
         let second = c + 1 < self.n;
-        let (v0, v1) = unsafe { self.blend(at, second, v0, v1) };
+        let (v0, v1) = unsafe { self.blend(r, c, second, v0, v1) };
         // c is even and the base is aligned, so with an even `ldd` the pair is aligned to twice the element size.
         unsafe { O::store(at, v0, v1, second, self.ldd.is_multiple_of(2)) };
     }
 
-    /// The symmetric GEMM's mirror of [`Epilogue::store_pair`]: the results for (`r`, `c`) and (`r`, `c + 1`) written
-    /// at (`c`, `r`) and (`c + 1`, `r`), whichever lie inside D, each blended with the old D where it is written (C is
-    /// symmetric by the caller's promise, so that is C(r, c)). Two scalar stores, 2 or 4 bytes each: the register
-    /// path runs only where D's rows cannot be described by a tensor map (n·bytes not a multiple of 16).
+    /// The symmetric GEMM's [`Epilogue::store_pair`]: of the results for (`r`, `c`) and (`r`, `c + 1`), those on or
+    /// above the diagonal and inside D are written at their place and, above the diagonal, the same value again at
+    /// the transposed place; those below it (in a diagonal tile) are left to their partners, so D is exactly
+    /// symmetric. Scalar stores, 2 or 4 bytes each: the register path runs only where D's rows cannot be described
+    /// by a tensor map (n·bytes not a multiple of 16).
     #[inline(always)]
-    unsafe fn store_pair_mirrored(&self, r: u32, c: u32, v0: f32, v1: f32) {
-        if r >= self.n || c >= self.m {
-            return;
-        }
-        unsafe { self.store_one(c, r, v0) };
-        if c + 1 < self.m {
-            unsafe { self.store_one(c + 1, r, v1) };
-        }
+    unsafe fn store_pair_upper(&self, r: u32, c: u32, v0: f32, v1: f32) {
+        unsafe { self.store_upper(r, c, v0) };
+        unsafe { self.store_upper(r, c + 1, v1) };
     }
 
-    /// Writes alpha·`value` + beta·D[r, c] at (`r`, `c`), inside D.
+    /// [`Epilogue::store_pair_upper`] for one value.
     #[inline(always)]
-    unsafe fn store_one(&self, r: u32, c: u32, value: f32) {
-        let at = unsafe { self.at(r, c) };
-        let (value, _) = unsafe { self.blend(at, false, value, 0.0) };
-        unsafe { O::store(at, value, 0.0, false, false) };
+    unsafe fn store_upper(&self, r: u32, c: u32, value: f32) {
+        if r <= c && c < self.n {
+            let (value, _) = unsafe { self.blend(r, c, false, value, 0.0) };
+            unsafe { O::store(self.at(r, c), value, 0.0, false, false) };
+            if r < c {
+                unsafe { O::store(self.at(c, r), value, 0.0, false, false) };
+            }
+        }
     }
 
     /// The results for columns `c` (even) and `c + 1` of row `r`, which may lie past D's edge: the TMA-store
@@ -1460,7 +1513,7 @@ impl<O: OutputElement> Epilogue<O> {
         if r >= self.m || c >= self.n {
             return (self.alpha * v0, self.alpha * v1);
         }
-        unsafe { self.blend(self.at(r, c), c + 1 < self.n, v0, v1) }
+        unsafe { self.blend(r, c, c + 1 < self.n, v0, v1) }
     }
 }
 
@@ -1495,6 +1548,8 @@ struct Staging {
     /// The lane that issues, commits and waits for every store of this warp, elected once: bulk groups belong to
     /// the thread that commits them, so a wait counts chunks only if one lane commits them all.
     issuer: bool,
+    /// The warpgroup's named barrier for [`Staging::symmetrize`].
+    barrier: u32,
 }
 
 impl Staging {
@@ -1505,6 +1560,7 @@ impl Staging {
             buffer_bytes: smem.tile.staging_buffer_bytes(),
             warp: warp::broadcast_first(thread / 32),
             issuer: warp::elect_one(),
+            barrier: SYMMETRIZE_BASE + consumer,
         }
     }
 
@@ -1521,15 +1577,23 @@ impl Staging {
     }
 
     /// Hands this warp's rows of chunk `chunk`, just written into [`Staging::buffer`] by its lanes, to TMA: the
-    /// 16-row box at (`row` + 16·warp, `column`) of D, clipped at M×N; a box wholly outside D is not issued.
+    /// 16-row box at (`row` + 16·warp, `column`) of D, clipped at M×N, when `issue`; a box wholly outside D is not
+    /// issued. A group is committed either way.
     /// `STACKED`: D's map is 3-D and the box goes to matrix `out.matrix`.
     ///
     /// # Safety
     /// The whole warp calls it together, after writing its rows of the chunk.
     #[inline(always)]
-    unsafe fn store<O: OutputElement, const STACKED: bool>(&self, chunk: u32, out: &Epilogue<O>, row: u32, column: u32) {
+    unsafe fn store<O: OutputElement, const STACKED: bool>(
+        &self,
+        chunk: u32,
+        out: &Epilogue<O>,
+        row: u32,
+        column: u32,
+        issue: bool,
+    ) {
         let warp_row = row + GemmTile::STORE_BOX_ROWS * self.warp;
-        let inside = warp_row < out.m && column < out.n;
+        let inside = issue && warp_row < out.m && column < out.n;
         unsafe { self.issue::<STACKED>(chunk, out.tensor_map, column, warp_row, out.matrix, inside) };
     }
 
@@ -1575,6 +1639,58 @@ impl Staging {
         // once), and the warp meets again so that no lane writes before it is done.
         tma::wait_group_read::<1>();
         warp::sync();
+    }
+
+    /// Makes the `O::BOX_COLUMNS`-square of chunk `chunk` whose first row is `square` symmetric: each element below
+    /// its diagonal is overwritten by its partner above it (the symmetric GEMM's diagonal tiles,
+    /// `oxtile_abi::symmetric::symmetric_square`). The partners lie in other warps' rows, so the warpgroup meets before
+    /// (every warp has staged its rows) and after (the writes are visible to the TMA stores of every warp).
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it together, `thread` being the caller's index in it, after staging its rows of
+    /// the chunk and before storing them.
+    #[inline(always)]
+    unsafe fn symmetrize<O: OutputElement>(&self, chunk: u32, square: u32, thread: u32) {
+        let side = O::BOX_COLUMNS;
+        let buffer = self.buffer(chunk);
+        let wide = core::mem::size_of::<O::Bits>() == 4;
+        let element = |row: u32, column: u32| {
+            if wide {
+                buffer + SW128_64X32_B32.crd2idx_u32(&[square + row, column])
+            } else {
+                buffer + SW128_64X64_B16.crd2idx_u32(&[square + row, column])
+            }
+        };
+        barrier::named_sync_id(self.barrier, GemmTile::WARPGROUP_THREADS);
+        // The addresses depend on the thread alone: computed here, not hoisted out of the tile loop, where they would
+        // hold registers through every main loop (and spill the f32 kernels).
+        let thread = opaque_here(thread);
+        // A few elements of the square per thread and batch, loaded together and then stored (the upper elements
+        // read and the lower ones written are different bytes): eight of 16 bits, four of 32, which is as many as the
+        // f32 epilogue has registers for beside its accumulators without spilling.
+        let batch_len = if wide { 4 } else { 8 };
+        let batches = side * side / (GemmTile::WARPGROUP_THREADS * batch_len);
+        for batch in 0..batches {
+            let mut values = [0u32; 8];
+            seq!(I in 0..8 {
+                let index = (batch * batch_len + I) * GemmTile::WARPGROUP_THREADS + thread;
+                let (row, column) = (index / side, index % side);
+                if I < batch_len && row > column {
+                    let from = element(column, row);
+                    values[I] = unsafe { if wide { smem::load_u32(from) } else { smem::load_u16(from) as u32 } };
+                }
+            });
+            seq!(I in 0..8 {
+                let index = (batch * batch_len + I) * GemmTile::WARPGROUP_THREADS + thread;
+                let (row, column) = (index / side, index % side);
+                if I < batch_len && row > column {
+                    let to = element(row, column);
+                    unsafe { if wide { smem::store_u32(to, values[I]) } else { smem::store_u16(to, values[I] as u16) } };
+                }
+            });
+        }
+        smem::fence_proxy_async_shared();
+        barrier::named_sync_id(self.barrier, GemmTile::WARPGROUP_THREADS);
     }
 
     /// Waits until TMA has read the warp's last chunks: shared memory must not be released while TMA may still read
