@@ -215,13 +215,21 @@ fn every_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(variants: &[Symm
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_symmetric_gemm_matches_float64_on_odd_and_edge_sizes() {
-    every_case::<bf16, bf16>(&[SymmetricVariant::SymmetricPingPong, SymmetricVariant::SymmetricSquare]);
+    every_case::<bf16, bf16>(&[
+        SymmetricVariant::SymmetricPingPong,
+        SymmetricVariant::SymmetricSquare,
+        SymmetricVariant::SymmetricStreamK,
+    ]);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f16_symmetric_gemm_matches_float64_on_odd_and_edge_sizes() {
-    every_case::<f16, f16>(&[SymmetricVariant::SymmetricPingPong, SymmetricVariant::SymmetricSquare]);
+    every_case::<f16, f16>(&[
+        SymmetricVariant::SymmetricPingPong,
+        SymmetricVariant::SymmetricSquare,
+        SymmetricVariant::SymmetricStreamK,
+    ]);
 }
 
 #[test]

@@ -295,7 +295,13 @@ pub trait CheckValue:
     cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Send + Sync + 'static
 {
     const POISON: Self;
-    /// Largest relative error of a GEMM of depth `k` whose D has this type, relative to |alpha|·Σ|a·b| + |beta·c|.
+    /// The smallest positive normal value. Below it the type's spacing stops shrinking with the value, so an error is
+    /// measured relative to at least this much: a product of two normal draws can land among f16's subnormals
+    /// (|a·b| < 6.1e-5, a few elements in ten thousand), where one rounding is up to 2^-25 absolute, far more than 2^-12
+    /// of the value.
+    const SMALLEST_NORMAL: f64;
+    /// Largest relative error of a GEMM of depth `k` whose D has this type, relative to |alpha|·Σ|a·b| + |beta·c|
+    /// (at least [`CheckValue::SMALLEST_NORMAL`]).
     fn gemm_bound(k: usize) -> f64;
     fn from_f32(v: f32) -> Self;
     fn to_f64(self) -> f64;
@@ -310,6 +316,7 @@ impl<T: GemmElement + CheckValue> CheckElement for T {}
 
 impl CheckValue for bf16 {
     const POISON: Self = reference::POISON_BF16;
+    const SMALLEST_NORMAL: f64 = 1.1754943508222875e-38;
     /// One rounding of the output (2^-9 of it) plus f32 accumulation, with margin.
     fn gemm_bound(_k: usize) -> f64 {
         1e-2
@@ -327,6 +334,7 @@ impl CheckValue for bf16 {
 
 impl CheckValue for f16 {
     const POISON: Self = f16::from_bits(0x7e5e);
+    const SMALLEST_NORMAL: f64 = 6.103515625e-5;
     /// One rounding of the output (2^-12 of it) plus f32 accumulation, with margin.
     fn gemm_bound(_k: usize) -> f64 {
         2e-3
@@ -344,6 +352,7 @@ impl CheckValue for f16 {
 
 impl CheckValue for f32 {
     const POISON: Self = POISON_F32;
+    const SMALLEST_NORMAL: f64 = f32::MIN_POSITIVE as f64;
     /// No output rounding to speak of, so the bound is the accumulation's: the products of two bf16 or f16 values
     /// are exact in f32, and each of the k additions and the epilogue's two operations loses at most one f32 ulp
     /// of a magnitude no larger than the reference scale (one ulp, not half: the tensor cores' adders need not
@@ -404,6 +413,7 @@ pub fn gemm_check_launches<T: CheckElement, O: GemmOutput<T> + CheckValue>(
         let d = stream.clone_dtoh(&d_dev)?;
 
         let (positions, want) = gemm_reference(shape, &options, &a, &b, &d_in, seed);
+        let want = want.into_iter().map(|(value, scale)| (value, scale.max(O::SMALLEST_NORMAL)));
         let mut comparison = Comparison::of(positions.iter().map(|&(i, j)| d[i * n + j].to_f64()), want);
         comparison.not_finite = d.par_iter().filter(|v| !v.to_f64().is_finite()).count();
         let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };

@@ -61,13 +61,10 @@ impl GemmConfig {
         assert!(!self.stream_k || (cooperative && (self.cluster == 1 || matches!(self.share, GemmShare::B))));
         assert!(self.threads() <= GemmTile::MAX_THREADS);
         // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
-        // cluster pairings share an operand between tiles the triangle does not pair), no stream-K.
+        // cluster pairings share an operand between tiles the triangle does not pair).
         assert!(
             !self.symmetric
-                || (self.tile.tile_m == self.tile.tile_n
-                    && self.cluster == 1
-                    && !self.stream_k
-                    && self.tile.stores_through_tma())
+                || (self.tile.tile_m == self.tile.tile_n && self.cluster == 1 && self.tile.stores_through_tma())
         );
     }
 }
@@ -148,7 +145,7 @@ macro_rules! for_each_gemm_sm90 {
 /// ([`crate::raster::TriangularScheduler`]) and stores each at (i, j) and, for i < j, transposed at (j, i) (a second
 /// TMA store of the tile staged transposed by `stmatrix.trans`). Layouts: `tn` (A row-major, B column-major: X·Xᵀ
 /// from one row-major X, both operands K-major, and A·B of two symmetric matrices) and `nt` (Xᵀ·X from one
-/// row-major X: A = Xᵀ column-major, B = X row-major, both MN-major). Square tiles, one block each, no stream-K
+/// row-major X: A = Xᵀ column-major, B = X row-major, both MN-major). Square tiles, one block each
 /// (`GemmConfig::check`).
 #[macro_export]
 macro_rules! for_each_gemm_sm90_symmetric {
@@ -160,6 +157,11 @@ macro_rules! for_each_gemm_sm90_symmetric {
             SymmetricPingPong { label: "sym-pingpong", kernel: "128x128_pp_sym", tile: GEMM_SM90_128X128_PINGPONG, cluster: 1, share: none, stream_k: false, tune: false, types: [bf16 -> bf16, f16 -> f16], layouts: [tn, nt] }
             /// The cooperative 128×128 tile (one consumer for all 128 rows): every output type, f32 included.
             SymmetricSquare { label: "sym-square", kernel: "128x128_sym", tile: GEMM_SM90_128X128, cluster: 1, share: none, stream_k: false, tune: false, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, nt] }
+            /// `SymmetricSquare` with the hybrid stream-K schedule (`crate::stream_k`): whole waves of triangle tiles
+            /// data-parallel, the rest split by k-tiles over every block, for stacks whose tiles fill the last wave
+            /// poorly (136 tiles at n = 2048 on 132 SMs: two waves of tiles, or 1.03 tiles of work per block).
+            /// 16-bit outputs.
+            SymmetricStreamK { label: "sym-streamk", kernel: "128x128_sk_sym", tile: GEMM_SM90_128X128, cluster: 1, share: none, stream_k: true, tune: false, types: [bf16 -> bf16, f16 -> f16], layouts: [tn, nt] }
         }
     };
 }

@@ -220,7 +220,12 @@ impl Variant {
 ///   [`StreamK::split`] makes stream-K spread evenly over them.
 pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32) -> StreamK {
     let tiles = shape.m.div_ceil((tile.tile_m * cluster.max(1)) as usize) * shape.n.div_ceil(tile.tile_n as usize);
-    let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
+    stream_k_over(tiles, shape.k.div_ceil(tile.tile_k as usize), resident)
+}
+
+/// [`stream_k_schedule`] for `tiles` (cluster) tiles of `k_tiles` k-tiles in any order (the symmetric GEMM's
+/// triangle too).
+pub(crate) fn stream_k_over(tiles: usize, k_tiles: usize, resident: u32) -> StreamK {
     let resident = resident.max(1) as usize;
     let grid = if 2 * tiles <= resident {
         tiles * (resident / tiles).min(k_tiles).min(MAX_SPLIT_K_PIECES)
@@ -249,13 +254,13 @@ fn guard_stream_k(variant: Variant, auto: bool, kernel: &'static str, blocks: u3
 /// The stream-K workspace of a plan (a stream-K variant with a tail): `partial_slots × cluster × tile_m × tile_n` f32
 /// partial tiles (a slot per block) and the flags (per block of a cluster tile), zeroed here once; every launch leaves
 /// the flags at zero again.
-struct StreamKWorkspace {
-    partials: CudaSlice<f32>,
-    flags: CudaSlice<u32>,
+pub(crate) struct StreamKWorkspace {
+    pub(crate) partials: CudaSlice<f32>,
+    pub(crate) flags: CudaSlice<u32>,
 }
 
 impl StreamKWorkspace {
-    fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile, cluster: u32) -> Result<Self> {
+    pub(crate) fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile, cluster: u32) -> Result<Self> {
         let floats = (schedule.partial_slots() * cluster) as usize * (tile.tile_m * tile.tile_n) as usize;
         let flags = (schedule.flags(tile.consumers) * cluster) as usize;
         let fail = |what, bytes| move |source| Error::Workspace { op: OP, what, bytes, source };

@@ -15,10 +15,15 @@
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
+use std::sync::{Mutex, PoisonError};
+
 use oxtile_abi::raster::TriangularScheduler;
+use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
 
-use super::gemm::{GemmElement, GemmLayout, GemmOutput, GemmShape, Order, check_layout};
+use super::gemm::{
+    GemmElement, GemmLayout, GemmOutput, GemmShape, Order, StreamKWorkspace, check_layout, stream_k_over,
+};
 use super::{check_context, check_disjoint};
 use crate::error::{Error, Result};
 pub use crate::kernels::SymmetricVariant;
@@ -95,13 +100,29 @@ impl Default for SymmetricOptions {
     }
 }
 
+/// The share of a persistent grid's last wave that may idle before [`SymmetricVariant::Auto`] takes the stream-K
+/// schedule: the cooperative tile is a little slower per tile than the ping-pong one, and a split tile costs its
+/// partials' store and reload, so a last wave nearly full stays data-parallel.
+const STREAM_K_FROM_IDLE: f64 = 0.1;
+
 impl SymmetricVariant {
-    /// [`SymmetricVariant::Auto`]'s choice: the ping-pong tile (its epilogue, twice the stores here, hidden under the
-    /// other consumer's main loop) for 16-bit outputs, the cooperative 128×128 tile for f32 (the ping-pong tile has
-    /// no f32 kernels). Concrete variants resolve to themselves.
-    pub fn resolve(self, output_bytes: usize) -> SymmetricVariant {
+    /// [`SymmetricVariant::Auto`]'s choice for `tiles` triangle tiles over the stack on `sm_count` SMs: for 16-bit
+    /// outputs the stream-K tile where the data-parallel schedule would leave more than [`STREAM_K_FROM_IDLE`] of
+    /// its time's SM slots idle (waves of tiles ⌈tiles / SMs⌉ against tiles / SMs of work: 136 tiles, n = 2048 on 132
+    /// SMs, take two waves for 1.03 of work), else the ping-pong tile (its epilogue, twice the stores here, hidden
+    /// under the other consumer's main loop); the cooperative 128×128 tile for f32 (neither has f32 kernels).
+    /// Concrete variants resolve to themselves.
+    pub fn resolve(self, output_bytes: usize, tiles: u32, sm_count: u32) -> SymmetricVariant {
         match self {
-            SymmetricVariant::Auto if output_bytes == 2 => SymmetricVariant::SymmetricPingPong,
+            SymmetricVariant::Auto if output_bytes == 2 => {
+                let work = tiles as f64 / sm_count.max(1) as f64;
+                let waves = work.ceil();
+                if (waves - work) / waves > STREAM_K_FROM_IDLE {
+                    SymmetricVariant::SymmetricStreamK
+                } else {
+                    SymmetricVariant::SymmetricPingPong
+                }
+            }
             SymmetricVariant::Auto => SymmetricVariant::SymmetricSquare,
             chosen => chosen,
         }
@@ -222,6 +243,10 @@ pub struct SymmetricPlan<T: GemmElement, O: GemmOutput<T> = T> {
     maps_d: Option<CudaSlice<u64>>,
     /// The buffers the maps describe.
     addresses: (u64, u64, u64),
+    /// A stream-K kernel's schedule, and its workspace where the schedule has a tail (taken with write intent at
+    /// each launch, so launches of the plan run one after another on any stream).
+    stream_k: Option<StreamK>,
+    workspace: Option<Mutex<StreamKWorkspace>>,
     _types: std::marker::PhantomData<(T, O)>,
 }
 
@@ -245,7 +270,10 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         }
         check_layout(GemmShape { m: n, n, k }, layout)?;
         let (a_address, b_address, d_address) = Self::addresses(gpu, shape, a, b, d)?;
-        let variant = options.variant.resolve(std::mem::size_of::<O>());
+        let triangle_tiles = |side| TriangularScheduler::new(n as u32, side, batch as u32).tiles();
+        // Auto counts tiles of the narrowest side, which every symmetric configuration has (128).
+        let auto_tiles = triangle_tiles(SymmetricVariant::NARROWEST_TILE);
+        let variant = options.variant.resolve(std::mem::size_of::<O>(), auto_tiles, gpu.sm_count());
         let kernel = kernels::find_gemm_symmetric(T::NAME, O::NAME, layout, variant).ok_or_else(|| {
             Error::unsupported(OP, format!("no {variant:?} kernel for {} → {} in layout {layout}", T::NAME, O::NAME))
         })?;
@@ -282,14 +310,43 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             tile.smem_bytes() as i32,
         )?;
-        let tiles = TriangularScheduler::new(n as u32, tile.tile_n, batch as u32).tiles();
-        let launch = ClusterLaunch {
+        let tiles = triangle_tiles(tile.tile_n);
+        let mut launch = ClusterLaunch {
             grid_dim: (tiles.min(gpu.sm_count()).max(1), 1, 1),
             block_dim: (tile.threads(), 1, 1),
             cluster_dim: (1, 1, 1),
             shared_mem_bytes: tile.smem_bytes(),
             dependent_launch: true,
         };
+        let stream_k =
+            config.stream_k.then(|| stream_k_over(tiles as usize, k.div_ceil(tile.tile_k as usize), gpu.sm_count()));
+        let mut workspace = None;
+        if let Some(schedule) = stream_k.filter(|s| s.sk_tiles() > 0) {
+            // The co-residency guard (as the general GEMM's, host/src/ops/gemm.rs): with a tail, blocks wait for flags
+            // other blocks set, which ends only if every block of the grid is resident at once. Auto then runs the
+            // data-parallel tile instead; a stream-K variant asked for by name is refused before any launch.
+            let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+                tile.threads(),
+                tile.smem_bytes() as usize,
+                None,
+            )?;
+            let capacity = per_sm.saturating_mul(gpu.sm_count());
+            if schedule.grid() > capacity {
+                if options.variant == SymmetricVariant::Auto {
+                    let fallback = SymmetricOptions { variant: SymmetricVariant::SymmetricPingPong, ..options };
+                    return Self::new(gpu, shape, fallback, a, b, d);
+                }
+                return Err(Error::StreamKNotResident {
+                    kernel: kernel.kernel.name,
+                    blocks: schedule.grid(),
+                    resident: capacity,
+                });
+            }
+            workspace = Some(Mutex::new(StreamKWorkspace::new(gpu, &schedule, tile, 1)?));
+        }
+        if let Some(schedule) = &stream_k {
+            launch.grid_dim.0 = schedule.grid();
+        }
         let [map_a, map_b, map_a_tail] = maps.map(|map| TensorMapBytes(map.opaque));
         let params = GemmParams {
             tensor_map_a: map_a,
@@ -307,7 +364,7 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             beta: options.beta,
             partials: 0,
             flags: 0,
-            sk_tiles: 0,
+            sk_tiles: stream_k.map_or(0, |s| s.sk_tiles()),
             batch: batch as u32,
         };
         Ok(SymmetricPlan {
@@ -318,6 +375,8 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             launch,
             maps_d,
             addresses: (a_address, b_address, d_address),
+            stream_k,
+            workspace,
             _types: std::marker::PhantomData,
         })
     }
@@ -385,6 +444,14 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         let (_a_address, _a_use) = a.device_ptr(gpu.stream());
         let (_b_address, _b_use) = b.device_ptr(gpu.stream());
         let (_d_address, _d_use) = d.device_ptr_mut(gpu.stream());
+        // Stream-K with a tail: the kernel writes the partials and sets and resets the flags (write intent).
+        let mut workspace = self.workspace.as_ref().map(|w| w.lock().unwrap_or_else(PoisonError::into_inner));
+        let uses = workspace.as_deref_mut().map(|StreamKWorkspace { partials, flags }| {
+            (partials.device_ptr_mut(gpu.stream()), flags.device_ptr_mut(gpu.stream()))
+        });
+        if let Some(((partials, _), (flags, _))) = &uses {
+            (params.partials, params.flags) = (*partials, *flags);
+        }
         let mut args = params.kernel_args();
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams`. The shape, layout, lengths,
         // alignment, contexts and disjointness of A, B and D were checked in `new` and the buffers are those (checked
@@ -392,9 +459,22 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         // tile; D's maps (when given) describe D's stack with the straight and transposed store boxes and live in
         // `maps_d`, which the plan keeps (its use recorded on the stream above); the grid is at most one block per SM
         // with the kernel's threads and shared memory. C is D or, from `launch_with_c`, a stack of D's shape and type on
-        // the same context sharing no byte with D (checked there; its use recorded on the stream above). The symmetric
-        // kernels never read the stream-K workspace (null).
-        unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args) }
+        // the same context sharing no byte with D (checked there; its use recorded on the stream above). A stream-K
+        // kernel with a tail gets its schedule's tail and grid and a workspace sized from that schedule (a slot per
+        // block, the flags zeroed at allocation and left at zero by every launch), every block of the grid resident
+        // at once (the guard in `new`); the other kernels never read the (null) workspace.
+        unsafe {
+            gpu.launch_as(ClusterShape::Plain, self.kernel.kernel.name, &self.function, &self.launch, &mut args)
+        }?;
+        if uses.is_some() {
+            gpu.note_stream_k_launch(self.kernel.kernel.name);
+        }
+        Ok(())
+    }
+
+    /// The stream-K schedule the plan launches (the stream-K variant), `None` for the others.
+    pub fn stream_k(&self) -> Option<StreamK> {
+        self.stream_k
     }
 
     /// D = alpha·A·B + beta·C: C checked as [`gemm_symmetric_with_c`] checks it, then read by the kernel's epilogue in
@@ -446,16 +526,25 @@ mod tests {
     }
 
     #[test]
-    fn auto_takes_the_ping_pong_tile_for_16_bit_outputs_and_every_kernel_exists() {
-        assert_eq!(SymmetricVariant::Auto.resolve(2), SymmetricVariant::SymmetricPingPong);
-        assert_eq!(SymmetricVariant::Auto.resolve(4), SymmetricVariant::SymmetricSquare);
+    fn auto_takes_stream_k_where_the_last_wave_idles_and_every_kernel_exists() {
+        let auto = |bytes, tiles| SymmetricVariant::Auto.resolve(bytes, tiles, 132);
+        // n = 4096 (528 tiles, 4 waves), 8192 (2080: 15.8 of 16 waves): data-parallel ping-pong.
+        assert_eq!(auto(2, 528), SymmetricVariant::SymmetricPingPong);
+        assert_eq!(auto(2, 2080), SymmetricVariant::SymmetricPingPong);
+        // n = 2048 (136 tiles: 2 waves for 1.03 of work), a stack of four (544: 5 for 4.12), n = 1024 (36 tiles).
+        for tiles in [136, 544, 36] {
+            assert_eq!(auto(2, tiles), SymmetricVariant::SymmetricStreamK, "{tiles} tiles");
+        }
+        assert_eq!(auto(4, 136), SymmetricVariant::SymmetricSquare);
         for (input, output, bytes) in [("bf16", "bf16", 2), ("f16", "f16", 2), ("bf16", "f32", 4), ("f16", "f32", 4)] {
             for layout in [GemmLayout::Tn, GemmLayout::Nt] {
-                let variant = SymmetricVariant::Auto.resolve(bytes);
-                assert!(
-                    kernels::find_gemm_symmetric(input, output, layout, variant).is_some(),
-                    "{input}→{output} {layout}"
-                );
+                for tiles in [136, 528] {
+                    let variant = auto(bytes, tiles);
+                    assert!(
+                        kernels::find_gemm_symmetric(input, output, layout, variant).is_some(),
+                        "{input}→{output} {layout}"
+                    );
+                }
             }
         }
     }

@@ -94,6 +94,10 @@ impl StackShape {
         if self.batch == 0 || n == 0 {
             return Err(Error::bad_argument(op, format!("an empty stack: {self:?}")));
         }
+        // The small kernels put the matrix in gridDim.y.
+        if self.batch > MAX_BATCH {
+            return Err(Error::unsupported(op, format!("a stack of {}: at most {MAX_BATCH} matrices", self.batch)));
+        }
         // TMA: both sides are some operand's contiguous dimension.
         if !n.is_multiple_of(8) || !m.is_multiple_of(8) {
             return Err(Error::unsupported(
@@ -134,16 +138,27 @@ impl NsElement for f16 {
 
 const THREADS: u32 = 256;
 
-/// A grid of (blocks over `work` items, `batch`) blocks of [`THREADS`].
-fn stack_grid(work: usize, batch: usize) -> LaunchConfig {
-    let blocks = work.div_ceil(THREADS as usize * 8).clamp(1, 1024) as u32;
-    LaunchConfig { grid_dim: (blocks, batch as u32, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+/// The deepest stack: the norm, scaling and diagonal kernels put the matrix in gridDim.y, at most 65535.
+const MAX_BATCH: usize = 65535;
+
+/// Blocks of [`THREADS`] per SM that a streaming kernel's grid fills: 2048 threads, the most an SM holds, so that
+/// enough 16-byte loads are in flight to reach the memory's bandwidth.
+const BLOCKS_PER_SM: usize = 8;
+
+/// The grid of the kernels that stream a stack of `batch` matrices of `per_matrix` elements (the norm's first step, the
+/// scaled conversions): (blocks per matrix, `batch`) blocks of [`THREADS`], each thread moving eight elements per
+/// step, at most [`BLOCKS_PER_SM`] blocks per SM over the stack (at least one per matrix); with the shared memory of
+/// the block sum (4 bytes per warp).
+fn stream_grid(gpu: &Gpu, per_matrix: usize, batch: usize) -> LaunchConfig {
+    let most = (BLOCKS_PER_SM * gpu.sm_count() as usize / batch.max(1)).max(1);
+    let blocks = per_matrix.div_ceil(8 * THREADS as usize).clamp(1, most) as u32;
+    LaunchConfig { grid_dim: (blocks, batch as u32, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: THREADS / 8 }
 }
 
-/// The f32 partial sums [`sum_squares`] needs for a stack of this shape: one per warp of its grid, per matrix.
-fn partials_len(shape: StackShape) -> usize {
-    let grid = stack_grid(shape.rows * shape.columns, shape.batch);
-    shape.batch * (grid.grid_dim.0 * THREADS / 32) as usize
+/// The f32 partial sums [`sum_squares`] needs for a stack of this shape: one per block of its grid.
+fn partials_len(gpu: &Gpu, shape: StackShape) -> usize {
+    let grid = stream_grid(gpu, shape.rows * shape.columns, shape.batch);
+    shape.batch * grid.grid_dim.0 as usize
 }
 
 /// sums[m] = ‖x_m‖_F² in f32 for each matrix of the stack: each warp's share into `partials`, then added in order
@@ -156,20 +171,25 @@ fn sum_squares<T: NsElement>(
     sums: &mut CudaSlice<f32>,
 ) -> Result<()> {
     let per_matrix = shape.rows * shape.columns;
-    let count = partials_len(shape) / shape.batch;
+    let count = partials_len(gpu, shape) / shape.batch;
     assert!(x.len() == shape.len() && partials.len() == shape.batch * count && sums.len() == shape.batch);
     let function = gpu.function(T::SUM_SQUARES)?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(x).arg(&per_matrix).arg(&mut *partials);
-    // SAFETY: x holds batch matrices of per_matrix elements and partials one f32 per warp of the grid per matrix
-    // (asserted); THREADS is a multiple of 32.
-    unsafe { launch.launch(stack_grid(per_matrix, shape.batch)) }
+    // SAFETY: x holds batch matrices of per_matrix elements and partials one f32 per block of the grid per matrix
+    // (asserted); THREADS is a multiple of 32 and the grid has the block sum's shared memory.
+    unsafe { launch.launch(stream_grid(gpu, per_matrix, shape.batch)) }
         .map_err(|source| Error::Launch { kernel: T::SUM_SQUARES.name, source })?;
     let function = gpu.function(kernels::SUM_PARTIALS_F32)?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(&*partials).arg(&count).arg(sums);
-    let config = LaunchConfig { grid_dim: (1, shape.batch as u32, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: partials holds batch × count f32 and sums batch (asserted); one warp per matrix.
+    let config = LaunchConfig {
+        grid_dim: (1, shape.batch as u32, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: THREADS / 8,
+    };
+    // SAFETY: partials holds batch × count f32 and sums batch (asserted); one block per matrix, a multiple of 32
+    // threads, with the block sum's shared memory.
     unsafe { launch.launch(config) }
         .map(drop)
         .map_err(|source| Error::Launch { kernel: kernels::SUM_PARTIALS_F32.name, source })
@@ -196,7 +216,7 @@ fn scale<I, O>(
     };
     launch.arg(&NORM_EPS);
     // SAFETY: x and y hold the stack (asserted), distinct buffers; sums is null or holds batch f32.
-    unsafe { launch.launch(stack_grid(per_matrix, shape.batch)) }
+    unsafe { launch.launch(stream_grid(gpu, per_matrix, shape.batch)) }
         .map(drop)
         .map_err(|source| Error::Launch { kernel: kernel.name, source })
 }
@@ -207,10 +227,14 @@ fn add_diagonal<T: NsElement>(gpu: &Gpu, batch: usize, n: usize, d: &mut CudaSli
     let function = gpu.function(T::ADD_DIAGONAL)?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(d).arg(&n).arg(&value);
+    // One thread per diagonal element: each a read-modify-write n + 1 elements from the next.
+    let config = LaunchConfig {
+        grid_dim: (n.div_ceil(THREADS as usize) as u32, batch as u32, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
     // SAFETY: d holds batch n×n matrices (asserted).
-    unsafe { launch.launch(stack_grid(n, batch)) }
-        .map(drop)
-        .map_err(|source| Error::Launch { kernel: T::ADD_DIAGONAL.name, source })
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: T::ADD_DIAGONAL.name, source })
 }
 
 /// A work buffer of a [`Program`]: an index into its buffers.
@@ -528,7 +552,7 @@ impl<T: NsElement> NewtonSchulzPlan<T> {
         let op = method.op();
         shape.check(op)?;
         check_coefficients(op, coefficients)?;
-        let partials = gpu.stream().alloc_zeros::<f32>(partials_len(shape))?;
+        let partials = gpu.stream().alloc_zeros::<f32>(partials_len(gpu, shape))?;
         let sums = gpu.stream().alloc_zeros::<f32>(shape.batch)?;
         let work = match &method {
             NsMethod::Standard => Work::Standard(Bound::new(gpu, shape, &Program::standard(coefficients))?),
@@ -839,5 +863,7 @@ mod tests {
         assert!(StackShape { batch: 2, rows: 200, columns: 64 }.check("t").is_ok());
         assert!(StackShape { batch: 2, rows: 63, columns: 200 }.check("t").is_err());
         assert!(StackShape { batch: 0, rows: 64, columns: 64 }.check("t").is_err());
+        assert!(StackShape { batch: 65535, rows: 8, columns: 8 }.check("t").is_ok());
+        assert!(matches!(StackShape { batch: 65536, rows: 8, columns: 8 }.check("t"), Err(Error::Unsupported { .. })));
     }
 }

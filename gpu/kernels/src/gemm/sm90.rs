@@ -1051,10 +1051,7 @@ unsafe fn gemm<
         // The symmetric epilogue places its strips relative to the tile: a consumer's rows start at the tile's.
         assert!(
             !SYMMETRIC
-                || (CLUSTER == 1
-                    && !STREAM_K
-                    && C::TILE.tile_m == C::TILE.tile_n
-                    && C::TILE.consumer_rows() == C::TILE.tile_m)
+                || (CLUSTER == 1 && C::TILE.tile_m == C::TILE.tile_n && C::TILE.consumer_rows() == C::TILE.tile_m)
         );
     }
     // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
