@@ -108,7 +108,7 @@ fn gram_entry(x: &[f64], layout: GemmLayout, n: usize, k: usize, i: usize, j: us
     (sum, magnitude)
 }
 
-/// Checks every element of D (a poisoned stack) against alpha·gram + beta·C in float64: f32 accumulation
+/// Checks every element of D (a poisoned stack) against alpha·gram + beta·C + diagonal·I in float64: f32 accumulation
 /// (√k·2⁻²⁰ of Σ|terms|, generous against the ~√k·2⁻²⁴ of random rounding, far below a wrong tile's O(1)) plus one
 /// rounding to D's type, and the lower triangle equal to the upper bit for bit. A NaN left anywhere (an element never
 /// written, a mirrored half missed) fails.
@@ -120,8 +120,7 @@ fn check_gram<O: Value>(
     c: Option<&[f64]>,
     layout: GemmLayout,
     (batch, n, k): (usize, usize, usize),
-    alpha: f64,
-    beta: f64,
+    (alpha, beta, diagonal): (f64, f64, f64),
 ) {
     let per_x = n * k;
     let mut worst = 0.0f64;
@@ -131,10 +130,12 @@ fn check_gram<O: Value>(
             for j in 0..n {
                 let (product, magnitude) = gram_entry(x, layout, n, k, i, j);
                 let c = c.map_or(0.0, |c| c[b * n * n + i * n + j]);
-                let want = alpha * product + beta * c;
+                let want = alpha * product + beta * c + if i == j { diagonal } else { 0.0 };
                 let got = d[b * n * n + i * n + j].to_f64();
                 let bound = O::UNIT * want.abs()
-                    + (k as f64).sqrt() * 2f64.powi(-20) * (alpha.abs() * magnitude + (beta * c).abs())
+                    + (k as f64).sqrt()
+                        * 2f64.powi(-20)
+                        * (alpha.abs() * magnitude + (beta * c).abs() + diagonal.abs())
                     + 1e-30;
                 let error = (got - want).abs();
                 assert!(
@@ -162,17 +163,20 @@ fn gram_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(
     (batch, n, k): (usize, usize, usize),
     layout: GemmLayout,
     variant: SymmetricVariant,
-    (alpha, beta): (f32, f32),
+    (alpha, beta, diagonal): (f32, f32, f32),
     seed: u64,
 ) {
     let stream = gpu.stream();
     let (x, x_exact) = normal::<T>(batch * n * k, seed);
     let x_gpu = stream.clone_htod(&x).unwrap();
     let mut d = stream.clone_htod(&vec![O::POISON; batch * n * n]).unwrap();
-    let options = SymmetricOptions { layout, alpha, beta, variant };
+    let options = SymmetricOptions { layout, alpha, beta, diagonal, variant };
     let shape = SymmetricShape::new(batch, n, k);
-    let what =
-        format!("{}→{} {layout} {variant:?} {batch}×{n}×{n}, k {k}, alpha {alpha}, beta {beta}", T::NAME, O::NAME);
+    let what = format!(
+        "{}→{} {layout} {variant:?} {batch}×{n}×{n}, k {k}, alpha {alpha}, beta {beta}, diagonal {diagonal}",
+        T::NAME,
+        O::NAME
+    );
     let c_exact = if beta != 0.0 {
         let (c, c_exact) = symmetric_stack::<O>(batch, n, seed + 1);
         let c_gpu = stream.clone_htod(&c).unwrap();
@@ -184,7 +188,8 @@ fn gram_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(
         None
     };
     let d = stream.clone_dtoh(&d).unwrap();
-    check_gram(&what, &d, &x_exact, c_exact.as_deref(), layout, (batch, n, k), alpha as f64, beta as f64);
+    let scalars = (alpha as f64, beta as f64, diagonal as f64);
+    check_gram(&what, &d, &x_exact, c_exact.as_deref(), layout, (batch, n, k), scalars);
 }
 
 /// (batch, n, k): n odd, n ≤ one tile, n one past a tile, n no multiple of the tile, several waves of tiles, stacks.
@@ -204,8 +209,10 @@ fn every_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(variants: &[Symm
     for layout in [GemmLayout::Tn, GemmLayout::Nt] {
         for &variant in variants {
             for (i, &shape) in shapes(layout).iter().enumerate() {
-                for (alpha, beta) in [(1.0, 0.0), (0.75, 0.0), (-0.5, 1.5)] {
-                    gram_case::<T, O>(&gpu, shape, layout, variant, (alpha, beta), seed + i as u64);
+                // The plain product; alpha alone with a diagonal (values need their coordinates, C is not read);
+                // alpha, beta·C and a diagonal.
+                for scalars in [(1.0, 0.0, 0.0), (0.75, 0.0, 2.5), (-0.5, 1.5, -1.25)] {
+                    gram_case::<T, O>(&gpu, shape, layout, variant, scalars, seed + i as u64);
                 }
             }
         }
@@ -253,7 +260,15 @@ fn the_product_of_two_symmetric_matrices_in_tn() {
         let shape = SymmetricShape::new(batch, n, n);
         gemm_symmetric::<bf16, f32>(&gpu, shape, &s_gpu, &s_gpu, &mut d, SymmetricOptions::default()).unwrap();
         // S·S = S·Sᵀ: the tn Gram of S.
-        check_gram("S·S", &stream.clone_dtoh(&d).unwrap(), &s_exact, None, GemmLayout::Tn, (batch, n, n), 1.0, 0.0);
+        check_gram(
+            "S·S",
+            &stream.clone_dtoh(&d).unwrap(),
+            &s_exact,
+            None,
+            GemmLayout::Tn,
+            (batch, n, n),
+            (1.0, 0.0, 0.0),
+        );
     }
 }
 
@@ -822,7 +837,15 @@ fn every_product_of_gram_newton_schulz_matches_float64_of_its_inputs() {
             )
             .unwrap();
             let got = stream.clone_dtoh(&r).unwrap();
-            check_gram(&format!("{shape:?} X·Xᵀ"), &got, &exact(x), None, GemmLayout::Tn, (batch, n, m), 1.0, 0.0);
+            check_gram(
+                &format!("{shape:?} X·Xᵀ"),
+                &got,
+                &exact(x),
+                None,
+                GemmLayout::Tn,
+                (batch, n, m),
+                (1.0, 0.0, 0.0),
+            );
             r
         };
         let apply = |q: &CudaSlice<f16>, x: &CudaSlice<f16>| {

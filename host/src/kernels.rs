@@ -403,7 +403,7 @@ macro_rules! symmetric_kernels {
 oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_kernels }
 
 /// Newton-Schulz's small kernels on stacks of matrices (gpu/kernels/src/matrix.rs): squared Frobenius norms, the
-/// scaled conversion (normalization) between bf16 and f16, adding a multiple of the identity.
+/// scaled conversion (normalization) between bf16 and f16.
 pub const SUM_SQUARES_BF16: Kernel = Kernel::hopper("sum_squares_bf16");
 pub const SUM_SQUARES_F16: Kernel = Kernel::hopper("sum_squares_f16");
 pub const SUM_PARTIALS_F32: Kernel = Kernel::hopper("sum_partials_f32");
@@ -411,8 +411,6 @@ pub const SCALE_BF16_TO_BF16: Kernel = Kernel::hopper("scale_bf16_to_bf16");
 pub const SCALE_BF16_TO_F16: Kernel = Kernel::hopper("scale_bf16_to_f16");
 pub const SCALE_F16_TO_F16: Kernel = Kernel::hopper("scale_f16_to_f16");
 pub const SCALE_F16_TO_BF16: Kernel = Kernel::hopper("scale_f16_to_bf16");
-pub const ADD_DIAGONAL_BF16: Kernel = Kernel::hopper("add_diagonal_bf16");
-pub const ADD_DIAGONAL_F16: Kernel = Kernel::hopper("add_diagonal_f16");
 
 /// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
 pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
@@ -519,8 +517,6 @@ const OTHERS: &[Kernel] = &[
     SCALE_BF16_TO_F16,
     SCALE_F16_TO_F16,
     SCALE_F16_TO_BF16,
-    ADD_DIAGONAL_BF16,
-    ADD_DIAGONAL_F16,
     SWIZZLED_TRANSPOSE_U16,
     SWIZZLED_TRANSPOSE_U16_BY_HAND,
     HOLD_STREAM,

@@ -50,6 +50,9 @@ macro_rules! gemm_sm90_params {
             ldd: val(u32),
             alpha: val(f32),
             beta: val(f32),
+            /// The symmetric GEMM only (ignored by the others): added to each matrix's diagonal,
+            /// D = alpha·A·B + beta·C + diagonal·I.
+            diagonal: val(f32),
             /// Stream-K only (null for the others, and for a stream-K launch without a tail): one `tile_m × tile_n`
             /// f32 slot per block of the grid, 16-byte aligned.
             partials: ptr(*mut f32),

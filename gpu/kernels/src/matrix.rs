@@ -1,7 +1,7 @@
 //! The small kernels around Newton-Schulz (host/src/ops/newton_schulz.rs) on stacks of matrices, each matrix
 //! `len` 16-bit elements (raw bits) in one contiguous block, blockIdx.y the matrix: the squared Frobenius norm (in two
-//! deterministic steps, no atomics), a scaled conversion between bf16 and f16 (the normalization X / (‖X‖_F + ε) in
-//! f32), and adding a multiple of the identity to square matrices. Memory-bound: grid-stride loops that move eight
+//! deterministic steps, no atomics) and a scaled conversion between bf16 and f16 (the normalization X / (‖X‖_F + ε)
+//! in f32). Memory-bound: grid-stride loops that move eight
 //! elements (16 bytes) per load and store where the matrices allow it, each thread's sum reduced over its block.
 
 use crate::arch::barrier;
@@ -185,17 +185,6 @@ unsafe fn scale<I: Half, O: Half>(x: *const u16, y: *mut u16, len: usize, sums: 
     }
 }
 
-/// d[m][i][i] += value for each n×n matrix m (i over the grid's x dimension).
-#[inline(always)]
-unsafe fn add_diagonal<T: Half>(d: *mut u16, n: usize, value: f32) {
-    let matrix = block_idx_y() as usize;
-    let d = unsafe { d.add(matrix * n * n) };
-    for i in strided(n) {
-        let at = unsafe { d.add(i * n + i) };
-        unsafe { *at = T::from_f32(T::to_f32(*at) + value) };
-    }
-}
-
 macro_rules! sum_squares_kernel {
     ($name:ident, $t:ty) => {
         /// Each block's share of the squared Frobenius norm of matrix blockIdx.y into `partials` ([`sum_squares`]).
@@ -234,24 +223,9 @@ macro_rules! scale_kernel {
     };
 }
 
-macro_rules! add_diagonal_kernel {
-    ($name:ident, $t:ty) => {
-        /// d[m] += value · I for each n×n matrix m = blockIdx.y ([`add_diagonal`]).
-        ///
-        /// # Safety
-        /// `d` holds gridDim.y matrices of n×n elements.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(d: *mut u16, n: usize, value: f32) {
-            unsafe { add_diagonal::<$t>(d, n, value) }
-        }
-    };
-}
-
 sum_squares_kernel!(sum_squares_bf16, Bf16);
 sum_squares_kernel!(sum_squares_f16, F16);
 scale_kernel!(scale_bf16_to_bf16, Bf16, Bf16);
 scale_kernel!(scale_bf16_to_f16, Bf16, F16);
 scale_kernel!(scale_f16_to_f16, F16, F16);
 scale_kernel!(scale_f16_to_bf16, F16, Bf16);
-add_diagonal_kernel!(add_diagonal_bf16, Bf16);
-add_diagonal_kernel!(add_diagonal_f16, F16);

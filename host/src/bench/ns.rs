@@ -17,8 +17,9 @@ use super::report::Row;
 use super::stats::Stats;
 use super::timing::{TimingConfig, time_gpu};
 use crate::error::Result;
+use crate::kernels;
 use crate::ops::gemm::{self, GemmLayout, GemmOptions, GemmShape};
-use crate::ops::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape};
+use crate::ops::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape, SymmetricVariant};
 use crate::ops::newton_schulz::{self, NewtonSchulzPlan, NsMethod, StackShape};
 use crate::runtime::Gpu;
 use crate::types::Dtype;
@@ -78,13 +79,24 @@ pub fn bench_symmetric(
     let mut d = stream.alloc_zeros::<bf16>(n * n)?;
     let mut rows = Vec::new();
 
-    on_step(&format!("{shape_name} oxtile-sym"));
-    let options = SymmetricOptions::default();
-    let result = (|| {
-        let plan = SymmetricPlan::<bf16, bf16>::new(gpu, SymmetricShape::new(1, n, k), options, &x, &x, &mut d)?;
-        time_gpu(gpu, timing, |_| plan.launch(gpu, &x, &x, &mut d))
-    })();
-    rows.push(row("symgemm", &shape_name, "oxtile-sym", false, work, result));
+    // Auto's choice, then every configured variant with a bf16 → bf16 kernel (the ablations of Auto's rule).
+    let variants = SymmetricVariant::CONFIGURED
+        .iter()
+        .copied()
+        .filter(|&variant| kernels::find_gemm_symmetric("bf16", "bf16", GemmLayout::Tn, variant).is_some());
+    for variant in std::iter::once(SymmetricVariant::Auto).chain(variants) {
+        let name = match variant {
+            SymmetricVariant::Auto => "oxtile-sym".to_string(),
+            variant => format!("oxtile-{}", variant.label()),
+        };
+        on_step(&format!("{shape_name} {name}"));
+        let options = SymmetricOptions { variant, ..SymmetricOptions::default() };
+        let result = (|| {
+            let plan = SymmetricPlan::<bf16, bf16>::new(gpu, SymmetricShape::new(1, n, k), options, &x, &x, &mut d)?;
+            time_gpu(gpu, timing, |_| plan.launch(gpu, &x, &x, &mut d))
+        })();
+        rows.push(row("symgemm", &shape_name, &name, false, work, result));
+    }
 
     on_step(&format!("{shape_name} oxtile"));
     let result = (|| {
@@ -127,18 +139,24 @@ pub fn bench_newton_schulz(
     let work = batch as f64 * coefficients.len() as f64 * (2.0 * n * n * m * 2.0 + 2.0 * n * n * n);
     let mut rows_out = Vec::new();
 
-    let methods = [
-        (NS_BASELINE, NsMethod::Standard),
-        (NS_GRAM, NsMethod::Gram { restarts: newton_schulz::DEFAULT_RESTARTS.to_vec() }),
+    let gram = || NsMethod::Gram { restarts: newton_schulz::DEFAULT_RESTARTS.to_vec() };
+    let mut methods = vec![
+        (NS_BASELINE.to_string(), NsMethod::Standard, SymmetricVariant::Auto),
+        (NS_GRAM.to_string(), gram(), SymmetricVariant::Auto),
     ];
-    for (name, method) in methods {
+    // Gram with every product on one 16-bit variant: the ablations of Auto's choice between them.
+    for variant in [SymmetricVariant::SymmetricPingPong, SymmetricVariant::SymmetricStreamK] {
+        methods.push((format!("{NS_GRAM}-{}", variant.label()), gram(), variant));
+    }
+    for (name, method, variant) in methods {
         on_step(&format!("{shape_name} {name}"));
         let result = (|| {
-            let mut plan = NewtonSchulzPlan::<bf16>::new(gpu, shape, &coefficients, method)?;
+            let mut plan =
+                NewtonSchulzPlan::<bf16>::with_symmetric_variant(gpu, shape, &coefficients, method, variant)?;
             let timing = TimingConfig { operations_per_launch: plan.operations(), ..*timing };
             time_gpu(gpu, &timing, |_| plan.run(gpu, &x, &mut out))
         })();
-        rows_out.push(row("ns", &shape_name, name, false, work, result));
+        rows_out.push(row("ns", &shape_name, &name, false, work, result));
     }
     ratios(&mut rows_out, NS_BASELINE);
     Ok(rows_out)

@@ -699,6 +699,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             ldd: n as u32,
             alpha: self.options.alpha,
             beta: self.options.beta,
+            diagonal: 0.0,
             partials: partials.as_ref().map_or(0, |(address, _)| *address),
             flags: flags.as_ref().map_or(0, |(address, _)| *address),
             sk_tiles: self.stream_k.map_or(0, |s| s.sk_tiles()),

@@ -1,8 +1,9 @@
-//! The symmetric GEMM: D = alpha·A·B + beta·C for a stack of n×n outputs D that the caller promises are symmetric
-//! (A·B and C both), on the Hopper GEMM data path with the triangular tile order (gpu/kernels/src/gemm/sm90.rs,
-//! `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal are computed, each stored
-//! as it is and, above the diagonal, transposed; a diagonal tile's lower half is written from its upper half
-//! (`oxtile_abi::symmetric`), so that D is exactly symmetric. About half the tensor work of the full product.
+//! The symmetric GEMM: D = alpha·A·B + beta·C + diagonal·I for a stack of n×n outputs D that the caller promises are
+//! symmetric (A·B and C both), on the Hopper GEMM data path with the triangular tile order
+//! (gpu/kernels/src/gemm/sm90.rs, `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal
+//! are computed, each stored as it is and, above the diagonal, transposed; a diagonal tile's lower half is written
+//! from its upper half (`oxtile_abi::symmetric`), so that D is exactly symmetric. About half the tensor work of the
+//! full product.
 //!
 //! Layouts ([`GemmLayout`]): `tn` (A row-major n×k, B column-major k×n): X·Xᵀ from one row-major n×k X passed as both
 //! A and B, and A·B of two symmetric n×n matrices (a symmetric B read column-major is itself); `nt` (A column-major,
@@ -91,12 +92,21 @@ pub struct SymmetricOptions {
     pub layout: GemmLayout,
     pub alpha: f32,
     pub beta: f32,
+    /// Added to each matrix's diagonal by the epilogue: D = alpha·A·B + beta·C + diagonal·I (a polynomial's constant
+    /// term, as Newton-Schulz's a·I + b·R + c·R², without a separate pass over D).
+    pub diagonal: f32,
     pub variant: SymmetricVariant,
 }
 
 impl Default for SymmetricOptions {
     fn default() -> Self {
-        SymmetricOptions { layout: GemmLayout::Tn, alpha: 1.0, beta: 0.0, variant: SymmetricVariant::Auto }
+        SymmetricOptions {
+            layout: GemmLayout::Tn,
+            alpha: 1.0,
+            beta: 0.0,
+            diagonal: 0.0,
+            variant: SymmetricVariant::Auto,
+        }
     }
 }
 
@@ -362,6 +372,7 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             ldd: n as u32,
             alpha: options.alpha,
             beta: options.beta,
+            diagonal: options.diagonal,
             partials: 0,
             flags: 0,
             sk_tiles: stream_k.map_or(0, |s| s.sk_tiles()),

@@ -13,22 +13,24 @@
 //!   "Gram Newton-Schulz"): X normalized in f32 and cast to f16, R = X·Xᵀ, Q = I; per (a, b, c):
 //!   Z = b·R + c·R², Q ← Q·Z + a·Q, RZ = R·Z + a·R, R ← Z·RZ + a·RZ; at each restart (before the iterations listed,
 //!   0-based, default before the 3rd) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Every product but the last (and the
-//!   restarts') is of two polynomials in the same R, so symmetric: R·R, Q·Z, R·Z, Z·RZ run on the symmetric GEMM,
-//!   half the tensor work of the full one, and all are n×n with n the smaller side, instead of n×m. In exact
-//!   arithmetic it computes the same X as the standard iteration; in f16 the restarts keep R's spurious negative
-//!   eigenvalues from growing. (The reference itself runs square matrices through the standard iteration, where
-//!   Gram saves no work; here the caller chooses.)
+//!   restarts') is of two polynomials in the same R, so symmetric, and runs on the symmetric GEMM, half the tensor
+//!   work of the full one, all n×n with n the smaller side instead of n×m. We compute the same products with the
+//!   constant term folded into the polynomial: W = a·I + b·R + c·R² (one symmetric product whose epilogue adds b·R
+//!   and a on the diagonal), Q ← Q·W, RW = R·W, R ← W·RW (Q·Z + a·Q = Q·W, and so on). After a (re)start Q = W
+//!   itself. In exact arithmetic it computes the same X as the standard iteration; in f16 the restarts keep R's
+//!   spurious negative eigenvalues from growing. (The reference itself runs square matrices through the standard
+//!   iteration, where Gram saves no work; here the caller chooses.)
 //!
 //! Both are a [`Program`] (the iteration as a list of steps over numbered buffers, written out once at plan
 //! creation) bound to GEMM plans by [`NewtonSchulzPlan`], which allocates and encodes once and then only launches.
-//! The β·C terms: the GEMMs blend into D, so C is copied into D first; Q = Z + a·I at the first iteration after a
-//! (re)start is a copy and an addition on the diagonal (`add_diagonal`).
+//! The β·C terms are read by the GEMMs' epilogues: the symmetric GEMM's from a separate C, the general GEMM's from D,
+//! into which the standard iteration copies X first.
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
 
 use super::gemm::{GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmPlan, GemmShape};
-use super::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape};
+use super::gemm_symmetric::{SymmetricOptions, SymmetricPlan, SymmetricShape, SymmetricVariant};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::Gpu;
@@ -112,7 +114,6 @@ impl StackShape {
 /// The 16-bit types Newton-Schulz runs on, with their small kernels.
 pub trait NsElement: GemmElement + GemmOutput<Self> + cudarc::driver::ValidAsZeroBits + Copy + 'static {
     const SUM_SQUARES: Kernel;
-    const ADD_DIAGONAL: Kernel;
     /// The scaled conversion to this type, and to f16.
     const SCALE_TO_SELF: Kernel;
     const SCALE_TO_F16: Kernel;
@@ -122,7 +123,6 @@ pub trait NsElement: GemmElement + GemmOutput<Self> + cudarc::driver::ValidAsZer
 
 impl NsElement for bf16 {
     const SUM_SQUARES: Kernel = kernels::SUM_SQUARES_BF16;
-    const ADD_DIAGONAL: Kernel = kernels::ADD_DIAGONAL_BF16;
     const SCALE_TO_SELF: Kernel = kernels::SCALE_BF16_TO_BF16;
     const SCALE_TO_F16: Kernel = kernels::SCALE_BF16_TO_F16;
     const SCALE_FROM_F16: Kernel = kernels::SCALE_F16_TO_BF16;
@@ -130,7 +130,6 @@ impl NsElement for bf16 {
 
 impl NsElement for f16 {
     const SUM_SQUARES: Kernel = kernels::SUM_SQUARES_F16;
-    const ADD_DIAGONAL: Kernel = kernels::ADD_DIAGONAL_F16;
     const SCALE_TO_SELF: Kernel = kernels::SCALE_F16_TO_F16;
     const SCALE_TO_F16: Kernel = kernels::SCALE_F16_TO_F16;
     const SCALE_FROM_F16: Kernel = kernels::SCALE_F16_TO_F16;
@@ -221,22 +220,6 @@ fn scale<I, O>(
         .map_err(|source| Error::Launch { kernel: kernel.name, source })
 }
 
-/// d[m] += value·I for each n×n matrix of a stack of `batch`.
-fn add_diagonal<T: NsElement>(gpu: &Gpu, batch: usize, n: usize, d: &mut CudaSlice<T>, value: f32) -> Result<()> {
-    assert!(d.len() == batch * n * n);
-    let function = gpu.function(T::ADD_DIAGONAL)?;
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(d).arg(&n).arg(&value);
-    // One thread per diagonal element: each a read-modify-write n + 1 elements from the next.
-    let config = LaunchConfig {
-        grid_dim: (n.div_ceil(THREADS as usize) as u32, batch as u32, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: d holds batch n×n matrices (asserted).
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| Error::Launch { kernel: T::ADD_DIAGONAL.name, source })
-}
-
 /// A work buffer of a [`Program`]: an index into its buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Buf(usize);
@@ -246,16 +229,12 @@ struct Buf(usize);
 enum Op {
     /// D = X·Xᵀ (wide X) or Xᵀ·X (tall): the symmetric GEMM over the stack.
     Gram { x: Buf, d: Buf },
-    /// D = alpha·A·B + beta·C of n×n polynomials in one matrix (a symmetric product): the symmetric GEMM, C copied
-    /// into D first.
-    Symmetric { a: Buf, b: Buf, c: Buf, d: Buf, alpha: f32, beta: f32 },
+    /// D = alpha·A·B + beta·C + diagonal·I of n×n polynomials in one matrix (a symmetric product): the symmetric
+    /// GEMM, its epilogue reading C (none where beta = 0).
+    Symmetric { a: Buf, b: Buf, c: Option<Buf>, d: Buf, alpha: f32, beta: f32, diagonal: f32 },
     /// D = P·X (wide) or X·P (tall) + beta·X, P n×n: general GEMMs, one per matrix (the general GEMM is not batched),
     /// X copied into D first where beta ≠ 0.
     Apply { p: Buf, x: Buf, d: Buf, beta: f32 },
-    /// D = S.
-    Copy { s: Buf, d: Buf },
-    /// D += value·I.
-    AddDiagonal { d: Buf, value: f32 },
 }
 
 /// A Newton-Schulz iteration as a straight list of steps: which buffer holds the normalized input, which the
@@ -283,7 +262,8 @@ impl Program {
         for &(a, b, c) in coefficients {
             let (a, b, c) = (a as f32, b as f32, c as f32);
             program.ops.push(Op::Gram { x, d: gram });
-            program.ops.push(Op::Symmetric { a: gram, b: gram, c: gram, d: poly, alpha: c, beta: b });
+            let square = Op::Symmetric { a: gram, b: gram, c: Some(gram), d: poly, alpha: c, beta: b, diagonal: 0.0 };
+            program.ops.push(square);
             program.ops.push(Op::Apply { p: poly, x, d: x_next, beta: a });
             std::mem::swap(&mut x, &mut x_next);
         }
@@ -291,21 +271,22 @@ impl Program {
         program
     }
 
-    /// Gram Newton-Schulz (the module documentation): R = X·Xᵀ, Q = I; per (a, b, c): Z = b·R + c·R²,
-    /// Q ← Q·Z + a·Q, RZ = R·Z + a·R, R ← Z·RZ + a·RZ; before each iteration listed in `restarts` (0-based, as
-    /// counts of iterations done) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Q = I is implicit after a (re)start:
-    /// the first iteration sets Q = Z + a·I. R is not updated where nothing reads it again (after the last iteration
-    /// and before a restart).
+    /// Gram Newton-Schulz (the module documentation): R = X·Xᵀ, Q = I; per (a, b, c): W = a·I + b·R + c·R²,
+    /// Q ← Q·W, RW = R·W, R ← W·RW; before each iteration listed in `restarts` (0-based, as counts of iterations
+    /// done) X ← Q·X, R = X·Xᵀ, Q = I; finally X ← Q·X. Q = I is implicit after a (re)start: the first iteration
+    /// writes W into Q's buffer and uses it from there. R is not updated where nothing reads it again (after the last
+    /// iteration and before a restart).
     fn gram(coefficients: &[(f64, f64, f64)], restarts: &[usize]) -> Program {
         let mut program = Program { buffers: Vec::new(), input: Buf(0), output: Buf(0), ops: Vec::new() };
         let (mut x, mut x_next) = (program.buffer(true), program.buffer(true));
         let (mut r, mut r_next) = (program.buffer(false), program.buffer(false));
         let (mut q, mut q_next) = (program.buffer(false), program.buffer(false));
-        let (z, rz) = (program.buffer(false), program.buffer(false));
+        let (w, rw) = (program.buffer(false), program.buffer(false));
         program.input = x;
         program.ops.push(Op::Gram { x, d: r });
         let mut q_is_identity = true;
         let last = coefficients.len() - 1;
+        let product = |a: Buf, b: Buf, d: Buf| Op::Symmetric { a, b, c: None, d, alpha: 1.0, beta: 0.0, diagonal: 0.0 };
         for (iteration, &(a, b, c)) in coefficients.iter().enumerate() {
             let (a, b, c) = (a as f32, b as f32, c as f32);
             if restarts.contains(&iteration) && !q_is_identity {
@@ -314,18 +295,17 @@ impl Program {
                 program.ops.push(Op::Gram { x, d: r });
                 q_is_identity = true;
             }
-            program.ops.push(Op::Symmetric { a: r, b: r, c: r, d: z, alpha: c, beta: b });
-            if q_is_identity {
-                program.ops.push(Op::Copy { s: z, d: q });
-                program.ops.push(Op::AddDiagonal { d: q, value: a });
-                q_is_identity = false;
-            } else {
-                program.ops.push(Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: a });
+            // W = c·R·R + b·R + a·I, into Q's buffer when Q = I (then Q·W = W).
+            let w = if q_is_identity { q } else { w };
+            program.ops.push(Op::Symmetric { a: r, b: r, c: Some(r), d: w, alpha: c, beta: b, diagonal: a });
+            if !q_is_identity {
+                program.ops.push(product(q, w, q_next));
                 std::mem::swap(&mut q, &mut q_next);
             }
+            q_is_identity = false;
             if iteration < last && !restarts.contains(&(iteration + 1)) {
-                program.ops.push(Op::Symmetric { a: r, b: z, c: r, d: rz, alpha: 1.0, beta: a });
-                program.ops.push(Op::Symmetric { a: z, b: rz, c: rz, d: r_next, alpha: 1.0, beta: a });
+                program.ops.push(product(r, w, rw));
+                program.ops.push(product(w, rw, r_next));
                 std::mem::swap(&mut r, &mut r_next);
             }
         }
@@ -356,7 +336,7 @@ enum BoundOp<E: NsElement> {
         plan: SymmetricPlan<E, E>,
         a: Buf,
         b: Buf,
-        c: Buf,
+        c: Option<Buf>,
         d: Buf,
     },
     /// One plan per matrix of the stack.
@@ -366,14 +346,6 @@ enum BoundOp<E: NsElement> {
         x: Buf,
         d: Buf,
         copy_x: bool,
-    },
-    Copy {
-        s: Buf,
-        d: Buf,
-    },
-    AddDiagonal {
-        d: Buf,
-        value: f32,
     },
 }
 
@@ -387,7 +359,7 @@ struct Bound<E: NsElement> {
 }
 
 impl<E: NsElement> Bound<E> {
-    fn new(gpu: &Gpu, shape: StackShape, program: &Program) -> Result<Self> {
+    fn new(gpu: &Gpu, shape: StackShape, program: &Program, variant: SymmetricVariant) -> Result<Self> {
         let (n, _) = shape.sides();
         let mut buffers = Vec::with_capacity(program.buffers.len());
         for &x_shaped in &program.buffers {
@@ -396,7 +368,7 @@ impl<E: NsElement> Bound<E> {
         }
         let mut bound = Bound { buffers, input: program.input, output: program.output, ops: Vec::new() };
         for op in &program.ops {
-            let op = bound.bind(gpu, shape, *op)?;
+            let op = bound.bind(gpu, shape, *op, variant)?;
             bound.ops.push(op);
         }
         Ok(bound)
@@ -410,13 +382,13 @@ impl<E: NsElement> Bound<E> {
         self.buffers[buf.0].take().expect("a step writes a buffer it does not read")
     }
 
-    /// The GEMM plans of one step.
-    fn bind(&mut self, gpu: &Gpu, shape: StackShape, op: Op) -> Result<BoundOp<E>> {
+    /// The GEMM plans of one step, the symmetric products on `variant`.
+    fn bind(&mut self, gpu: &Gpu, shape: StackShape, op: Op, variant: SymmetricVariant) -> Result<BoundOp<E>> {
         let (n, m) = shape.sides();
         Ok(match op {
             Op::Gram { x, d } => {
                 let layout = if shape.wide() { GemmLayout::Tn } else { GemmLayout::Nt };
-                let options = SymmetricOptions { layout, ..SymmetricOptions::default() };
+                let options = SymmetricOptions { layout, variant, ..SymmetricOptions::default() };
                 let mut out = self.take(d);
                 let plan = SymmetricPlan::new(
                     gpu,
@@ -429,8 +401,8 @@ impl<E: NsElement> Bound<E> {
                 self.buffers[d.0] = Some(out);
                 BoundOp::Gram { plan: plan?, x, d }
             }
-            Op::Symmetric { a, b, c, d, alpha, beta } => {
-                let options = SymmetricOptions { alpha, beta, ..SymmetricOptions::default() };
+            Op::Symmetric { a, b, c, d, alpha, beta, diagonal } => {
+                let options = SymmetricOptions { alpha, beta, diagonal, variant, ..SymmetricOptions::default() };
                 let mut out = self.take(d);
                 let shape = SymmetricShape::new(shape.batch, n, n);
                 let plan = SymmetricPlan::new(gpu, shape, options, self.get(a), self.get(b), &mut out);
@@ -463,22 +435,16 @@ impl<E: NsElement> Bound<E> {
                 result?;
                 BoundOp::Apply { plans, p, x, d, copy_x: beta != 0.0 }
             }
-            Op::Copy { s, d } => BoundOp::Copy { s, d },
-            Op::AddDiagonal { d, value } => BoundOp::AddDiagonal { d, value },
         })
     }
 
     /// The stream operations [`Bound::run`] queues: one kernel per symmetric product (its epilogue reads C), one GEMM
-    /// per matrix for Apply (and a copy of X before a blended one), one operation for a copy or the diagonal
-    /// addition.
+    /// per matrix for Apply (and a copy of X before a blended one).
     fn operations(&self, batch: usize) -> usize {
         self.ops
             .iter()
             .map(|op| match op {
-                BoundOp::Copy { .. }
-                | BoundOp::AddDiagonal { .. }
-                | BoundOp::Gram { .. }
-                | BoundOp::Symmetric { .. } => 1,
+                BoundOp::Gram { .. } | BoundOp::Symmetric { .. } => 1,
                 BoundOp::Apply { copy_x, .. } => batch + usize::from(*copy_x),
             })
             .sum()
@@ -492,13 +458,15 @@ impl<E: NsElement> Bound<E> {
         for index in 0..self.ops.len() {
             let written = match &self.ops[index] {
                 BoundOp::Gram { d, .. } | BoundOp::Symmetric { d, .. } | BoundOp::Apply { d, .. } => *d,
-                BoundOp::Copy { d, .. } | BoundOp::AddDiagonal { d, .. } => *d,
             };
             let mut out = self.take(written);
             let result = match &self.ops[index] {
                 BoundOp::Gram { plan, x, .. } => plan.launch(gpu, self.get(*x), self.get(*x), &mut out),
-                BoundOp::Symmetric { plan, a, b, c, .. } => {
+                BoundOp::Symmetric { plan, a, b, c: Some(c), .. } => {
                     plan.launch_with_c(gpu, self.get(*a), self.get(*b), self.get(*c), &mut out)
+                }
+                BoundOp::Symmetric { plan, a, b, c: None, .. } => {
+                    plan.launch(gpu, self.get(*a), self.get(*b), &mut out)
                 }
                 BoundOp::Apply { plans, p, x, copy_x, .. } => (|| {
                     if *copy_x {
@@ -516,8 +484,6 @@ impl<E: NsElement> Bound<E> {
                     }
                     Ok(())
                 })(),
-                BoundOp::Copy { s, .. } => stream.memcpy_dtod(self.get(*s), &mut out).map_err(Into::into),
-                BoundOp::AddDiagonal { value, .. } => add_diagonal(gpu, shape.batch, n, &mut out, *value),
             };
             self.buffers[written.0] = Some(out);
             result?;
@@ -549,14 +515,29 @@ impl<T: NsElement> NewtonSchulzPlan<T> {
     /// Checks the shape (every side a multiple of 8, a non-empty stack) and the coefficients (at least one triple,
     /// all finite), allocates and encodes.
     pub fn new(gpu: &Gpu, shape: StackShape, coefficients: &[(f64, f64, f64)], method: NsMethod) -> Result<Self> {
+        Self::with_symmetric_variant(gpu, shape, coefficients, method, SymmetricVariant::Auto)
+    }
+
+    /// [`NewtonSchulzPlan::new`] with the symmetric products on a given symmetric GEMM variant rather than the one
+    /// [`SymmetricVariant::Auto`] picks per product (the benchmark's ablations). A variant without a kernel for a
+    /// product is an error.
+    pub fn with_symmetric_variant(
+        gpu: &Gpu,
+        shape: StackShape,
+        coefficients: &[(f64, f64, f64)],
+        method: NsMethod,
+        variant: SymmetricVariant,
+    ) -> Result<Self> {
         let op = method.op();
         shape.check(op)?;
         check_coefficients(op, coefficients)?;
         let partials = gpu.stream().alloc_zeros::<f32>(partials_len(gpu, shape))?;
         let sums = gpu.stream().alloc_zeros::<f32>(shape.batch)?;
         let work = match &method {
-            NsMethod::Standard => Work::Standard(Bound::new(gpu, shape, &Program::standard(coefficients))?),
-            NsMethod::Gram { restarts } => Work::Gram(Bound::new(gpu, shape, &Program::gram(coefficients, restarts))?),
+            NsMethod::Standard => Work::Standard(Bound::new(gpu, shape, &Program::standard(coefficients), variant)?),
+            NsMethod::Gram { restarts } => {
+                Work::Gram(Bound::new(gpu, shape, &Program::gram(coefficients, restarts), variant)?)
+            }
         };
         Ok(NewtonSchulzPlan { shape, method, partials, sums, work })
     }
@@ -685,39 +666,31 @@ mod tests {
     fn the_gram_program_restarts_before_the_third_iteration() {
         let coefficients = polar_express();
         let program = Program::gram(&coefficients, DEFAULT_RESTARTS);
-        let f = |i: usize| coefficients[i].0 as f32;
-        let cb = |i: usize| (coefficients[i].2 as f32, coefficients[i].1 as f32);
-        // Buffers: X, X', R, R', Q, Q', Z, RZ.
-        let (x, x2, r, r2, q, q2, z, rz) = (Buf(0), Buf(1), Buf(2), Buf(3), Buf(4), Buf(5), Buf(6), Buf(7));
-        let first_poly = |i: usize, r: Buf| Op::Symmetric { a: r, b: r, c: r, d: z, alpha: cb(i).0, beta: cb(i).1 };
-        let update_r = |i: usize, r: Buf, r_next: Buf| {
-            [
-                Op::Symmetric { a: r, b: z, c: r, d: rz, alpha: 1.0, beta: f(i) },
-                Op::Symmetric { a: z, b: rz, c: rz, d: r_next, alpha: 1.0, beta: f(i) },
-            ]
+        // Buffers: X, X', R, R', Q, Q', W, RW.
+        let (x, x2, r, r2, q, q2, w, rw) = (Buf(0), Buf(1), Buf(2), Buf(3), Buf(4), Buf(5), Buf(6), Buf(7));
+        // W = c·R·R + b·R + a·I.
+        let poly = |i: usize, r: Buf, d: Buf| {
+            let (a, b, c) = coefficients[i];
+            Op::Symmetric { a: r, b: r, c: Some(r), d, alpha: c as f32, beta: b as f32, diagonal: a as f32 }
         };
-        let update_q =
-            |i: usize, q: Buf, q_next: Buf| Op::Symmetric { a: q, b: z, c: q, d: q_next, alpha: 1.0, beta: f(i) };
+        let product = |a: Buf, b: Buf, d: Buf| Op::Symmetric { a, b, c: None, d, alpha: 1.0, beta: 0.0, diagonal: 0.0 };
         let mut want = vec![Op::Gram { x, d: r }];
-        // Iteration 0: Q = Z + a·I; R updated into R'.
-        want.extend([first_poly(0, r), Op::Copy { s: z, d: q }, Op::AddDiagonal { d: q, value: f(0) }]);
-        want.extend(update_r(0, r, r2));
-        // Iteration 1 on R': Q·Z into Q'; no R update (a restart follows).
-        want.extend([first_poly(1, r2), update_q(1, q, q2)]);
-        // Restart: X' = Q'·X, R' = X'·X'ᵀ; iteration 2: Q = Z + a·I again (into Q'), R' updated into R.
+        // Iteration 0: Q = W, written into Q; R·Q into RW, Q·RW into R'.
+        want.extend([poly(0, r, q), product(r, q, rw), product(q, rw, r2)]);
+        // Iteration 1 on R': W, Q·W into Q'; no R update (a restart follows).
+        want.extend([poly(1, r2, w), product(q, w, q2)]);
+        // Restart: X' = Q'·X, R' = X'·X'ᵀ; iteration 2: Q = W again (into Q'), R' updated into R.
         want.extend([Op::Apply { p: q2, x, d: x2, beta: 0.0 }, Op::Gram { x: x2, d: r2 }]);
-        want.extend([first_poly(2, r2), Op::Copy { s: z, d: q2 }, Op::AddDiagonal { d: q2, value: f(2) }]);
-        want.extend(update_r(2, r2, r));
-        // Iteration 3 on R: Q'·Z into Q, R into R'. Iteration 4 on R': Q·Z into Q', no R update.
-        want.extend([first_poly(3, r), update_q(3, q2, q)]);
-        want.extend(update_r(3, r, r2));
-        want.extend([first_poly(4, r2), update_q(4, q, q2)]);
+        want.extend([poly(2, r2, q2), product(r2, q2, rw), product(q2, rw, r)]);
+        // Iteration 3 on R: Q'·W into Q, R into R'. Iteration 4 on R': Q·W into Q', no R update.
+        want.extend([poly(3, r, w), product(q2, w, q), product(r, w, rw), product(w, rw, r2)]);
+        want.extend([poly(4, r2, w), product(q, w, q2)]);
         // X'' = Q'·X' into X.
         want.push(Op::Apply { p: q2, x: x2, d: x, beta: 0.0 });
         assert_eq!(program.ops, want);
         assert_eq!((program.input, program.output), (x, x));
         assert_eq!(program.buffers, [true, true, false, false, false, false, false, false]);
-        // Symmetric GEMMs: X·Xᵀ twice, Z five times, Q·Z three times, R·Z and Z·RZ three times each.
+        // Symmetric GEMMs: X·Xᵀ twice, W five times, Q·W three times, R·W and W·RW three times each.
         let symmetric = program.ops.iter().filter(|op| matches!(op, Op::Gram { .. } | Op::Symmetric { .. })).count();
         assert_eq!(symmetric, 2 + 5 + 3 + 2 * 3);
     }
@@ -792,14 +765,20 @@ mod tests {
         for op in &program.ops {
             let (d, value) = match *op {
                 Op::Gram { x, d } => (d, buffers[x.0].matmul(&buffers[x.0].transpose())),
-                Op::Symmetric { a, b, c, d, alpha, beta } => {
-                    (d, buffers[a.0].matmul(&buffers[b.0]).combine(alpha, &buffers[c.0], beta))
+                Op::Symmetric { a, b, c, d, alpha, beta, diagonal } => {
+                    let product = buffers[a.0].matmul(&buffers[b.0]);
+                    let blended = match c {
+                        Some(c) => product.combine(alpha, &buffers[c.0], beta),
+                        None => {
+                            assert_eq!(beta, 0.0, "a product without C has no beta");
+                            product.combine(alpha, &product, 0.0)
+                        }
+                    };
+                    (d, blended.combine(1.0, &Mat::identity(n), diagonal))
                 }
                 Op::Apply { p, x, d, beta } => {
                     (d, buffers[p.0].matmul(&buffers[x.0]).combine(1.0, &buffers[x.0], beta))
                 }
-                Op::Copy { s, d } => (d, buffers[s.0].clone()),
-                Op::AddDiagonal { d, value } => (d, buffers[d.0].combine(1.0, &Mat::identity(n), value)),
             };
             buffers[d.0] = value;
         }
@@ -838,7 +817,7 @@ mod tests {
         assert_eq!(Program::gram(&coefficients, &[0, 5, 9]), plain);
         // Without restarts: X·Xᵀ once, every iteration's products, R updated after all but the last, Q·X at the end.
         let applies = plain.ops.iter().filter(|op| matches!(op, Op::Apply { .. })).count();
-        assert_eq!((plain.ops.len(), applies), (1 + 3 + 4 * 2 + 4 * 2 + 1, 1));
+        assert_eq!((plain.ops.len(), applies), (1 + 3 + 3 * 4 + 2 + 1, 1));
     }
 
     #[test]
@@ -850,7 +829,8 @@ mod tests {
         for (i, &(a, b, c)) in coefficients.iter().enumerate() {
             let (from, to) = if i % 2 == 0 { (x, x2) } else { (x2, x) };
             want.push(Op::Gram { x: from, d: gram });
-            want.push(Op::Symmetric { a: gram, b: gram, c: gram, d: poly, alpha: c as f32, beta: b as f32 });
+            let (alpha, beta) = (c as f32, b as f32);
+            want.push(Op::Symmetric { a: gram, b: gram, c: Some(gram), d: poly, alpha, beta, diagonal: 0.0 });
             want.push(Op::Apply { p: poly, x: from, d: to, beta: a as f32 });
         }
         assert_eq!(program.ops, want);

@@ -483,7 +483,8 @@ macro_rules! config {
                                     _ => {
                                         let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 8 * SLICE + 2 * PAIR]);
                                         let (row, col) = (row0 + 64 * ROWS + index % 64, col0 + index / 64);
-                                        unsafe { out.scaled(row, col, v0, v1) }
+                                        let scaled = unsafe { out.scaled(row, col, v0, v1) };
+                                        if SYMMETRIC && diagonal { out.add_diagonal(row, col, scaled) } else { scaled }
                                     }
                                 };
                             });
@@ -599,11 +600,11 @@ macro_rules! config {
                 tile_index: u32,
                 diagonal: bool,
             ) {
-                // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta no
-                // value needs its coordinates, and with alpha = 1 none needs a multiply.
+                // One branch per tile on the scaling, none per value: TMA clips at D's edges, so without beta or a
+                // diagonal no value needs its coordinates, and with alpha = 1 none needs a multiply.
                 let (index, m) = (tile_index, diagonal);
                 unsafe {
-                    match (out.beta != 0.0, out.alpha != 1.0) {
+                    match (out.blends(), out.alpha != 1.0) {
                         (false, false) => Self::stage_tile::<{ Scaling::COPY }, SYMMETRIC>(
                             acc, out, staging, row0, col0, thread, index, m,
                         ),
@@ -907,6 +908,8 @@ macro_rules! gemm_kernel_fn {
                 n,
                 alpha,
                 beta,
+                // Folded to 0 in the general GEMM's kernels, so their epilogues keep no diagonal test.
+                diagonal: if CONFIG.symmetric { params.diagonal } else { 0.0 },
                 matrix: 0,
             };
             // The general GEMM is one matrix whatever the parameter says.
@@ -1421,6 +1424,8 @@ struct Epilogue<O: OutputElement> {
     n: u32,
     alpha: f32,
     beta: f32,
+    /// Added to each matrix's diagonal (the symmetric GEMM's; 0 in the general GEMM's kernels).
+    diagonal: f32,
     /// The matrix of the stack the current tile belongs to (0 for the general GEMM).
     matrix: u32,
 }
@@ -1467,6 +1472,20 @@ impl<O: OutputElement> Epilogue<O> {
         (v0, v1)
     }
 
+    /// (v0, v1), the results for columns `c` (even) and `c + 1` of row `r`, with `diagonal` added at (r, r). Only
+    /// the symmetric GEMM's diagonal tiles call it, so the other tiles' epilogues keep no comparison per value.
+    #[inline(always)]
+    fn add_diagonal(&self, r: u32, c: u32, (v0, v1): (f32, f32)) -> (f32, f32) {
+        let on = |column: u32| if r == column { self.diagonal } else { 0.0 };
+        (v0 + on(c), v1 + on(c + 1))
+    }
+
+    /// Whether values need their coordinates: a C to read or a diagonal to add.
+    #[inline(always)]
+    fn blends(&self) -> bool {
+        self.beta != 0.0 || self.diagonal != 0.0
+    }
+
     /// Writes columns `c` (even) and `c + 1` of row `r` (whichever lie inside D).
     #[inline(always)]
     unsafe fn store_pair(&self, r: u32, c: u32, v0: f32, v1: f32) {
@@ -1495,7 +1514,7 @@ impl<O: OutputElement> Epilogue<O> {
     #[inline(always)]
     unsafe fn store_upper(&self, r: u32, c: u32, value: f32) {
         if r <= c && c < self.n {
-            let (value, _) = unsafe { self.blend(r, c, false, value, 0.0) };
+            let (value, _) = self.add_diagonal(r, c, unsafe { self.blend(r, c, false, value, 0.0) });
             unsafe { O::store(self.at(r, c), value, 0.0, false, false) };
             if r < c {
                 unsafe { O::store(self.at(c, r), value, 0.0, false, false) };
@@ -1523,7 +1542,8 @@ impl Scaling {
     const COPY: u32 = 0;
     /// beta = 0: alpha times the accumulators.
     const ALPHA: u32 = 1;
-    /// beta ≠ 0: alpha times the accumulators plus beta times the old D, read where it lies inside D.
+    /// beta ≠ 0 or a diagonal: alpha times the accumulators plus beta times C, read where it lies inside D, plus the
+    /// diagonal on it.
     const BLEND: u32 = 2;
 }
 
