@@ -226,6 +226,7 @@ fn bf16_symmetric_gemm_matches_float64_on_odd_and_edge_sizes() {
         SymmetricVariant::SymmetricPingPong,
         SymmetricVariant::SymmetricSquare,
         SymmetricVariant::SymmetricStreamK,
+        SymmetricVariant::SymmetricStreamKPingPong,
     ]);
 }
 
@@ -236,6 +237,7 @@ fn f16_symmetric_gemm_matches_float64_on_odd_and_edge_sizes() {
         SymmetricVariant::SymmetricPingPong,
         SymmetricVariant::SymmetricSquare,
         SymmetricVariant::SymmetricStreamK,
+        SymmetricVariant::SymmetricStreamKPingPong,
     ]);
 }
 

@@ -361,6 +361,21 @@ impl SymmetricVariant {
         }
         narrowest
     };
+
+    /// The k-tile depth of every symmetric kernel (checked here for each configuration): [`SymmetricVariant::Auto`]
+    /// weighs a product's depth in these.
+    pub const K_TILE: u32 = {
+        let k_tile = SymmetricVariant::CONFIGURED[0].config().expect("configured").tile.tile_k;
+        let mut i = 0;
+        while i < SymmetricVariant::CONFIGURED.len() {
+            match SymmetricVariant::CONFIGURED[i].config() {
+                Some(config) => assert!(config.tile.tile_k == k_tile),
+                None => panic!("a configured variant without a configuration"),
+            }
+            i += 1;
+        }
+        k_tile
+    };
 }
 
 /// An sm90 symmetric GEMM kernel and the problems it computes.

@@ -52,13 +52,13 @@ impl GemmConfig {
     }
 
     /// What the kernels assume of every row, checked where each crate expands the table: a block alone shares
-    /// nothing; stream-K runs cooperative tiles and, in clusters, shares B (both blocks load every unit's k-tiles);
-    /// and the launch bound covers the block.
+    /// nothing; stream-K in clusters runs cooperative tiles sharing B (both blocks load every unit's k-tiles); and
+    /// the launch bound covers the block.
     pub const fn check(&self) {
         assert!(self.cluster == 1 || self.cluster == 2);
         assert!(self.cluster > 1 || matches!(self.share, GemmShare::None));
         let cooperative = matches!(self.tile.schedule, crate::GemmSchedule::Cooperative);
-        assert!(!self.stream_k || (cooperative && (self.cluster == 1 || matches!(self.share, GemmShare::B))));
+        assert!(!self.stream_k || self.cluster == 1 || (cooperative && matches!(self.share, GemmShare::B)));
         assert!(self.threads() <= GemmTile::MAX_THREADS);
         // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
         // cluster pairings share an operand between tiles the triangle does not pair).
@@ -162,6 +162,11 @@ macro_rules! for_each_gemm_sm90_symmetric {
             /// poorly (136 tiles at n = 2048 on 132 SMs: two waves of tiles, or 1.03 tiles of work per block).
             /// 16-bit outputs.
             SymmetricStreamK { label: "sym-streamk", kernel: "128x128_sk_sym", tile: GEMM_SM90_128X128, cluster: 1, share: none, stream_k: true, tune: false, types: [bf16 -> bf16, f16 -> f16], layouts: [tn, nt] }
+            /// `SymmetricPingPong` with the hybrid stream-K schedule: the consumers take the block's units in turn, so
+            /// one's epilogue (or partial store) runs under the other's main loop. For stacks whose tiles fill the
+            /// last wave poorly, where the epilogue weighs most: shallow products (few k-tiles per tile) and products
+            /// that read C. 16-bit outputs.
+            SymmetricStreamKPingPong { label: "sym-pingpong-sk", kernel: "128x128_pp_sk_sym", tile: GEMM_SM90_128X128_PINGPONG, cluster: 1, share: none, stream_k: true, tune: false, types: [bf16 -> bf16, f16 -> f16], layouts: [tn, nt] }
         }
     };
 }

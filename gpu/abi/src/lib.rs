@@ -122,6 +122,12 @@ impl GemmTile {
         }
     }
 
+    /// Consumer warpgroups that compute parts of one tile (its rows split between them), so a stream-K partial of
+    /// the tile is theirs together: every consumer of a cooperative tile, one of a ping-pong tile.
+    pub const fn tile_sharers(&self) -> u32 {
+        self.tile_m / self.consumer_rows()
+    }
+
     /// Consumer warpgroups (of one block) that read each stage, and so arrive on its `empty` barrier.
     pub const fn stage_readers(&self) -> u32 {
         match self.schedule {

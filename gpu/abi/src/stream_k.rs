@@ -43,8 +43,9 @@ pub const WAIT_LIMIT_NS: u64 = 10_000_000_000;
 /// peers are already done makes one poll and no clock read.
 pub const POLLS_PER_CLOCK_READ: u32 = 64;
 
-/// Flags per (stream-K tile, consumer warpgroup) in the workspace: one per warp of the warpgroup, since each warp of
-/// the reducing block reads exactly what the same warp of each peer block stored.
+/// Flags per (stream-K tile, consumer warpgroup sharing it) in the workspace: one per warp of the warpgroup, since each
+/// warp of the reducing block reads exactly what the same warp of each peer block stored (in a ping-pong block the
+/// peer's warpgroup may be the other consumer: the fragment layout is the same).
 pub const FLAGS_PER_CONSUMER: u32 = 4;
 
 /// What a block does with the accumulators of one unit after its main loop.
@@ -172,9 +173,24 @@ impl StreamK {
         if self.sk_tiles == 0 { 0 } else { self.grid }
     }
 
-    /// u32 flags the workspace needs for a kernel with `consumers` consumer warpgroups ([`FLAGS_PER_CONSUMER`]).
-    pub const fn flags(&self, consumers: u32) -> u32 {
-        self.sk_tiles * consumers * FLAGS_PER_CONSUMER
+    /// u32 flags the workspace needs for a kernel whose tiles are each computed by `sharers` consumer warpgroups
+    /// together ([`crate::GemmTile::tile_sharers`], [`FLAGS_PER_CONSUMER`] each).
+    pub const fn flags(&self, sharers: u32) -> u32 {
+        self.sk_tiles * sharers * FLAGS_PER_CONSUMER
+    }
+
+    /// How many units [`StreamK::units`] yields for `block`: its data-parallel tiles and one piece per stream-K tile
+    /// its range touches. The ping-pong kernel needs the count up front (its consumers alternate units, and only a
+    /// unit that follows is handed over).
+    pub const fn unit_count(&self, block: u32) -> u32 {
+        let dp = self.dp_tiles();
+        let dp_units = if block < dp && self.grid > 0 { (dp - block).div_ceil(self.grid) } else { 0 };
+        if self.sk_tiles == 0 || block >= self.grid {
+            return dp_units;
+        }
+        let (start, end) = self.range(block);
+        let pieces = if end > start { (end - 1) / self.k_tiles - start / self.k_tiles + 1 } else { 0 };
+        dp_units + pieces
     }
 
     /// The units of `block` in the order it processes them: its data-parallel tiles, then its stream-K pieces from
@@ -249,6 +265,10 @@ mod tests {
         let what = format!("{s:?}");
         assert!(s.is_valid(), "{what}");
         let units: Vec<Vec<Unit>> = (0..s.grid()).map(|b| s.units(b).collect()).collect();
+        for (b, us) in (0u32..).zip(&units) {
+            assert_eq!(s.unit_count(b), us.len() as u32, "{what}: block {b}'s unit count");
+        }
+        assert_eq!(s.unit_count(s.grid()), s.units(s.grid()).count() as u32, "{what}: a block past the grid");
 
         // Every (tile, k-tile) exactly once; every unit non-empty.
         let mut covered = vec![0u8; (s.tiles() * s.k_tiles()) as usize];

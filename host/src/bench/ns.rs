@@ -77,6 +77,8 @@ pub fn bench_symmetric(
     let work = 2.0 * (n * n) as f64 * k as f64;
     let x: CudaSlice<bf16> = stream.clone_htod(&pool.fill::<bf16>(n * k, 0))?;
     let mut d = stream.alloc_zeros::<bf16>(n * n)?;
+    // A C for the blended rows (what Newton-Schulz's polynomial reads: W = a·I + b·R + c·R²).
+    let c: CudaSlice<bf16> = stream.clone_htod(&pool.fill::<bf16>(n * n, 1))?;
     let mut rows = Vec::new();
 
     // Auto's choice, then every configured variant with a bf16 → bf16 kernel (the ablations of Auto's rule).
@@ -96,6 +98,15 @@ pub fn bench_symmetric(
             time_gpu(gpu, timing, |_| plan.launch(gpu, &x, &x, &mut d))
         })();
         rows.push(row("symgemm", &shape_name, &name, false, work, result));
+        // The same with the epilogue Newton-Schulz's polynomial runs: beta·C read and a diagonal added.
+        let blend = format!("{name}+c");
+        on_step(&format!("{shape_name} {blend}"));
+        let options = SymmetricOptions { variant, beta: -0.75, diagonal: 1.5, ..SymmetricOptions::default() };
+        let result = (|| {
+            let plan = SymmetricPlan::<bf16, bf16>::new(gpu, SymmetricShape::new(1, n, k), options, &x, &x, &mut d)?;
+            time_gpu(gpu, timing, |_| plan.launch_with_c(gpu, &x, &x, &c, &mut d))
+        })();
+        rows.push(row("symgemm", &shape_name, &blend, false, work, result));
     }
 
     on_step(&format!("{shape_name} oxtile"));
@@ -145,7 +156,11 @@ pub fn bench_newton_schulz(
         (NS_GRAM.to_string(), gram(), SymmetricVariant::Auto),
     ];
     // Gram with every product on one 16-bit variant: the ablations of Auto's choice between them.
-    for variant in [SymmetricVariant::SymmetricPingPong, SymmetricVariant::SymmetricStreamK] {
+    for variant in [
+        SymmetricVariant::SymmetricPingPong,
+        SymmetricVariant::SymmetricStreamK,
+        SymmetricVariant::SymmetricStreamKPingPong,
+    ] {
         methods.push((format!("{NS_GRAM}-{}", variant.label()), gram(), variant));
     }
     for (name, method, variant) in methods {

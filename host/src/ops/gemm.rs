@@ -262,7 +262,7 @@ pub(crate) struct StreamKWorkspace {
 impl StreamKWorkspace {
     pub(crate) fn new(gpu: &Gpu, schedule: &StreamK, tile: GemmTile, cluster: u32) -> Result<Self> {
         let floats = (schedule.partial_slots() * cluster) as usize * (tile.tile_m * tile.tile_n) as usize;
-        let flags = (schedule.flags(tile.consumers) * cluster) as usize;
+        let flags = (schedule.flags(tile.tile_sharers()) * cluster) as usize;
         let fail = |what, bytes| move |source| Error::Workspace { op: OP, what, bytes, source };
         // SAFETY: the partials are only read by a reducer after the block that wrote them in the same launch
         // signalled them; nothing reads an unwritten element.
@@ -993,7 +993,7 @@ mod tests {
         assert_eq!((s.tiles(), s.sk_tiles(), s.partial_slots()), (528, 0, 0));
         // The workspace of 8192³: a 128 KiB slot per block, 8 flags per tail tile.
         let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132);
-        assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.consumers)), (132, 68 * 8));
+        assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.tile_sharers())), (132, 68 * 8));
         assert!(tma_store_epilogue(Variant::StreamK, 8192, 2) && !tma_store_epilogue(Variant::StreamK, 777, 2));
     }
 

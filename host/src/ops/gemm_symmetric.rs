@@ -115,20 +115,40 @@ impl Default for SymmetricOptions {
 /// partials' store and reload, so a last wave nearly full stays data-parallel.
 const STREAM_K_FROM_IDLE: f64 = 0.1;
 
+/// The deepest product without beta·C (in k-tiles, [`SymmetricVariant::K_TILE`]) that [`SymmetricVariant::Auto`]
+/// gives the ping-pong stream-K tile rather than the cooperative one: a tile's epilogue costs the same at any depth
+/// (twice the stores), and the ping-pong consumers hide it under each other's main loops, while the one-consumer
+/// cooperative main loop is faster on deep products. A product that reads C has an epilogue long enough (C's
+/// reads) that the ping-pong tile wins at every depth measured (docs/perf-notes.md, session 25).
+const PINGPONG_STREAM_K_MAX_K_TILES: u32 = 64;
+
 impl SymmetricVariant {
-    /// [`SymmetricVariant::Auto`]'s choice for `tiles` triangle tiles over the stack on `sm_count` SMs: for 16-bit
-    /// outputs the stream-K tile where the data-parallel schedule would leave more than [`STREAM_K_FROM_IDLE`] of
-    /// its time's SM slots idle (waves of tiles ⌈tiles / SMs⌉ against tiles / SMs of work: 136 tiles, n = 2048 on 132
-    /// SMs, take two waves for 1.03 of work), else the ping-pong tile (its epilogue, twice the stores here, hidden
-    /// under the other consumer's main loop); the cooperative 128×128 tile for f32 (neither has f32 kernels).
-    /// Concrete variants resolve to themselves.
-    pub fn resolve(self, output_bytes: usize, tiles: u32, sm_count: u32) -> SymmetricVariant {
+    /// [`SymmetricVariant::Auto`]'s choice for `tiles` triangle tiles of `k_tiles` k-tiles each over the stack on
+    /// `sm_count` SMs, the epilogue reading C or not (`blends`): for 16-bit outputs a stream-K tile where the
+    /// data-parallel schedule would leave more than [`STREAM_K_FROM_IDLE`] of its time's SM slots idle (waves of
+    /// tiles ⌈tiles / SMs⌉ against tiles / SMs of work: 136 tiles, n = 2048 on 132 SMs, take two waves for 1.03 of
+    /// work) — the ping-pong one where the product blends or is at most [`PINGPONG_STREAM_K_MAX_K_TILES`] deep, the
+    /// cooperative one otherwise — else the ping-pong tile (its epilogue,
+    /// twice the stores here, hidden under the other consumer's main loop); the cooperative 128×128 tile for f32
+    /// (neither has f32 kernels). Concrete variants resolve to themselves.
+    pub fn resolve(
+        self,
+        output_bytes: usize,
+        tiles: u32,
+        k_tiles: u32,
+        blends: bool,
+        sm_count: u32,
+    ) -> SymmetricVariant {
         match self {
             SymmetricVariant::Auto if output_bytes == 2 => {
                 let work = tiles as f64 / sm_count.max(1) as f64;
                 let waves = work.ceil();
                 if (waves - work) / waves > STREAM_K_FROM_IDLE {
-                    SymmetricVariant::SymmetricStreamK
+                    if blends || k_tiles <= PINGPONG_STREAM_K_MAX_K_TILES {
+                        SymmetricVariant::SymmetricStreamKPingPong
+                    } else {
+                        SymmetricVariant::SymmetricStreamK
+                    }
                 } else {
                     SymmetricVariant::SymmetricPingPong
                 }
@@ -283,7 +303,10 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
         let triangle_tiles = |side| TriangularScheduler::new(n as u32, side, batch as u32).tiles();
         // Auto counts tiles of the narrowest side, which every symmetric configuration has (128).
         let auto_tiles = triangle_tiles(SymmetricVariant::NARROWEST_TILE);
-        let variant = options.variant.resolve(std::mem::size_of::<O>(), auto_tiles, gpu.sm_count());
+        let k_tiles = k.div_ceil(SymmetricVariant::K_TILE as usize).min(u32::MAX as usize) as u32;
+        // Whether the epilogue reads C: beta ≠ 0 (a diagonal alone adds no reads).
+        let blends = options.beta != 0.0;
+        let variant = options.variant.resolve(std::mem::size_of::<O>(), auto_tiles, k_tiles, blends, gpu.sm_count());
         let kernel = kernels::find_gemm_symmetric(T::NAME, O::NAME, layout, variant).ok_or_else(|| {
             Error::unsupported(OP, format!("no {variant:?} kernel for {} → {} in layout {layout}", T::NAME, O::NAME))
         })?;
@@ -538,19 +561,28 @@ mod tests {
 
     #[test]
     fn auto_takes_stream_k_where_the_last_wave_idles_and_every_kernel_exists() {
-        let auto = |bytes, tiles| SymmetricVariant::Auto.resolve(bytes, tiles, 132);
+        let auto = |bytes, tiles| SymmetricVariant::Auto.resolve(bytes, tiles, 128, false, 132);
         // n = 4096 (528 tiles, 4 waves), 8192 (2080: 15.8 of 16 waves): data-parallel ping-pong.
         assert_eq!(auto(2, 528), SymmetricVariant::SymmetricPingPong);
         assert_eq!(auto(2, 2080), SymmetricVariant::SymmetricPingPong);
-        // n = 2048 (136 tiles: 2 waves for 1.03 of work), a stack of four (544: 5 for 4.12), n = 1024 (36 tiles).
+        // n = 2048 (136 tiles: 2 waves for 1.03 of work), a stack of four (544: 5 for 4.12), n = 1024 (36 tiles):
+        // the cooperative stream-K tile at k = 8192, the ping-pong one at k = 4096 and below.
         for tiles in [136, 544, 36] {
             assert_eq!(auto(2, tiles), SymmetricVariant::SymmetricStreamK, "{tiles} tiles");
+            for k_tiles in [1, 32, 64] {
+                let variant = SymmetricVariant::Auto.resolve(2, tiles, k_tiles, false, 132);
+                assert_eq!(variant, SymmetricVariant::SymmetricStreamKPingPong, "{tiles} tiles, {k_tiles} k-tiles");
+            }
+            // A product that reads C, at any depth.
+            let variant = SymmetricVariant::Auto.resolve(2, tiles, 128, true, 132);
+            assert_eq!(variant, SymmetricVariant::SymmetricStreamKPingPong, "{tiles} tiles blending");
         }
+        assert_eq!(SymmetricVariant::Auto.resolve(2, 528, 32, true, 132), SymmetricVariant::SymmetricPingPong);
         assert_eq!(auto(4, 136), SymmetricVariant::SymmetricSquare);
         for (input, output, bytes) in [("bf16", "bf16", 2), ("f16", "f16", 2), ("bf16", "f32", 4), ("f16", "f32", 4)] {
             for layout in [GemmLayout::Tn, GemmLayout::Nt] {
-                for tiles in [136, 528] {
-                    let variant = auto(bytes, tiles);
+                for (tiles, k_tiles) in [(136, 32), (136, 128), (528, 32)] {
+                    let variant = SymmetricVariant::Auto.resolve(bytes, tiles, k_tiles, false, 132);
                     assert!(
                         kernels::find_gemm_symmetric(input, output, layout, variant).is_some(),
                         "{input}→{output} {layout}"

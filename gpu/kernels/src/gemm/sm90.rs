@@ -1015,9 +1015,11 @@ struct Work {
 /// operand tile whole. A stage is refilled only after the consumers of both blocks released it, so every consumer
 /// arrives on the `empty` barrier of every block.
 ///
-/// With `STREAM_K` (cooperative configurations) the block walks the units of the hybrid data-parallel + stream-K
-/// schedule ([`StreamK::units`], which argues why it cannot deadlock): producer and consumers iterate the same units,
-/// so the producer loads exactly each unit's k-tiles. In clusters the schedule's units are cluster tiles and its
+/// With `STREAM_K` the block walks the units of the hybrid data-parallel + stream-K schedule ([`StreamK::units`],
+/// which argues why it cannot deadlock): producer and consumers iterate the same units, so the producer loads exactly
+/// each unit's k-tiles. Ping-pong consumers take the units in turn as they take tiles; the argument holds, since a
+/// consumer's turn waits only for the other's main loop to be issued, never for a fixup, and the one unit that
+/// waits (the reducer) is the block's last. In clusters the schedule's units are cluster tiles and its
 /// "blocks" are clusters: both blocks of a cluster walk the same units in the same order, as the data-parallel
 /// cluster kernels walk the same tiles, each block computing (and storing partials of) its own tile of the pair.
 /// Without `STREAM_K` the loops are the plain persistent ones, with no stream-K code in them.
@@ -1044,12 +1046,12 @@ unsafe fn gemm<
     out: Epilogue<C::Output>,
     stream_k: StreamKArgs,
 ) {
-    // Stream-K: each tile is shared by all consumers of one block (by rows or by columns), so a partial is a whole
-    // block's; in a cluster both blocks must load every unit's k-tiles, so B is shared by multicast, never reloaded
-    // per block.
+    // Stream-K: a partial is a whole tile's, of all the consumers that share it (a cooperative block's, or one
+    // ping-pong consumer's); in a cluster both blocks must load every unit's k-tiles, so B is shared by multicast,
+    // never reloaded per block, and the tiles are cooperative.
     const {
         let cooperative = matches!(C::TILE.schedule, GemmSchedule::Cooperative);
-        assert!(!STREAM_K || (cooperative && (CLUSTER == 1 || SHARE == SHARE_B)));
+        assert!(!STREAM_K || CLUSTER == 1 || (cooperative && SHARE == SHARE_B));
         assert!(SHARE == SHARE_NONE || SHARE == SHARE_B || SHARE == SHARE_A);
         // The symmetric epilogue places its strips relative to the tile: a consumer's rows start at the tile's.
         assert!(
@@ -1196,7 +1198,9 @@ unsafe fn gemm<
                 }
             }
         };
-        let turns = Turns { consumer, block_tiles: scheduler.visit_count(first, stride) };
+        // The units the consumers alternate over: the block's tiles, or with stream-K its units.
+        let block_tiles = if STREAM_K { schedule.unit_count(first) } else { scheduler.visit_count(first, stride) };
+        let turns = Turns { consumer, block_tiles };
         // The configuration has the TMA-store epilogue and the host could describe D by a tensor map.
         const { assert!(!C::TILE.stores_through_tma() || C::TILE.staging_buffers == STAGING_BUFFERS) };
         let staged = tile.stores_through_tma() && out.tensor_map != 0;
@@ -1205,7 +1209,10 @@ unsafe fn gemm<
             // The block's first tile is consumer 0's: it may start at once.
             turns.hand_over();
         }
-        let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, consumer, thread };
+        // The consumer's share of a tile's partial: its rows of a cooperative tile; a ping-pong consumer's is the whole
+        // tile, whichever consumer of the peer block stored it.
+        let sharer = if ping_pong { 0 } else { consumer };
+        let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, sharer, thread };
         let mut acc = C::ZERO;
         let mut ring = RingState::new(tile.stages);
         // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
@@ -1217,8 +1224,8 @@ unsafe fn gemm<
         |index: u32, epilogue_index: u32, work: Work| -> bool {
             if ping_pong {
                 if index % 2 != consumer {
-                    // The other consumer's tile: its k-tiles pass through the ring without this one.
-                    ring.advance_by(k_tiles);
+                    // The other consumer's unit: its k-tiles pass through the ring without this one.
+                    ring.advance_by(work.k_end - work.k_begin);
                     return false;
                 }
                 // Wait until the other consumer has issued its whole main loop: the tensor cores are this one's
@@ -1280,7 +1287,17 @@ unsafe fn gemm<
             }
             true
         };
-        if STREAM_K {
+        if STREAM_K && ping_pong {
+            // Each consumer walks every unit (the other's to keep its ring position); the staging buffers follow
+            // the unit index as in the plain ping-pong loop.
+            let mut index = 0;
+            for unit in schedule.units(first) {
+                let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
+                let work = Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
+                run(index, index, work);
+                index += 1;
+            }
+        } else if STREAM_K {
             let mut epilogues = 0;
             for unit in schedule.units(first) {
                 let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
@@ -1322,7 +1339,8 @@ struct Fixup {
     owner: u32,
     cluster: u32,
     rank: u32,
-    consumer: u32,
+    /// Which of the tile's sharers ([`GemmTile::tile_sharers`]) this warpgroup is: its rows of the partial.
+    sharer: u32,
     thread: u32,
 }
 
@@ -1331,8 +1349,8 @@ impl Fixup {
     #[inline(always)]
     fn part(&self, owner: u32) -> *mut f32 {
         let slot = (owner * self.cluster + self.rank) as usize * (self.tile.tile_m * self.tile.tile_n) as usize;
-        // Each consumer's accumulators fill its share of the slot.
-        let part = (self.consumer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
+        // Each sharer's accumulators fill its rows of the slot.
+        let part = (self.sharer * self.tile.consumer_rows() * self.tile.tile_n) as usize;
         self.args.partials.wrapping_add(slot + part)
     }
 
@@ -1340,7 +1358,7 @@ impl Fixup {
     #[inline(always)]
     fn flag(&self, tile_index: u32) -> *mut u32 {
         let sk_tile = tile_index - self.schedule.dp_tiles();
-        let warpgroup = (sk_tile * self.cluster + self.rank) * self.tile.consumers + self.consumer;
+        let warpgroup = (sk_tile * self.cluster + self.rank) * self.tile.tile_sharers() + self.sharer;
         let warp = warpgroup * WARPS_PER_WARPGROUP + self.thread / 32;
         self.args.flags.wrapping_add(warp as usize)
     }
@@ -1388,12 +1406,13 @@ const TURN_THREADS: u32 = 2 * GemmTile::WARPGROUP_THREADS;
 /// meets at `SYMMETRIZE_BASE + c`, past the hand-over's.
 const SYMMETRIZE_BASE: u32 = TURN_BASE + 2;
 
-/// The ping-pong's order of main loops: consumer 0 takes the block's even tiles, consumer 1 the odd ones, and
+/// The ping-pong's order of main loops: consumer 0 takes the block's even tiles (stream-K units), consumer 1 the odd
+/// ones, and
 /// each hands the tensor cores to the other after issuing a main loop. Strict alternation means a barrier never
 /// holds two arrivals: the other consumer arrives again only after its next turn, which this one grants.
 struct Turns {
     consumer: u32,
-    /// Tiles this block computes.
+    /// Tiles (stream-K units) this block computes.
     block_tiles: u32,
 }
 
