@@ -128,9 +128,9 @@ impl SymmetricVariant {
     /// data-parallel schedule would leave more than [`STREAM_K_FROM_IDLE`] of its time's SM slots idle (waves of
     /// tiles ⌈tiles / SMs⌉ against tiles / SMs of work: 136 tiles, n = 2048 on 132 SMs, take two waves for 1.03 of
     /// work) — the ping-pong one where the product blends or is at most [`PINGPONG_STREAM_K_MAX_K_TILES`] deep, the
-    /// cooperative one otherwise — else the ping-pong tile (its epilogue,
-    /// twice the stores here, hidden under the other consumer's main loop); the cooperative 128×128 tile for f32
-    /// (neither has f32 kernels). Concrete variants resolve to themselves.
+    /// cooperative one otherwise — else the ping-pong tile (its epilogue, twice the stores here, hidden under the
+    /// other consumer's main loop); the cooperative 128×128 tile for f32 (neither has f32 kernels). Concrete variants
+    /// resolve to themselves.
     pub fn resolve(
         self,
         output_bytes: usize,

@@ -49,7 +49,7 @@
 use core::marker::PhantomData;
 
 use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
-use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK};
+use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
@@ -1287,22 +1287,22 @@ unsafe fn gemm<
             }
             true
         };
+        let unit_work = |unit: Unit| {
+            let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
+            Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role }
+        };
         if STREAM_K && ping_pong {
             // Each consumer walks every unit (the other's to keep its ring position); the staging buffers follow
             // the unit index as in the plain ping-pong loop.
             let mut index = 0;
             for unit in schedule.units(first) {
-                let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
-                let work = Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
-                run(index, index, work);
+                run(index, index, unit_work(unit));
                 index += 1;
             }
         } else if STREAM_K {
             let mut epilogues = 0;
             for unit in schedule.units(first) {
-                let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
-                let work = Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role };
-                if run(0, epilogues, work) {
+                if run(0, epilogues, unit_work(unit)) {
                     epilogues += 1;
                 }
             }
@@ -1407,9 +1407,8 @@ const TURN_THREADS: u32 = 2 * GemmTile::WARPGROUP_THREADS;
 const SYMMETRIZE_BASE: u32 = TURN_BASE + 2;
 
 /// The ping-pong's order of main loops: consumer 0 takes the block's even tiles (stream-K units), consumer 1 the odd
-/// ones, and
-/// each hands the tensor cores to the other after issuing a main loop. Strict alternation means a barrier never
-/// holds two arrivals: the other consumer arrives again only after its next turn, which this one grants.
+/// ones, and each hands the tensor cores to the other after issuing a main loop. Strict alternation means a barrier
+/// never holds two arrivals: the other consumer arrives again only after its next turn, which this one grants.
 struct Turns {
     consumer: u32,
     /// Tiles (stream-K units) this block computes.
