@@ -83,10 +83,9 @@ fn layout_kernel_ptx_is_as_long_as_the_hand_written_one() {
     );
 }
 
-/// The two transpose kernels of the sm_90a module assembled and disassembled once for the whole binary (only
-/// those two: the module's GEMM instantiations would take ptxas tens of seconds).
+/// The two transpose kernels of their module assembled and disassembled once for the whole binary (only those two).
 static MODULE: LazyLock<ModuleInspection> = LazyLock::new(|| {
-    inspect::inspect_entries(LAYOUT.target, LAYOUT.ptx(), &[LAYOUT.name, BY_HAND.name])
+    inspect::inspect_entries(LAYOUT.family, LAYOUT.target, LAYOUT.ptx(), &[LAYOUT.name, BY_HAND.name])
         .unwrap_or_else(|e| panic!("static inspection failed: {e}"))
 });
 

@@ -14,16 +14,10 @@ use oxtile::types::Order;
 use oxtile_abi::symmetric;
 use oxtile_abi::{AttnTile, GemmConfig, GemmSchedule};
 
-/// Every module assembled and disassembled once for the whole binary: ptxas over the module is most of these
-/// tests' time (tens of seconds with the GEMM instantiations), so no test runs it again.
+/// Every module inspected once for the whole binary (the build's cubin and ptxas report where the build assembled it
+/// with the pinned ptxas, else assembled here, tens of seconds for the GEMM module), so no test does it again.
 static MODULES: LazyLock<Vec<ModuleInspection>> = LazyLock::new(|| {
-    kernels::MODULES
-        .iter()
-        .map(|module| {
-            inspect::inspect_module(module.target, module.ptx)
-                .unwrap_or_else(|error| panic!("inspecting the {} module failed: {error}", module.target.cpu()))
-        })
-        .collect()
+    inspect::inspect_modules().unwrap_or_else(|error| panic!("inspecting the modules failed: {error}"))
 });
 
 static STATS: LazyLock<Vec<KernelStats>> = LazyLock::new(|| {
@@ -43,21 +37,19 @@ const ELEMENTWISE: [Kernel; 3] = [kernels::AXPY_F32, kernels::AXPY_BF16, kernels
 #[test]
 fn every_registered_kernel_is_assembled_and_disassembled() {
     for module in MODULES.iter() {
-        let target = module.target;
-        for kernel in kernels::ALL.iter().filter(|k| k.target == target) {
+        let (family, cpu) = (module.family.name(), module.target.cpu());
+        for kernel in kernels::ALL.iter().filter(|k| k.family == module.family && k.target == module.target) {
             let resources = module.ptxas.function(kernel.name);
             assert!(
                 resources.is_some_and(|r| r.entry && r.registers > 0),
-                "`{}` is not an entry with registers in ptxas's {} report: {resources:?}",
+                "`{}` is not an entry with registers in ptxas's {family} {cpu} report: {resources:?}",
                 kernel.name,
-                target.cpu()
             );
             let code = module.sass.iter().find(|f| f.name == kernel.name);
             assert!(
                 code.is_some_and(|f| f.opcodes().any(|op| op == "EXIT")),
-                "`{}` has no SASS ending in EXIT for {}",
+                "`{}` has no SASS ending in EXIT in the {family} {cpu} cubin",
                 kernel.name,
-                target.cpu()
             );
         }
     }
@@ -71,8 +63,8 @@ fn ptxas_has_no_warnings() {
     // E.g. C7508: a `setmaxnreg` ignored because the kernel has no register cap at entry.
     assert_eq!(MODULES.len(), kernels::MODULES.len());
     for module in MODULES.iter() {
-        let cpu = module.target.cpu();
-        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {cpu}: {:#?}", module.ptxas.warnings);
+        let (family, cpu) = (module.family.name(), module.target.cpu());
+        assert!(module.ptxas.warnings.is_empty(), "ptxas warned for {family} {cpu}: {:#?}", module.ptxas.warnings);
     }
 }
 

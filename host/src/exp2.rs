@@ -1,4 +1,4 @@
-//! The host side of the attention softmax's software exp2 (gpu/kernels/src/softmax/exp2.rs): a bit-exact mirror
+//! The host side of the attention softmax's software exp2 (gpu/device/src/softmax/exp2.rs): a bit-exact mirror
 //! of the device function, the Remez exchange its coefficients come from, and (in the tests, no GPU needed) the
 //! proof of its error bound.
 

@@ -1,72 +1,100 @@
-//! The kernels the device crate exports, with the PTX modules that embed them, and what each GEMM kernel computes:
+//! The kernels the device crates export, with the PTX modules that embed them, and what each GEMM kernel computes:
 //! its types, layout and [`Variant`] (the tile, cluster and operand sharing of its configuration). The launch
 //! wrappers (crate::ops) choose among these; `Variant::Auto`'s heuristic is in crate::ops::gemm.
 
-pub use oxtile_builder::Target;
+pub use oxtile_builder::{Family, Target};
 
 use oxtile_abi::{GemmConfig, GemmShare, GemmTile};
 
 use crate::types::GemmLayout;
 
-/// gpu/kernels compiled for one target by build.rs.
+/// One family of gpu/kernels (a crate of its own) compiled for one target by build.rs.
 #[derive(Clone, Copy, Debug)]
 pub struct Module {
+    pub family: Family,
     pub target: Target,
     pub ptx: &'static str,
     /// The PTX assembled by ptxas for exactly this target; empty where the build found no ptxas.
     pub cubin: &'static [u8],
+    /// What the build's ptxas reported as it made [`Module::cubin`]: a first line `ptxas: <ptxas --version>`, then
+    /// its `-v` report (registers, stack, spills per function). Empty with the cubin.
+    pub ptxas_report: &'static str,
 }
 
-/// The modules, one per target.
-pub const MODULES: &[Module] = &[Module {
-    target: Target::Sm90a,
-    ptx: include_str!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.ptx")),
-    cubin: include_bytes!(concat!(env!("OUT_DIR"), "/kernels_sm_90a.cubin")),
-}];
+impl Module {
+    /// The `ptxas --version` line of the ptxas that made the cubin; `None` where there is no cubin.
+    pub fn assembled_by(&self) -> Option<&'static str> {
+        self.ptxas_report.lines().next().and_then(|line| line.strip_prefix("ptxas: "))
+    }
+}
+
+// `MODULES`: every family for every target, as build.rs built them.
+include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+
+/// The module of `family` for `target`, where the build made one.
+pub fn module(family: Family, target: Target) -> Option<&'static Module> {
+    MODULES.iter().find(|m| m.family == family && m.target == target)
+}
 
 /// A kernel as the host knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kernel {
     /// Its symbol in the PTX (`#[unsafe(no_mangle)]` in gpu/kernels).
     pub name: &'static str,
+    /// The crate, and so the module, it is in.
+    pub family: Family,
     pub target: Target,
     /// On a hot path: must keep every value in registers (no spills, no local memory), checked in CI.
     pub hot: bool,
 }
 
 impl Kernel {
-    const fn hopper(name: &'static str) -> Kernel {
-        Kernel { name, target: Target::Sm90a, hot: true }
+    const fn hopper(family: Family, name: &'static str) -> Kernel {
+        Kernel { name, family, target: Target::Sm90a, hot: true }
     }
 
-    /// A kernel off every hot path (a reference the tests compare with, the benchmark's stream hold): spills would
-    /// only cost time.
-    const fn hopper_cold(name: &'static str) -> Kernel {
-        Kernel { name, target: Target::Sm90a, hot: false }
+    const fn gemm(name: &'static str) -> Kernel {
+        Kernel::hopper(Family::Gemm, name)
     }
 
-    /// The PTX module this kernel lives in.
+    const fn attention(name: &'static str) -> Kernel {
+        Kernel::hopper(Family::Attention, name)
+    }
+
+    const fn support(name: &'static str) -> Kernel {
+        Kernel::hopper(Family::Support, name)
+    }
+
+    /// The same kernel, off every hot path (a reference the tests compare with, the benchmark's stream hold): spills
+    /// would only cost time.
+    const fn cold(self) -> Kernel {
+        Kernel { hot: false, ..self }
+    }
+
+    /// The module this kernel lives in.
+    pub fn module(&self) -> &'static Module {
+        module(self.family, self.target).expect("every registered kernel's family and target have a module")
+    }
+
+    /// Its module's PTX.
     pub fn ptx(&self) -> &'static str {
-        module_ptx(self.target).expect("every registered kernel's target has a module")
+        self.module().ptx
     }
 }
 
-pub fn module_ptx(target: Target) -> Option<&'static str> {
-    MODULES.iter().find(|m| m.target == target).map(|m| m.ptx)
-}
+pub const AXPY_F32: Kernel = Kernel::support("axpy_f32");
+pub const AXPY_BF16: Kernel = Kernel::support("axpy_bf16");
+pub const EXP2_F32: Kernel = Kernel::support("exp2_f32");
 
-pub const AXPY_F32: Kernel = Kernel::hopper("axpy_f32");
-pub const AXPY_BF16: Kernel = Kernel::hopper("axpy_bf16");
-pub const EXP2_F32: Kernel = Kernel::hopper("exp2_f32");
-
-/// The software exp2 of the attention softmax (gpu/kernels/src/softmax/exp2.rs) over a buffer: accuracy.
-pub const EXP2_POLY_F32: Kernel = Kernel::hopper("exp2_poly_f32");
+/// The software exp2 of the attention softmax (gpu/device/src/softmax/exp2.rs) over a buffer: accuracy
+/// (gpu/kernels/support/src/exp2.rs).
+pub const EXP2_POLY_F32: Kernel = Kernel::support("exp2_poly_f32");
 /// Exponential throughput with the values in registers: MUFU.EX2 only, the polynomial only, and mixes.
-pub const EXP2_THROUGHPUT_MUFU: Kernel = Kernel::hopper("exp2_throughput_mufu");
-pub const EXP2_THROUGHPUT_POLY: Kernel = Kernel::hopper("exp2_throughput_poly");
-pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::hopper("exp2_throughput_mixed_1_4");
-pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::hopper("exp2_throughput_mixed_3_8");
-pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::hopper("exp2_throughput_mixed_1_2");
+pub const EXP2_THROUGHPUT_MUFU: Kernel = Kernel::support("exp2_throughput_mufu");
+pub const EXP2_THROUGHPUT_POLY: Kernel = Kernel::support("exp2_throughput_poly");
+pub const EXP2_THROUGHPUT_MIXED_1_4: Kernel = Kernel::support("exp2_throughput_mixed_1_4");
+pub const EXP2_THROUGHPUT_MIXED_3_8: Kernel = Kernel::support("exp2_throughput_mixed_3_8");
+pub const EXP2_THROUGHPUT_MIXED_1_2: Kernel = Kernel::support("exp2_throughput_mixed_1_2");
 
 /// Defines [`Variant`] from the GEMM table (`oxtile_abi::for_each_gemm_sm90!`): `Auto`, then one variant per row,
 /// documented by the row, and what the host reads of each row.
@@ -261,10 +289,10 @@ pub fn find_gemm(input: &str, output: &str, layout: GemmLayout, variant: Variant
 /// device crate exports them (`oxtile_abi::gemm_sm90_kernel_name!`).
 macro_rules! gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        /// Every sm90 GEMM kernel (gpu/kernels/src/gemm/sm90.rs): each row of the GEMM table for each of its type
+        /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs): each row of the GEMM table for each of its type
         /// pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
-            kernel: Kernel::hopper(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -404,9 +432,9 @@ pub fn find_gemm_symmetric(
 /// Declares [`GEMM_SYMMETRIC_SM90`] from the symmetric table's kernels.
 macro_rules! symmetric_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        /// Every sm90 symmetric GEMM kernel (gpu/kernels/src/gemm/sm90.rs), in table order.
+        /// Every sm90 symmetric GEMM kernel (gpu/kernels/gemm/src/sm90.rs), in table order.
         pub const GEMM_SYMMETRIC_SM90: &[GemmSymmetricKernel] = &[$(GemmSymmetricKernel {
-            kernel: Kernel::hopper(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -417,73 +445,73 @@ macro_rules! symmetric_kernels {
 
 oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_kernels }
 
-/// Newton-Schulz's small kernels on stacks of matrices (gpu/kernels/src/matrix.rs): squared Frobenius norms, the
+/// Newton-Schulz's small kernels on stacks of matrices (gpu/kernels/support/src/matrix.rs): squared Frobenius norms, the
 /// scaled conversion (normalization) between bf16 and f16.
-pub const SUM_SQUARES_BF16: Kernel = Kernel::hopper("sum_squares_bf16");
-pub const SUM_SQUARES_F16: Kernel = Kernel::hopper("sum_squares_f16");
-pub const SUM_PARTIALS_F32: Kernel = Kernel::hopper("sum_partials_f32");
-pub const SCALE_BF16_TO_BF16: Kernel = Kernel::hopper("scale_bf16_to_bf16");
-pub const SCALE_BF16_TO_F16: Kernel = Kernel::hopper("scale_bf16_to_f16");
-pub const SCALE_F16_TO_F16: Kernel = Kernel::hopper("scale_f16_to_f16");
-pub const SCALE_F16_TO_BF16: Kernel = Kernel::hopper("scale_f16_to_bf16");
+pub const SUM_SQUARES_BF16: Kernel = Kernel::support("sum_squares_bf16");
+pub const SUM_SQUARES_F16: Kernel = Kernel::support("sum_squares_f16");
+pub const SUM_PARTIALS_F32: Kernel = Kernel::support("sum_partials_f32");
+pub const SCALE_BF16_TO_BF16: Kernel = Kernel::support("scale_bf16_to_bf16");
+pub const SCALE_BF16_TO_F16: Kernel = Kernel::support("scale_bf16_to_f16");
+pub const SCALE_F16_TO_F16: Kernel = Kernel::support("scale_f16_to_f16");
+pub const SCALE_F16_TO_BF16: Kernel = Kernel::support("scale_f16_to_bf16");
 
-/// Hopper attention forward (gpu/kernels/src/attention/sm90.rs), per element type and head dim.
-pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_sm90");
-pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d128_sm90");
-pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_sm90");
-pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d64_sm90");
-pub const ATTN_FWD_BF16_D256_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d256_sm90");
-pub const ATTN_FWD_F16_D256_SM90: Kernel = Kernel::hopper("attn_fwd_f16_d256_sm90");
+/// Hopper attention forward (gpu/kernels/attention/src/sm90.rs), per element type and head dim.
+pub const ATTN_FWD_BF16_D128_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_sm90");
+pub const ATTN_FWD_F16_D128_SM90: Kernel = Kernel::attention("attn_fwd_f16_d128_sm90");
+pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d64_sm90");
+pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::attention("attn_fwd_f16_d64_sm90");
+pub const ATTN_FWD_BF16_D256_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d256_sm90");
+pub const ATTN_FWD_F16_D256_SM90: Kernel = Kernel::attention("attn_fwd_f16_d256_sm90");
 /// Ablations: the bf16 d128 kernel with a quarter of its exponentials on the polynomial (its default is MUFU
 /// only), with a rescale whenever a row maximum grows (no lazy rescaling), with both consumer warpgroups
 /// issuing at will (no ping-pong); the bf16 d64 kernel with MUFU only (its default puts an eighth on the
 /// polynomial).
-pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_poly_sm90");
-pub const ATTN_FWD_BF16_D64_MUFU_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d64_mufu_sm90");
-pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_eager_sm90");
-pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::hopper("attn_fwd_bf16_d128_nopingpong_sm90");
+pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_poly_sm90");
+pub const ATTN_FWD_BF16_D64_MUFU_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d64_mufu_sm90");
+pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_eager_sm90");
+pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_nopingpong_sm90");
 /// Ablation: the bf16 d128 kernel with each tile's exponentials taken beside its row maximum, against the
 /// maximum already applied. Not on a hot path: no variant Auto takes runs it, and since its recompute decision
 /// became a warpgroup vote (`bar.red.or`, issue 24) ptxas spills 44 bytes in it (docs/perf-notes.md), which its
 /// bench rows pay for.
-pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::hopper_cold("attn_fwd_bf16_d128_spec_sm90");
+pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_spec_sm90").cold();
 
-/// The plain attention reference (gpu/kernels/src/attention/reference.rs): one warp per query row, f32.
-pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_reference_bf16_d128");
-pub const ATTN_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_reference_f16_d128");
-pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_reference_bf16_d64");
-pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_reference_f16_d64");
-pub const ATTN_REFERENCE_BF16_D256: Kernel = Kernel::hopper_cold("attn_reference_bf16_d256");
-pub const ATTN_REFERENCE_F16_D256: Kernel = Kernel::hopper_cold("attn_reference_f16_d256");
-/// The plain attention backward reference (gpu/kernels/src/attention/reference_backward.rs).
-pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d128");
-pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d128");
-pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_bf16_d64");
-pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::hopper_cold("attn_bwd_reference_f16_d64");
+/// The plain attention reference (gpu/kernels/attention/src/reference.rs): one warp per query row, f32.
+pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::attention("attn_reference_bf16_d128").cold();
+pub const ATTN_REFERENCE_F16_D128: Kernel = Kernel::attention("attn_reference_f16_d128").cold();
+pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::attention("attn_reference_bf16_d64").cold();
+pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::attention("attn_reference_f16_d64").cold();
+pub const ATTN_REFERENCE_BF16_D256: Kernel = Kernel::attention("attn_reference_bf16_d256").cold();
+pub const ATTN_REFERENCE_F16_D256: Kernel = Kernel::attention("attn_reference_f16_d256").cold();
+/// The plain attention backward reference (gpu/kernels/attention/src/reference_backward.rs).
+pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::attention("attn_bwd_reference_bf16_d128").cold();
+pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::attention("attn_bwd_reference_f16_d128").cold();
+pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::attention("attn_bwd_reference_bf16_d64").cold();
+pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::attention("attn_bwd_reference_f16_d64").cold();
 
-/// Hopper attention backward (gpu/kernels/src/attention/backward_sm90.rs): the main kernel per element type and
+/// Hopper attention backward (gpu/kernels/attention/src/backward_sm90.rs): the main kernel per element type and
 /// head dim, and the preprocessing (dO·O, log2-unit LSE, the dQ accumulator zeroed) and dQ conversion per element
 /// type.
-pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::hopper("attn_bwd_bf16_d128_sm90");
-pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::hopper("attn_bwd_f16_d128_sm90");
-pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::hopper("attn_bwd_bf16_d64_sm90");
-pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::hopper("attn_bwd_f16_d64_sm90");
-pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::hopper("attn_bwd_preprocess_bf16");
-pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::hopper("attn_bwd_preprocess_f16");
-pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::hopper("attn_bwd_convert_dq_bf16");
-pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::hopper("attn_bwd_convert_dq_f16");
+pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d128_sm90");
+pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_sm90");
+pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_sm90");
+pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_sm90");
+pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention("attn_bwd_preprocess_bf16");
+pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention("attn_bwd_preprocess_f16");
+pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention("attn_bwd_convert_dq_bf16");
+pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::attention("attn_bwd_convert_dq_f16");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
-pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::hopper("swizzled_transpose_u16");
+pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::support("swizzled_transpose_u16");
 /// [`SWIZZLED_TRANSPOSE_U16`] with the same shared addresses written by hand, to compare the machine code.
-pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::hopper("swizzled_transpose_u16_by_hand");
+pub const SWIZZLED_TRANSPOSE_U16_BY_HAND: Kernel = Kernel::support("swizzled_transpose_u16_by_hand");
 
-/// The benchmark's stream hold (gpu/kernels/src/bench.rs): one thread that keeps everything queued behind it waiting
+/// The benchmark's stream hold (gpu/kernels/support/src/bench.rs): one thread that keeps everything queued behind it waiting
 /// until the host releases it; see `bench::hold`.
-pub const HOLD_STREAM: Kernel = Kernel::hopper_cold("hold_stream");
+pub const HOLD_STREAM: Kernel = Kernel::support("hold_stream").cold();
 
-/// Where each block of a grid lands (gpu/kernels/src/bench.rs); see `bench::device::block_placement`.
-pub const BLOCK_PLACEMENT: Kernel = Kernel::hopper_cold("block_placement");
+/// Where each block of a grid lands (gpu/kernels/support/src/bench.rs); see `bench::device::block_placement`.
+pub const BLOCK_PLACEMENT: Kernel = Kernel::support("block_placement").cold();
 
 /// The kernels other than the GEMMs of [`GEMM_SM90`].
 const OTHERS: &[Kernel] = &[
@@ -565,7 +593,8 @@ mod tests {
     fn every_registered_kernel_is_in_its_module() {
         for kernel in ALL {
             let entry = format!(".entry {}(", kernel.name);
-            assert!(kernel.ptx().contains(&entry), "{} missing from the {} PTX", kernel.name, kernel.target.cpu());
+            let (family, cpu) = (kernel.family.name(), kernel.target.cpu());
+            assert!(kernel.ptx().contains(&entry), "{} missing from the {family} {cpu} PTX", kernel.name);
         }
     }
 
@@ -632,22 +661,36 @@ mod tests {
         for module in MODULES {
             for line in module.ptx.lines().filter(|l| l.contains(".entry ")) {
                 let name = line.split(".entry ").nth(1).unwrap().split('(').next().unwrap();
-                let registered = ALL.iter().any(|k| k.name == name && k.target == module.target);
-                assert!(registered, "kernel {name} is not registered");
+                let registered =
+                    ALL.iter().any(|k| k.name == name && k.family == module.family && k.target == module.target);
+                assert!(registered, "kernel {name} of the {} module is not registered as such", module.family.name());
             }
         }
     }
 
     #[test]
     fn an_embedded_cubin_is_an_elf_image_with_every_kernel() {
-        // Empty where the build found no ptxas (it warned); otherwise ptxas's image of the same PTX.
+        // Empty where the build found no ptxas (it warned); otherwise ptxas's image of the same PTX, with its report.
         for module in MODULES.iter().filter(|m| !m.cubin.is_empty()) {
-            assert!(module.cubin.starts_with(b"\x7fELF"), "the {} cubin is no ELF image", module.target.cpu());
-            for kernel in ALL.iter().filter(|k| k.target == module.target) {
+            let (family, cpu) = (module.family.name(), module.target.cpu());
+            assert!(module.cubin.starts_with(b"\x7fELF"), "the {family} {cpu} cubin is no ELF image");
+            assert!(
+                module.assembled_by().is_some_and(|v| !v.is_empty()),
+                "the {family} {cpu} cubin has no ptxas report"
+            );
+            for kernel in ALL.iter().filter(|k| k.family == module.family && k.target == module.target) {
                 let symbol = format!("\0{}\0", kernel.name);
                 let found = module.cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes());
-                assert!(found, "{} is not in the {} cubin", kernel.name, module.target.cpu());
+                assert!(found, "{} is not in the {family} {cpu} cubin", kernel.name);
             }
         }
+    }
+
+    #[test]
+    fn every_family_has_a_module_per_target() {
+        for family in Family::ALL {
+            assert!(module(family, Target::Sm90a).is_some(), "no {} module for sm_90a", family.name());
+        }
+        assert_eq!(MODULES.len(), Family::ALL.len(), "one module per family and target");
     }
 }

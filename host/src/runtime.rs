@@ -143,7 +143,10 @@ impl Gpu {
                 found: format!("{}.{}", self.compute_capability.0, self.compute_capability.1),
             });
         }
-        let index = MODULES.iter().position(|m| m.target == kernel.target).expect("registered target");
+        let index = MODULES
+            .iter()
+            .position(|m| m.family == kernel.family && m.target == kernel.target)
+            .expect("every registered kernel's family and target have a module");
         let module = match self.modules[index].get() {
             Some(module) => module.clone(),
             None => {

@@ -282,7 +282,7 @@ const _: () = assert!(
         && GEMM_SM90_128X64.consumer_rows().is_multiple_of(GemmTile::MN_BOX)
 );
 
-/// Shape and resources of one Hopper attention-forward kernel (gpu/kernels/src/attention/sm90.rs): a producer
+/// Shape and resources of one Hopper attention-forward kernel (gpu/kernels/attention/src/sm90.rs): a producer
 /// warpgroup feeding `consumers` math warpgroups. Each block owns `tile_q` query rows of one (batch, head): Q
 /// stays in shared memory, K and V tiles of `tile_kv` keys stream through a `stages`-deep ring. Operands are
 /// stored as `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
@@ -445,7 +445,7 @@ const _: () = {
     }
 };
 
-/// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/src/attention/backward_sm90.rs): a
+/// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/attention/src/backward_sm90.rs): a
 /// producer warpgroup feeding `consumers` math warpgroups. Each block owns `tile_kv` keys of one (batch, key/value
 /// head), `tile_kv / consumers` per consumer warpgroup; K and V stay in shared memory while query tiles of `tile_q`
 /// rows (Q, dO and their rows' log-sum-exp and dO·O) stream through a `stages`-deep ring, for every query head of
@@ -460,7 +460,7 @@ const _: () = {
 /// The f32 dQ accumulator in global memory is tiled to match: per (batch, head) its padded rows
 /// ([`attn_bwd_padded_rows`]) in query tiles, each tile `head_dim / 64` runs of [`Self::dq_tile_bytes`] (one per
 /// column block), each run the staging tile's bytes: `tile_q` rows of 64 f32, whose 32-byte units are permuted
-/// within each row (gpu/kernels/src/smem_layout.rs, `SW32_64X64_B32`). A query tile starts where it would in a
+/// within each row (gpu/device/src/smem_layout.rs, `SW32_64X64_B32`). A query tile starts where it would in a
 /// row-major [rows, head_dim] array, so the accumulator's size is unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnBwdTile {
@@ -623,7 +623,7 @@ pub const ATTN_SPECULATION_LIMIT_LOG2: f32 = 120.0;
 /// row's maximum grew by more than this since the maximum last applied, so unnormalized terms stay ≤ 2^8.
 pub const ATTN_RESCALE_THRESHOLD_LOG2: f32 = 8.0;
 
-/// The benchmark's stream hold (gpu/kernels/src/bench.rs): the kernel spins until the host writes a nonzero
+/// The benchmark's stream hold (gpu/kernels/support/src/bench.rs): the kernel spins until the host writes a nonzero
 /// release word, or until its timeout passes, then writes one of these to its status word, which the host set to
 /// [`HOLD_PENDING`] before the launch.
 pub const HOLD_PENDING: u32 = 0;
@@ -632,7 +632,7 @@ pub const HOLD_RELEASED: u32 = 1;
 /// The timeout passed first: the stream ran on while the host was still queueing.
 pub const HOLD_TIMED_OUT: u32 = 2;
 
-/// The swizzled-transpose kernels of gpu/kernels/src/layout_demo.rs: each block of `TRANSPOSE_THREADS` threads
+/// The swizzled-transpose kernels of gpu/kernels/support/src/layout_demo.rs: each block of `TRANSPOSE_THREADS` threads
 /// moves one `TRANSPOSE_TILE`×`TRANSPOSE_TILE` tile of u16 through `TRANSPOSE_SMEM_BYTES` of dynamic shared memory.
 pub const TRANSPOSE_TILE: u32 = 64;
 pub const TRANSPOSE_THREADS: u32 = 256;
@@ -641,7 +641,7 @@ pub const TRANSPOSE_SMEM_BYTES: u32 = TRANSPOSE_TILE * TRANSPOSE_TILE * 2;
 // Every thread moves the same number of elements.
 const _: () = assert!((TRANSPOSE_TILE * TRANSPOSE_TILE).is_multiple_of(TRANSPOSE_THREADS));
 
-/// The software exp2 of the attention softmax (gpu/kernels/src/softmax/exp2.rs): 2^x = 2^⌊x⌋ · p(x − ⌊x⌋) with
+/// The software exp2 of the attention softmax (gpu/device/src/softmax/exp2.rs): 2^x = 2^⌊x⌋ · p(x − ⌊x⌋) with
 /// p(f) = 1 + f·(c1 + f·(c2 + f·c3)) ≈ 2^f on [0, 1], evaluated by three FMAs; ⌊x⌋ is added into the exponent
 /// bits. The host mirrors it bit for bit (host/src/exp2.rs), so both read these constants.
 pub mod exp2 {

@@ -15,7 +15,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorMapBytes(pub [u64; 16]);
 
-/// Calls `$callback! { fields }` with the parameters of every Hopper GEMM kernel (gpu/kernels/src/gemm/sm90.rs), in
+/// Calls `$callback! { fields }` with the parameters of every Hopper GEMM kernel (gpu/kernels/gemm/src/sm90.rs), in
 /// order, each `name: kind(type)`: `map()` a tensor map by value, `ptr(type)` a buffer, `val(type)` a scalar.
 #[macro_export]
 macro_rules! gemm_sm90_params {
@@ -68,7 +68,7 @@ macro_rules! gemm_sm90_params {
 }
 
 /// Calls `$callback! { fields }` with the parameters of every Hopper attention-forward kernel
-/// (gpu/kernels/src/attention/sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
+/// (gpu/kernels/attention/src/sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
 #[macro_export]
 macro_rules! attn_sm90_params {
     ($callback:path $(, $($arg:tt)*)?) => {
@@ -109,7 +109,7 @@ macro_rules! attn_sm90_params {
 }
 
 /// Calls `$callback! { fields }` with the parameters of every Hopper attention-backward kernel
-/// (gpu/kernels/src/attention/backward_sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
+/// (gpu/kernels/attention/src/backward_sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
 #[macro_export]
 macro_rules! attn_bwd_sm90_params {
     ($callback:path $(, $($arg:tt)*)?) => {

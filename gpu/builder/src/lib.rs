@@ -1,7 +1,9 @@
 //! Builds oxtile's `#![no_std]` device crates into PTX, in the role `cuda_builder` had for rust-cuda.
 //!
-//! The pinned nightly compiles the device crate for `nvptx64-nvidia-cuda` (with `-Zbuild-std=core`, since
-//! rustup ships no prebuilt `core` for that target) and hands the link step to a linker of our choosing. We
+//! The device kernels form a workspace of their own (gpu/kernels), one crate per [`Family`] on the shared gpu/device
+//! crate. The pinned nightly compiles them for `nvptx64-nvidia-cuda` in one cargo run (with `-Zbuild-std=core`,
+//! since rustup ships no prebuilt `core` for that target): cargo rebuilds only the families whose sources changed,
+//! and builds them in parallel. Each family's link step goes to a linker of our choosing. We
 //! name the running build script itself as that linker: when rustc calls it, [`link_if_invoked_as_linker`]
 //! takes over, links the LLVM bitcode with `llvm-link`, marks every collective inline-assembly call `convergent` (which
 //! rustc does not), keeps only the kernels (`opt`), lowers to PTX (`llc`) and then adds what rustc cannot
@@ -16,6 +18,8 @@
 
 mod convergent;
 pub mod cubin;
+pub mod cuda_tools;
+mod family;
 mod link;
 mod ptx;
 mod target;
@@ -23,6 +27,7 @@ mod target;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub use family::Family;
 pub use link::link_if_invoked_as_linker;
 pub use ptx::{DYNAMIC_SMEM_SYMBOL, LAUNCH_BOUNDS_PREFIX, LaunchBounds, finish_ptx};
 pub use target::Target;
@@ -32,9 +37,9 @@ const LINK_TARGET_ENV: &str = "OXTILE_PTX_LINK_TARGET";
 /// Environment variable carrying the folder of the `llvm-tools` binaries to the linker invocation.
 const LLVM_BIN_ENV: &str = "OXTILE_LLVM_BIN";
 
-/// One device crate to build.
-pub struct DeviceCrate<'a> {
-    /// Folder holding the device crate's Cargo.toml.
+/// The device kernels' workspace to build.
+pub struct DeviceWorkspace<'a> {
+    /// Folder holding the workspace's Cargo.toml (gpu/kernels), with one member crate per [`Family`].
     pub manifest_dir: &'a Path,
     /// A target folder of its own: the outer build holds the lock on its own.
     pub target_dir: &'a Path,
@@ -42,8 +47,9 @@ pub struct DeviceCrate<'a> {
     pub linker: &'a Path,
 }
 
-/// Compiles `krate` for `target` and returns the finished PTX file.
-pub fn build_ptx(krate: &DeviceCrate, target: Target) -> Result<PathBuf, String> {
+/// Compiles every family of `workspace` for `target` (cargo skips those that are up to date) and returns each
+/// family's finished PTX file, in [`Family::ALL`]'s order.
+pub fn build_ptx(workspace: &DeviceWorkspace, target: Target) -> Result<Vec<(Family, PathBuf)>, String> {
     let llvm_bin = llvm_tools_bin()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -60,27 +66,33 @@ pub fn build_ptx(krate: &DeviceCrate, target: Target) -> Result<PathBuf, String>
     }
     let rustflags = [
         format!("-Ctarget-cpu={}", target.cpu()),
-        format!("-Clinker={}", krate.linker.display()),
+        format!("-Clinker={}", workspace.linker.display()),
         format!("--cfg=oxtile_target=\"{}\"", target.cpu()),
     ];
-    cmd.current_dir(krate.manifest_dir)
+    cmd.current_dir(workspace.manifest_dir)
         .env("CARGO_ENCODED_RUSTFLAGS", rustflags.join("\x1f"))
-        .env("CARGO_TARGET_DIR", krate.target_dir.join(target.cpu()))
+        .env("CARGO_TARGET_DIR", workspace.target_dir.join(target.cpu()))
         .env(LINK_TARGET_ENV, target.cpu())
         .env(LLVM_BIN_ENV, &llvm_bin)
-        .args(["build", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
+        .args(["build", "--release", "--workspace", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
         .arg("--manifest-path")
-        .arg(krate.manifest_dir.join("Cargo.toml"));
+        .arg(workspace.manifest_dir.join("Cargo.toml"));
     let status = cmd.status().map_err(|e| format!("cannot run cargo for the device crate: {e}"))?;
     if !status.success() {
-        return Err(format!("device crate build for {} failed ({status})", target.cpu()));
+        return Err(format!("device kernel build for {} failed ({status})", target.cpu()));
     }
-    let lib_name = package_lib_name(krate.manifest_dir)?;
-    let ptx = krate.target_dir.join(target.cpu()).join("nvptx64-nvidia-cuda/release").join(format!("{lib_name}.ptx"));
-    if !ptx.exists() {
-        return Err(format!("device build finished but {} is missing", ptx.display()));
-    }
-    Ok(ptx)
+    let release = workspace.target_dir.join(target.cpu()).join("nvptx64-nvidia-cuda/release");
+    Family::ALL
+        .into_iter()
+        .map(|family| {
+            let ptx = release.join(format!("{}.ptx", family.lib_name()));
+            if ptx.exists() {
+                Ok((family, ptx))
+            } else {
+                Err(format!("device build finished but {} is missing", ptx.display()))
+            }
+        })
+        .collect()
 }
 
 /// The `llvm-tools` folder of the toolchain that runs this build (`rustc --print sysroot`).
@@ -99,14 +111,4 @@ pub fn llvm_tools_bin() -> Result<PathBuf, String> {
             bin.display()
         ))
     }
-}
-
-/// The device crate's library name (package name with `-` as `_`), read from its manifest.
-fn package_lib_name(manifest_dir: &Path) -> Result<String, String> {
-    let manifest = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).map_err(|e| e.to_string())?;
-    manifest
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("name = "))
-        .map(|name| name.trim_matches('"').replace('-', "_"))
-        .ok_or_else(|| "device crate manifest has no package name".to_string())
 }

@@ -32,6 +32,7 @@ pub(crate) const fn ceil_div(a: i64, b: i64) -> Result<i64, LayoutError> {
 }
 
 /// Python's `a % b` (the sign of `b`).
+#[cfg_attr(not(feature = "alloc"), allow(dead_code))]
 pub(crate) const fn py_mod(a: i64, b: i64) -> Result<i64, LayoutError> {
     if b == 0 {
         return Err(LayoutError::InvalidArgument("division by zero"));

@@ -1,5 +1,5 @@
 //! The exponential-throughput microbenchmark: MUFU.EX2 only, the software exp2 polynomial only, and mixes
-//! (gpu/kernels/src/softmax/exp2.rs). Each kernel keeps its values in registers, so it measures the units, not
+//! (gpu/kernels/support/src/exp2.rs). Each kernel keeps its values in registers, so it measures the units, not
 //! memory; every launch's output is checked against float64 so the timed kernels compute real values.
 //!
 //! Rates: exponentials per launch (threads × 32 values × iterations) over the median time; per SM per clock at

@@ -3,7 +3,7 @@
 //!
 //! Without it, a kernel shorter than the host's cost of queueing it (cuBLASLt's host path, a launch with cluster
 //! attributes: both ≈ 5–30 µs) finds the GPU idle: the GPU drains the queue faster than the host fills it, and the
-//! event pair around each launch measures the host's pace instead of the kernel. The hold (gpu/kernels/src/bench.rs)
+//! event pair around each launch measures the host's pace instead of the kernel. The hold (gpu/kernels/support/src/bench.rs)
 //! polls a word of pinned host memory mapped into the GPU until the host writes it, after the last launch of the
 //! batch is queued. It gives up after a timeout, which bounds the wait when the host cannot release it: a launch
 //! call that itself waits for the GPU (a full launch queue; a profiler or sanitizer that serializes launches; the

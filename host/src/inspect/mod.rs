@@ -1,6 +1,8 @@
 //! Static kernel checks that need no GPU: each PTX module is assembled with the pinned ptxas (`-v` gives registers,
 //! shared memory, stack frame and spills per kernel) and disassembled with cuobjdump (the SASS shows whether a kernel
-//! really issues wide loads, `HGMMA` or TMA, and whether anything went to local memory).
+//! really issues wide loads, `HGMMA` or TMA, and whether anything went to local memory). Where the build assembled
+//! a module with the pinned ptxas, its embedded cubin and ptxas's report are what is read: the same ptxas on the
+//! same PTX, without assembling it again.
 //!
 //! The tools come from PyPI wheels, installed on first use: see [`toolkit`].
 
@@ -14,7 +16,7 @@ use serde::{Serialize, Serializer};
 
 pub use toolkit::Toolkit;
 
-use crate::kernels::{self, Kernel, Target};
+use crate::kernels::{self, Family, Kernel, Module, Target};
 use crate::{Error, Result};
 use ptxas::PtxasReport;
 use sass::SassFunction;
@@ -102,43 +104,71 @@ impl KernelStats {
 /// One PTX module, assembled and disassembled.
 #[derive(Clone, Debug)]
 pub struct ModuleInspection {
+    pub family: Family,
     pub target: Target,
     pub ptxas: PtxasReport,
     pub sass: Vec<SassFunction>,
 }
 
-/// Assembles `ptx` for `target` with ptxas and disassembles the cubin, in a scratch folder.
-pub fn inspect_module(target: Target, ptx: &str) -> Result<ModuleInspection> {
-    inspect_entries(target, ptx, &[])
-}
-
-/// As [`inspect_module`], with code generated for the named kernels only (all of them when `entries` is empty).
-pub fn inspect_entries(target: Target, ptx: &str, entries: &[&str]) -> Result<ModuleInspection> {
+/// `module` assembled by the pinned ptxas and disassembled: the build's cubin and report where the pinned ptxas made
+/// them, else assembled now, in a scratch folder.
+pub fn inspect_module(module: &Module) -> Result<ModuleInspection> {
+    let by_pinned_ptxas = module.assembled_by().is_some_and(|version| version.contains(toolkit::PTXAS_RELEASE));
+    if module.cubin.is_empty() || !by_pinned_ptxas {
+        return inspect_entries(module.family, module.target, module.ptx, &[]);
+    }
     let toolkit = Toolkit::get()?;
     let scratch = toolkit::ScratchDir::new()?;
-    let ptx_path = scratch.path().join(format!("kernels_{}.ptx", target.cpu()));
+    let cubin_path = scratch.path().join(format!("kernels_{}_{}.cubin", module.family.name(), module.target.cpu()));
+    std::fs::write(&cubin_path, module.cubin)
+        .map_err(|e| Error::Toolkit(format!("cannot write {}: {e}", cubin_path.display())))?;
+    let sass = sass::disassemble(toolkit, &cubin_path)?;
+    Ok(ModuleInspection {
+        family: module.family,
+        target: module.target,
+        ptxas: ptxas::parse(module.ptxas_report),
+        sass,
+    })
+}
+
+/// Assembles `ptx` (the `family` module for `target`) with the pinned ptxas, with code for the named kernels only
+/// (all of them when `entries` is empty), and disassembles the cubin, in a scratch folder.
+pub fn inspect_entries(family: Family, target: Target, ptx: &str, entries: &[&str]) -> Result<ModuleInspection> {
+    let toolkit = Toolkit::get()?;
+    let scratch = toolkit::ScratchDir::new()?;
+    let ptx_path = scratch.path().join(format!("kernels_{}_{}.ptx", family.name(), target.cpu()));
     let cubin_path = ptx_path.with_extension("cubin");
     std::fs::write(&ptx_path, ptx).map_err(|e| Error::Toolkit(format!("cannot write {}: {e}", ptx_path.display())))?;
     let ptxas = ptxas::assemble_entries(toolkit, target, &ptx_path, &cubin_path, entries)?;
     let sass = sass::disassemble(toolkit, &cubin_path)?;
-    Ok(ModuleInspection { target, ptxas, sass })
+    Ok(ModuleInspection { family, target, ptxas, sass })
 }
 
-/// Every registered kernel ([`kernels::ALL`], in that order), each module of [`kernels::MODULES`] assembled once.
+/// Every module of [`kernels::MODULES`], each inspected once ([`inspect_module`]), at the same time.
+pub fn inspect_modules() -> Result<Vec<ModuleInspection>> {
+    std::thread::scope(|scope| {
+        let inspections: Vec<_> =
+            kernels::MODULES.iter().map(|module| scope.spawn(move || inspect_module(module))).collect();
+        inspections.into_iter().map(|inspection| inspection.join().expect("inspecting a module")).collect()
+    })
+}
+
+/// Every registered kernel ([`kernels::ALL`], in that order).
 pub fn inspect_all() -> Result<Vec<KernelStats>> {
-    let modules = kernels::MODULES.iter().map(|m| inspect_module(m.target, m.ptx)).collect::<Result<Vec<_>>>()?;
-    kernel_stats(&modules)
+    kernel_stats(&inspect_modules()?)
 }
 
-/// Every registered kernel's stats from modules already assembled (one per target of [`kernels::MODULES`]): for
-/// callers that also need the modules themselves (ptxas's warnings), so each is assembled only once.
+/// Every registered kernel's stats from modules already inspected (one per module of [`kernels::MODULES`]): for
+/// callers that also need the modules themselves (ptxas's warnings), so each is inspected only once.
 pub fn kernel_stats(modules: &[ModuleInspection]) -> Result<Vec<KernelStats>> {
     kernels::ALL
         .iter()
         .map(|kernel| {
-            let module = modules.iter().find(|m| m.target == kernel.target).ok_or_else(|| {
-                Error::Toolkit(format!("no PTX module for {}, the target of `{}`", kernel.target.cpu(), kernel.name))
-            })?;
+            let module =
+                modules.iter().find(|m| m.family == kernel.family && m.target == kernel.target).ok_or_else(|| {
+                    let (family, cpu) = (kernel.family.name(), kernel.target.cpu());
+                    Error::Toolkit(format!("no {family} module for {cpu}, the one of `{}`", kernel.name))
+                })?;
             KernelStats::new(kernel, module)
         })
         .collect()

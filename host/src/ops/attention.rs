@@ -1,5 +1,5 @@
-//! Attention forward on the Hopper kernel (gpu/kernels/src/attention/sm90.rs), and the plain GPU reference kernel
-//! (gpu/kernels/src/attention/reference.rs) the tests compare it with on large shapes.
+//! Attention forward on the Hopper kernel (gpu/kernels/attention/src/sm90.rs), and the plain GPU reference kernel
+//! (gpu/kernels/attention/src/reference.rs) the tests compare it with on large shapes.
 //!
 //! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
 //! head_dim], O like q, with head_dim contiguous and any element strides for batch, seq and head ([`Strides`];

@@ -1,11 +1,11 @@
 //! Attention backward: the gradients dQ, dK and dV of [`super::attention`]'s forward from its O and LSE.
 //!
-//! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/src/attention/backward_sm90.rs):
+//! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/attention/src/backward_sm90.rs):
 //!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
 //!   kernel (one block per 128 keys of a key/value head: dK and dV in registers, dQ added to the accumulator in
 //!   global memory), and the conversion of the accumulator to dQ. The plan owns the workspaces.
 //! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
-//!   gpu/kernels/src/attention/reference_backward.rs), which the float64 CPU reference
+//!   gpu/kernels/attention/src/reference_backward.rs), which the float64 CPU reference
 //!   (`reference::attention_backward`) checks on small problems and which checks the Hopper kernels on large ones.
 //!
 //! Layouts as the forward's: q, k, v, O BSHD with `options.strides` (packed by default); dO has O's strides, dQ

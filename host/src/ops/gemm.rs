@@ -1,4 +1,4 @@
-//! D = alpha·A·B + beta·D on the Hopper GEMM kernels (gpu/kernels/src/gemm/sm90.rs).
+//! D = alpha·A·B + beta·D on the Hopper GEMM kernels (gpu/kernels/gemm/src/sm90.rs).
 //!
 //! A is M×K and B is K×N, each stored row- or column-major ([`Order`]; the four combinations are the BLAS
 //! layouts tn, tt, nt, nn, see [`GemmLayout`]); D is M×N row-major, in the input type or in f32
@@ -417,7 +417,7 @@ fn operand_map(
 
 /// The rows TMA loads for the last box of `box_rows`-row boxes over `extent` rows: those left inside the matrix,
 /// rounded up to a 128-byte swizzle atom's 8 (what the kernel's `Operand::load` expects of the tail map,
-/// gpu/kernels/src/gemm/sm90.rs), or the whole box when the extent fills it.
+/// gpu/kernels/gemm/src/sm90.rs), or the whole box when the extent fills it.
 fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
     match (extent % box_rows as usize) as u32 {
         0 => box_rows,

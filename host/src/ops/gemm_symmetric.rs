@@ -1,6 +1,6 @@
 //! The symmetric GEMM: D = alpha·A·B + beta·C + diagonal·I for a stack of n×n outputs D that the caller promises are
 //! symmetric (A·B and C both), on the Hopper GEMM data path with the triangular tile order
-//! (gpu/kernels/src/gemm/sm90.rs, `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal
+//! (gpu/kernels/gemm/src/sm90.rs, `oxtile_abi::raster::TriangularScheduler`): only the tiles on and above the diagonal
 //! are computed, each stored as it is and, above the diagonal, transposed; a diagonal tile's lower half is written
 //! from its upper half (`oxtile_abi::symmetric`), so that D is exactly symmetric. About half the tensor work of the
 //! full product.

@@ -1,4 +1,4 @@
-//! The swizzled tile transpose of gpu/kernels/src/layout_demo.rs: proof that indexing through a const composed
+//! The swizzled tile transpose of gpu/kernels/support/src/layout_demo.rs: proof that indexing through a const composed
 //! layout costs what hand-written index arithmetic costs. Two entry points, one per address function.
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};

@@ -1,5 +1,6 @@
-//! Launch wrappers of the attention softmax's building blocks (gpu/kernels/src/softmax): the software exp2 over
-//! a buffer, and the exponential-throughput kernels of `oxtile bench exp2`.
+//! Launch wrappers of the attention softmax's building blocks (gpu/device/src/softmax, their kernels in
+//! gpu/kernels/support/src/exp2.rs): the software exp2 over a buffer, and the exponential-throughput kernels of
+//! `oxtile bench exp2`.
 
 use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use oxtile_abi::exp2::{THROUGHPUT_THREADS, THROUGHPUT_VALUES};

@@ -25,8 +25,9 @@ pub fn run(args: &Args) -> oxtile::Result<ExitCode> {
         Err(error @ (oxtile::Error::NoDriver(_) | oxtile::Error::NoGpu(_))) => {
             eprintln!("error: {error}");
             eprintln!(
-                "No GPU here, so no kernel can run. Instead, what the kernels compile to (as `oxtile kernels`): \
-                 ptxas assembles every kernel first, which takes a minute or more (Ctrl-C stops it)."
+                "No GPU here, so no kernel can run. Instead, what the kernels compile to (as `oxtile kernels`), \
+                 read from the cubins the build made (a build without the pinned ptxas has ptxas assemble every \
+                 kernel now, which takes a minute or more; Ctrl-C stops it)."
             );
             match oxtile::inspect::inspect_all() {
                 Ok(stats) => print!("{}", oxtile::inspect::table(&stats)),

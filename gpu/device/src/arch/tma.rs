@@ -22,6 +22,7 @@ pub struct TensorMap(pub [u64; 16]);
 /// by-value [`TensorMap`]: `cvta.param.u64` on the parameter's PTX symbol, `{kernel}_param_{index}` (the kernel's
 /// symbol: `no_mangle` or `export_name`). PTX ISA: "cvta" (#data-movement-and-conversion-instructions-cvta) and
 /// "Kernel Function Parameters" (#kernel-function-parameters), PTX 7.7, sm_70 and up.
+#[macro_export]
 macro_rules! param_address {
     ($kernel:ident, $index:literal) => {
         $crate::arch::tma::param_address!(name = stringify!($kernel), $index)
@@ -37,7 +38,7 @@ macro_rules! param_address {
         address
     }};
 }
-pub(crate) use param_address;
+pub use crate::param_address;
 
 /// `prefetch.tensormap`: brings a tensor map into the descriptor cache before its first use.
 #[inline(always)]

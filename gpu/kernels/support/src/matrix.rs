@@ -164,11 +164,8 @@ unsafe fn sum_partials(partials: *const f32, count: usize, sums: *mut f32) {
 #[inline(always)]
 unsafe fn scale<I: Half, O: Half>(x: *const u16, y: *mut u16, len: usize, sums: *const f32, eps: f32) {
     let matrix = block_idx_y() as usize;
-    let factor = if sums.is_null() {
-        1.0
-    } else {
-        1.0 / (core::intrinsics::sqrtf32(unsafe { *sums.add(matrix) }) + eps)
-    };
+    let factor =
+        if sums.is_null() { 1.0 } else { 1.0 / (core::intrinsics::sqrtf32(unsafe { *sums.add(matrix) }) + eps) };
     let (x, y) = unsafe { (x.add(matrix * len), y.add(matrix * len)) };
     let convert = |bits: u16| O::from_f32(I::to_f32(bits) * factor);
     if by_eights(len, x as usize, y as usize) {

@@ -1,46 +1,62 @@
-//! oxtile's device kernels, compiled to PTX by `oxtile-builder` (never for the host).
+//! What every family of oxtile's device kernels builds on (compiled for `nvptx64-nvidia-cuda` only, never for the
+//! host): `arch`, thin wrappers over PTX instructions, one module per instruction family; the waits between
+//! blocks, the shared-memory tile layouts, the software exp2 of the softmax; the kernel-parameter and launch-bounds
+//! macros; the panic handler.
 //!
-//! `arch` holds thin wrappers over PTX instructions, one module per instruction family; the kernel modules
-//! compose those with the layout algebra. Every `extern "ptx-kernel"` function exported here is a kernel the
-//! host crate launches by name.
+//! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, attention, support), compiled
+//! to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and reassembles that
+//! family alone.
 
 #![no_std]
-#![feature(abi_ptx, asm_experimental_arch, core_intrinsics, stdarch_nvptx, stmt_expr_attributes)]
+#![feature(asm_experimental_arch, core_intrinsics, stdarch_nvptx)]
 #![allow(internal_features)]
-
-// Before the modules, which use them (a `macro_rules!` is visible after its definition).
 
 /// A kernel parameter's type, from a family's list in oxtile-abi (`gemm_sm90_params!`, `attn_sm90_params!`): a tensor
 /// map by value, or the pointer or scalar as listed.
+#[macro_export]
 macro_rules! device_param {
-    (map()) => { $crate::arch::tma::TensorMap };
-    (ptr($ty:ty)) => { $ty };
-    (val($ty:ty)) => { $ty };
+    (map()) => {
+        $crate::arch::tma::TensorMap
+    };
+    (ptr($ty:ty)) => {
+        $ty
+    };
+    (val($ty:ty)) => {
+        $ty
+    };
 }
 
 /// A parameter as the kernel keeps it in its local struct: a tensor map as `()` (read only through its address,
 /// `tma::param_address!`), the others as they are.
+#[macro_export]
 macro_rules! device_field {
-    (map()) => { () };
-    (ptr($ty:ty)) => { $ty };
-    (val($ty:ty)) => { $ty };
+    (map()) => {
+        ()
+    };
+    (ptr($ty:ty)) => {
+        $ty
+    };
+    (val($ty:ty)) => {
+        $ty
+    };
 }
 
 /// A parameter's value in that struct.
+#[macro_export]
 macro_rules! device_value {
-    (map, $field:ident) => { () };
-    (ptr, $field:ident) => { $field };
-    (val, $field:ident) => { $field };
+    (map, $field:ident) => {
+        ()
+    };
+    (ptr, $field:ident) => {
+        $field
+    };
+    (val, $field:ident) => {
+        $field
+    };
 }
 
 pub mod arch;
-pub mod attention;
-pub mod bench;
 pub mod bounded_wait;
-pub mod elementwise;
-pub mod gemm;
-pub mod layout_demo;
-pub mod matrix;
 pub mod opaque;
 pub mod smem_layout;
 pub mod softmax;
@@ -63,8 +79,8 @@ macro_rules! launch_bounds {
     (name = $name:expr, max_threads = $threads:literal, min_blocks = $blocks:literal) => {
         const _: () = {
             #[unsafe(export_name = concat!(
-                "__oxtile_launch_bounds__", $name, "__", stringify!($threads), "__", stringify!($blocks)
-            ))]
+                                "__oxtile_launch_bounds__", $name, "__", stringify!($threads), "__", stringify!($blocks)
+                            ))]
             pub static LAUNCH_BOUNDS: u8 = 0;
         };
     };

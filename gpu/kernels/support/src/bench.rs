@@ -37,7 +37,7 @@ pub unsafe extern "ptx-kernel" fn hold_stream(release: *const u32, status: *mut 
     };
     unsafe { store_relaxed_sys(status, outcome) };
 }
-crate::launch_bounds!(hold_stream, max_threads = 1, min_blocks = 1);
+oxtile_device::launch_bounds!(hold_stream, max_threads = 1, min_blocks = 1);
 
 /// Records where each block of a 1-D grid runs: `sm[block] = %smid`. Each block then stays `hold_ns` on
 /// %globaltimer, so that with one block per SM (the host asks for enough dynamic shared memory) the whole grid is
@@ -56,4 +56,4 @@ pub unsafe extern "ptx-kernel" fn block_placement(sm: *mut u32, hold_ns: u64) {
         }
     }
 }
-crate::launch_bounds!(block_placement, max_threads = 32, min_blocks = 1);
+oxtile_device::launch_bounds!(block_placement, max_threads = 32, min_blocks = 1);

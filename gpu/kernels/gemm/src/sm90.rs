@@ -49,7 +49,7 @@
 use core::marker::PhantomData;
 
 use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
-use oxtile_abi::stream_k::{self, FLAGS_PER_CONSUMER, Role, StreamK, Unit};
+use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
@@ -779,7 +779,11 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     /// block). For MN-major tiles the leading byte offset steps between 64-index blocks.
     #[inline(always)]
     fn desc(base: u32) -> u64 {
-        if MN_MAJOR == K { wgmma::desc_k_major_sw128(base) } else { wgmma::desc_mn_major_sw128(base, Self::BLOCK_BYTES) }
+        if MN_MAJOR == K {
+            wgmma::desc_k_major_sw128(base)
+        } else {
+            wgmma::desc_mn_major_sw128(base, Self::BLOCK_BYTES)
+        }
     }
 }
 
@@ -794,18 +798,32 @@ macro_rules! tile_config {
 
 /// A table type's element type.
 macro_rules! element {
-    (bf16) => { Bf16 };
-    (f16) => { F16 };
-    (f32) => { F32 };
+    (bf16) => {
+        Bf16
+    };
+    (f16) => {
+        F16
+    };
+    (f32) => {
+        F32
+    };
 }
 
 /// A table layout's operand majorness (A, B), as wgmma's transpose flags: t = row-major, n = column-major; A row-major
 /// is K-major, B row-major is N-major.
 macro_rules! majorness {
-    (tn) => { (K, K) };
-    (tt) => { (K, MN) };
-    (nt) => { (MN, MN) };
-    (nn) => { (MN, K) };
+    (tn) => {
+        (K, K)
+    };
+    (tt) => {
+        (K, MN)
+    };
+    (nt) => {
+        (MN, MN)
+    };
+    (nn) => {
+        (MN, K)
+    };
 }
 
 /// Defines every kernel of the GEMM table (`oxtile_abi::for_each_gemm_sm90!`), one per row, type pair and layout,
@@ -850,9 +868,15 @@ macro_rules! symmetric_gemm_kernels {
 
 /// A table row's shared operand as [`oxtile_abi::GemmShare`].
 macro_rules! share_of {
-    (none) => { oxtile_abi::GemmShare::None };
-    (a) => { oxtile_abi::GemmShare::A };
-    (b) => { oxtile_abi::GemmShare::B };
+    (none) => {
+        oxtile_abi::GemmShare::None
+    };
+    (a) => {
+        oxtile_abi::GemmShare::A
+    };
+    (b) => {
+        oxtile_abi::GemmShare::B
+    };
 }
 
 /// Defines one exported kernel over [`gemm`], its parameters those of `oxtile_abi::gemm_sm90_params!`.
@@ -862,7 +886,7 @@ macro_rules! gemm_kernel {
             const CONFIG: oxtile_abi::GemmConfig = $table;
             oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness, $order) }
             // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the table's.
-            crate::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
+            oxtile_device::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
             assert!(GemmTile::MAX_THREADS == 384);
             check_config::<$config>(CONFIG);
         };
@@ -1157,10 +1181,23 @@ unsafe fn gemm<
                             let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
                             let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
                             let (valid, multicast) = (a_rows, a_multicast);
-                            Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, valid, full, multicast, matrix);
+                            Operand::<MN_MAJOR_A>::load(
+                                a_part, map, tail, a_row, k0, rows, valid, full, multicast, matrix,
+                            );
                             let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
                             let (map, rows) = (maps.b, b_rows_per_block);
-                            Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast, matrix);
+                            Operand::<MN_MAJOR_B>::load(
+                                b_part,
+                                map,
+                                map,
+                                b_row,
+                                k0,
+                                rows,
+                                rows,
+                                full,
+                                b_multicast,
+                                matrix,
+                            );
                         }
                     }
                     ring.advance();

@@ -1,4 +1,4 @@
-//! Attention forward, and the reference for its backward.
+//! oxtile's attention kernels (one PTX module): the Hopper forward and backward, and their plain GPU references.
 //!
 //! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
 //! head_dim], head_dim contiguous; heads_q is a multiple of heads_kv (GQA / MQA: query head h reads key/value
@@ -10,6 +10,16 @@
 //! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with;
 //! - [`reference_backward`]: the same for the gradients dQ, dK and dV;
 //! - [`backward_sm90`]: the Hopper backward (preprocessing, the main kernel per key tile, the dQ conversion).
+
+#![no_std]
+#![feature(abi_ptx, core_intrinsics)]
+#![allow(internal_features)]
+
+// The parameter macros (`device_param!`, …) in every module.
+#[macro_use]
+extern crate oxtile_device;
+
+use oxtile_device::{arch, bounded_wait, opaque, smem_layout, softmax};
 
 pub mod backward_sm90;
 pub mod reference;

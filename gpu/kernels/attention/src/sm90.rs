@@ -28,8 +28,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use oxtile_abi::{
-    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED,
-    ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
+    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256, ATTN_SPECULATION_LIMIT_LOG2,
+    ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
 };
 use seq_macro::seq;
 
@@ -149,32 +149,175 @@ macro_rules! config {
 // takes ~8 issue slots where MUFU takes one, and that softmax is issue-bound. At head dim 64 the matrix work per
 // key tile is half as long and MUFU.EX2 is the wall: an eighth on the polynomial is 0–5% faster than MUFU only.
 // The other splits stay as ablations.
-config!(Bf16D128, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(F16D128, ATTN_SM90_D128, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D64, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, registers = (32, 232), poly = (1, 8), lazy = true, pingpong = true, speculate = false);
-config!(F16D64, ATTN_SM90_D64, mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 64, out = 32, registers = (32, 232), poly = (1, 8), lazy = true, pingpong = true, speculate = false);
+config!(
+    Bf16D128,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    F16D128,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
+    mma_rs_m64n128k16_f32_f16,
+    convert::pack_f16x2,
+    convert::unpack_f16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    Bf16D64,
+    ATTN_SM90_D64,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n64k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 32,
+    registers = (32, 232),
+    poly = (1, 8),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    F16D64,
+    ATTN_SM90_D64,
+    mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
+    mma_rs_m64n64k16_f32_f16,
+    convert::pack_f16x2,
+    convert::unpack_f16x2,
+    scores = 64,
+    out = 32,
+    registers = (32, 232),
+    poly = (1, 8),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
 // Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
 // The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
 // its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
 // (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
-config!(Bf16D256, ATTN_SM90_D256, mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite, mma_rs_m64n256k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(F16D256, ATTN_SM90_D256, mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite, mma_rs_m64n256k16_f32_f16, convert::pack_f16x2, convert::unpack_f16x2,
-    scores = 40, out = 128, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D128Poly, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (1, 4), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D64Mufu, ATTN_SM90_D64, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 32, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = false);
-config!(Bf16D128Eager, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = false, pingpong = true, speculate = false);
-config!(Bf16D128NoPingpong, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = false, speculate = false);
-config!(Bf16D128Spec, ATTN_SM90_D128, mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, convert::unpack_bf16x2,
-    scores = 64, out = 64, registers = (32, 232), poly = (0, 1), lazy = true, pingpong = true, speculate = true);
+config!(
+    Bf16D256,
+    ATTN_SM90_D256,
+    mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite,
+    mma_rs_m64n256k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 40,
+    out = 128,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    F16D256,
+    ATTN_SM90_D256,
+    mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite,
+    mma_rs_m64n256k16_f32_f16,
+    convert::pack_f16x2,
+    convert::unpack_f16x2,
+    scores = 40,
+    out = 128,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    Bf16D128Poly,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (1, 4),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    Bf16D64Mufu,
+    ATTN_SM90_D64,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n64k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 32,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    Bf16D128Eager,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = false,
+    pingpong = true,
+    speculate = false
+);
+config!(
+    Bf16D128NoPingpong,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = false,
+    speculate = false
+);
+config!(
+    Bf16D128Spec,
+    ATTN_SM90_D128,
+    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    convert::unpack_bf16x2,
+    scores = 64,
+    out = 64,
+    registers = (32, 232),
+    poly = (0, 1),
+    lazy = true,
+    pingpong = true,
+    speculate = true
+);
 
 /// Defines one exported kernel over [`attn_fwd`], its parameters those of `oxtile_abi::attn_sm90_params!`.
 macro_rules! attn_kernel {
@@ -182,7 +325,7 @@ macro_rules! attn_kernel {
         oxtile_abi::attn_sm90_params! { attn_kernel_fn, ($(#[$doc])* $name, $config) }
         // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
         const _: () = assert!(<$config as Config>::TILE.threads() == 384);
-        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+        oxtile_device::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 
@@ -762,9 +905,8 @@ fn softmax_tile_speculative<C: Config>(
     }
     let base = [state.base_log2(0, scale_log2), state.base_log2(1, scale_log2)];
     let mut partial_max = [[0.0f32; PARTIALS]; 2];
-    let mut tile_sum = exponentiate::<C>(s, base, scale_log2, |i, score| {
-        accumulate_partial(&mut partial_max, i, score, f32::max)
-    });
+    let mut tile_sum =
+        exponentiate::<C>(s, base, scale_log2, |i, score| accumulate_partial(&mut partial_max, i, score, f32::max));
     let tile_max = row_max(partial_max);
     let mut growth_log2 = [0.0f32; 2];
     seq!(HALF in 0..2 {
@@ -1063,11 +1205,8 @@ impl Warpgroup<'_> {
         // of 64 bits at head dim 256, which do not fit beside O's 128 accumulators (ptxas spilled them). There the
         // low word (the address) is opaque here, so each step's descriptor is one add from it at each issue, as the K
         // descriptors are.
-        let desc_q = if head_dim > 128 {
-            (desc_q & 0xffff_ffff_0000_0000) | opaque_here(desc_q as u32) as u64
-        } else {
-            desc_q
-        };
+        let desc_q =
+            if head_dim > 128 { (desc_q & 0xffff_ffff_0000_0000) | opaque_here(desc_q as u32) as u64 } else { desc_q };
         let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
         seq!(STEP in 0..16 {
             if STEP < head_dim / 16 {
@@ -1156,7 +1295,6 @@ fn pack<C: Config>(s: &C::Scores) -> C::Packed {
     packed
 }
 
-
 /// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
 /// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
 /// algebra's [`SW128_64X64_B16`]) and its leader has TMA store them, clipping rows past seq_q. The log-sum-exp
@@ -1236,7 +1374,8 @@ unsafe fn store_output<C: Config>(
     }
     if !problem.stats.is_null() && thread_idx_x() % 32 == 0 && state.tiles > 0 {
         unsafe {
-            AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED)).fetch_add(state.rescaled_tiles, Ordering::Relaxed);
+            AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED))
+                .fetch_add(state.rescaled_tiles, Ordering::Relaxed);
             AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_WARP_TILES)).fetch_add(state.tiles, Ordering::Relaxed);
         }
     }

@@ -26,11 +26,11 @@ use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdTile};
 use seq_macro::seq;
 
 use super::reference::{Bf16, Element, F16, warp_sum};
-use crate::opaque::opaque_here;
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
+use crate::opaque::opaque_here;
 use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
@@ -362,7 +362,14 @@ macro_rules! config {
     };
 }
 
-config!(Bf16D128, ATTN_BWD_SM90_D128, mma_m64n64k16_f32_bf16, mma_rs_m64n128k16_f32_bf16, convert::pack_bf16x2, acc = 64);
+config!(
+    Bf16D128,
+    ATTN_BWD_SM90_D128,
+    mma_m64n64k16_f32_bf16,
+    mma_rs_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    acc = 64
+);
 config!(F16D128, ATTN_BWD_SM90_D128, mma_m64n64k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, acc = 64);
 config!(Bf16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, acc = 32);
 config!(F16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, acc = 32);
@@ -373,7 +380,7 @@ macro_rules! attn_bwd_kernel {
         oxtile_abi::attn_bwd_sm90_params! { attn_bwd_kernel_fn, ($(#[$doc])* $name, $config) }
         // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
         const _: () = assert!(<$config as Config>::TILE.threads() == 384);
-        crate::launch_bounds!($name, max_threads = 384, min_blocks = 1);
+        oxtile_device::launch_bounds!($name, max_threads = 384, min_blocks = 1);
     };
 }
 

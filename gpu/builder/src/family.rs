@@ -1,0 +1,34 @@
+/// A family of device kernels: one crate below gpu/kernels (`oxtile-kernels-<name>`), compiled to a PTX module (and
+/// cubin) of its own, so that an edit to one family rebuilds and reassembles that family alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// The GEMM data path in every configuration of oxtile-abi's GEMM tables, general and symmetric.
+    Gemm,
+    /// Attention forward and backward, and their plain GPU references.
+    Attention,
+    /// Small kernels beside the others: elementwise ops, the exp2 microbenchmark, Newton-Schulz's helpers, the
+    /// layout demo, the benchmark harness's stream hold.
+    Support,
+}
+
+impl Family {
+    pub const ALL: [Family; 3] = [Family::Gemm, Family::Attention, Family::Support];
+
+    /// Its folder below gpu/kernels, and its name in the module files (`kernels_<name>_<cpu>.ptx`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Gemm => "gemm",
+            Family::Attention => "attention",
+            Family::Support => "support",
+        }
+    }
+
+    /// The crate's library name, which names the PTX file rustc links: `oxtile_kernels_<name>`.
+    pub fn lib_name(self) -> String {
+        format!("oxtile_kernels_{}", self.name())
+    }
+
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
