@@ -38,12 +38,11 @@ fn main() {
         println!("cargo:rerun-if-env-changed={variable}");
     }
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
-    let linker = std::env::current_exe().expect("build script path");
-    let workspace = DeviceWorkspace {
-        manifest_dir: &gpu.join("kernels"),
-        target_dir: &shared_ptx_target_dir(&out_dir),
-        linker: &linker,
-    };
+    let target_dir = shared_ptx_target_dir(&out_dir);
+    let build_script = std::env::current_exe().expect("build script path");
+    let linker =
+        oxtile_builder::stable_linker(&build_script, &target_dir).unwrap_or_else(|message| panic!("{message}"));
+    let workspace = DeviceWorkspace { manifest_dir: &gpu.join("kernels"), target_dir: &target_dir, linker: &linker };
 
     let modules_dir = workspace.target_dir.join("modules");
     std::fs::create_dir_all(&modules_dir).expect("create target/ptx/modules");

@@ -3,11 +3,11 @@
 //! The device kernels form a workspace of their own (gpu/kernels), one crate per [`Family`] on the shared gpu/device
 //! crate. The pinned nightly compiles them for `nvptx64-nvidia-cuda` in one cargo run (with `-Zbuild-std=core`,
 //! since rustup ships no prebuilt `core` for that target): cargo rebuilds only the families whose sources changed,
-//! and builds them in parallel. Each family's link step goes to a linker of our choosing. We
-//! name the running build script itself as that linker: when rustc calls it, [`link_if_invoked_as_linker`]
-//! takes over, links the LLVM bitcode with `llvm-link`, marks every collective inline-assembly call `convergent` (which
-//! rustc does not), keeps only the kernels (`opt`), lowers to PTX (`llc`) and then adds what rustc cannot
-//! express: launch bounds and the module-scope dynamic shared memory symbol.
+//! and builds them in parallel. Each family's link step goes to a linker of our choosing. We name the running build
+//! script itself as that linker (a copy at a path every profile shares, [`stable_linker`]): when rustc calls it,
+//! [`link_if_invoked_as_linker`] takes over, links the LLVM bitcode with `llvm-link`, marks every collective
+//! inline-assembly call `convergent` (which rustc does not), keeps only the kernels (`opt`), lowers to PTX (`llc`)
+//! and then adds what rustc cannot express: launch bounds and the module-scope dynamic shared memory symbol.
 //!
 //! In `host/build.rs`, first thing in `main`:
 //!
@@ -43,7 +43,7 @@ pub struct DeviceWorkspace<'a> {
     pub manifest_dir: &'a Path,
     /// A target folder of its own: the outer build holds the lock on its own.
     pub target_dir: &'a Path,
-    /// Path to the running build script, named to rustc as the linker.
+    /// The running build script's copy from [`stable_linker`], named to rustc as the linker.
     pub linker: &'a Path,
 }
 
@@ -93,6 +93,25 @@ pub fn build_ptx(workspace: &DeviceWorkspace, target: Target) -> Result<Vec<(Fam
             }
         })
         .collect()
+}
+
+/// A copy of `build_script` (the running build script, which is also the PTX linker) at a path that is the same for
+/// every profile of the host build: `target_dir/oxtile-ptx-linker`. The linker's path is part of the device build's
+/// flags, and cargo rebuilds every device crate, `core` included, when flags change; each profile's build script
+/// lives at its own path, so naming it directly would rebuild everything each time `cargo build --release` and
+/// `cargo test` take turns. Replaced (by rename, so a build that is linking sees a whole file) only when it differs.
+pub fn stable_linker(build_script: &Path, target_dir: &Path) -> Result<PathBuf, String> {
+    let linker = target_dir.join("oxtile-ptx-linker");
+    let current = std::fs::read(build_script).map_err(|e| format!("cannot read {}: {e}", build_script.display()))?;
+    if std::fs::read(&linker).is_ok_and(|copied| copied == current) {
+        return Ok(linker);
+    }
+    std::fs::create_dir_all(target_dir).map_err(|e| format!("cannot create {}: {e}", target_dir.display()))?;
+    let staging = target_dir.join(format!("oxtile-ptx-linker.{}", std::process::id()));
+    std::fs::copy(build_script, &staging)
+        .and_then(|_| std::fs::rename(&staging, &linker))
+        .map_err(|e| format!("cannot place the PTX linker at {}: {e}", linker.display()))?;
+    Ok(linker)
 }
 
 /// The `llvm-tools` folder of the toolchain that runs this build (`rustc --print sysroot`).
