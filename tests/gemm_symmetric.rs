@@ -199,7 +199,16 @@ const TN_SHAPES: &[(usize, usize, usize)] =
 const NT_SHAPES: &[(usize, usize, usize)] = &[(1, 8, 8), (1, 120, 64), (1, 136, 200), (3, 200, 72), (2, 1000, 264)];
 
 fn shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
-    if layout == GemmLayout::Tn { TN_SHAPES } else { NT_SHAPES }
+    let all = if layout == GemmLayout::Tn { TN_SHAPES } else { NT_SHAPES };
+    // Under compute-sanitizer, without the one large shape (2048², 136 tiles of 128²): the stacks of 1001 and 1000
+    // still take several tiles per block on the stream-K variants, and every partial-tile edge stays.
+    if under_sanitizer() { &all[..all.len() - 1] } else { all }
+}
+
+/// Set by scripts/gpu-run.sh --sanitize: kernels run tens of times slower under compute-sanitizer (racecheck
+/// most), so the tests keep fewer and smaller problems, each kernel's edge paths still among them.
+fn under_sanitizer() -> bool {
+    std::env::var_os("OXTILE_UNDER_SANITIZER").is_some()
 }
 
 fn every_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(variants: &[SymmetricVariant]) {
@@ -210,8 +219,11 @@ fn every_case<T: Value + GemmElement, O: Value + GemmOutput<T>>(variants: &[Symm
         for &variant in variants {
             for (i, &shape) in shapes(layout).iter().enumerate() {
                 // The plain product; alpha alone with a diagonal (values need their coordinates, C is not read);
-                // alpha, beta·C and a diagonal.
-                for scalars in [(1.0, 0.0, 0.0), (0.75, 0.0, 2.5), (-0.5, 1.5, -1.25)] {
+                // alpha, beta·C and a diagonal. Under compute-sanitizer the last two: the epilogue without and
+                // with C (the plain product's only difference is a zero diagonal).
+                let all = [(1.0, 0.0, 0.0), (0.75, 0.0, 2.5), (-0.5, 1.5, -1.25)];
+                for scalars in if under_sanitizer() { &all[1..] } else { &all[..] } {
+                    let scalars = *scalars;
                     gram_case::<T, O>(&gpu, shape, layout, variant, scalars, seed + i as u64);
                 }
             }
@@ -534,7 +546,12 @@ fn ns_cases<T: Value + NsElement>(gram: bool) {
         (StackShape { batch: 1, rows: 456, columns: 136 }, Input::Geometric(1e-5)),
         (StackShape { batch: 1, rows: 200, columns: 200 }, Input::Geometric(1e-5)),
     ];
+    // Under compute-sanitizer: a wide stack, a tall one, a scaled stack, and one below the promise.
+    const UNDER_SANITIZER: [usize; 4] = [0, 1, 5, 8];
     for (i, (shape, input)) in shapes.into_iter().enumerate() {
+        if under_sanitizer() && !UNDER_SANITIZER.contains(&i) {
+            continue;
+        }
         let (x, matrices) = ns_input::<T>(shape, input, seed + 10 * i as u64);
         let x_gpu = stream.clone_htod(&x).unwrap();
         let mut out = stream.clone_htod(&vec![T::POISON; shape.len()]).unwrap();
