@@ -7,6 +7,8 @@
 //! The accumulator array must only ever be indexed by constants in fully unrolled code, or it lands in local
 //! memory and ptxas serializes the pipeline.
 
+use oxtile_layout::{StaticComposedLayout, Swizzle};
+
 /// Matrix descriptor of a K-major operand tile stored with the 128-byte swizzle, as TMA writes it with
 /// `CU_TENSOR_MAP_SWIZZLE_128B`: rows of 64 bf16 (128 bytes), 8-row swizzle atoms of 1024 bytes.
 /// PTX ISA: "Matrix Descriptor Format" (#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor).
@@ -36,6 +38,86 @@ pub const fn desc_mn_major_sw128(addr: u32, mn_block_bytes: u32) -> u64 {
         | ((K_GROUP_BYTES >> 4) << 32)
         | SWIZZLE_128B
 }
+
+/// TMA's 128-byte swizzle (`CU_TENSOR_MAP_SWIZZLE_128B`) in the layout algebra: `Sw<3,4,3>` on byte offsets, the
+/// 16-byte chunk (bits 4..6) XORed with the row within an 8-row, 1024-byte atom (bits 7..9). The descriptor's
+/// swizzle mode 1.
+pub const SWIZZLE_128B: Swizzle = Swizzle::new(3, 4, 3);
+
+/// The byte offset of (M/N index `mn`, k index `k`) in `tile` before the swizzle (which moves 16-byte chunks only
+/// within a 128-byte row, so strides read here are the layout's own).
+const fn unswizzled(tile: &StaticComposedLayout<4>, mn: i64, k: i64) -> i64 {
+    tile.layout.crd2idx(&[mn, k])
+}
+
+/// Bytes between one k16 slice of `tile` and the next: what [`desc_advance`] adds per k-step of 16 elements.
+pub const fn k16_step_bytes(tile: &StaticComposedLayout<4>) -> u32 {
+    (unswizzled(tile, 0, 16) - unswizzled(tile, 0, 0)) as u32
+}
+
+/// Every field of a matrix descriptor but the start address, derived from the operand tile's shared-memory layout,
+/// as CuTe's `make_gmma_desc` derives it: `tile` maps (M or N index, k index) of 16-bit elements to byte offsets,
+/// with TMA's 128-byte swizzle. It must be one of the two canonical 128-byte-swizzle layouts wgmma reads, checked
+/// here (in a `const`, a layout that is not fails to build):
+/// - K-major: k contiguous (2 bytes), at most 64 k (one 128-byte row) per M/N index, the rows 128 bytes apart, so 8
+///   of them form a 1024-byte atom: the stride byte offset, between atoms. The leading byte offset is unused
+///   (1 by convention).
+/// - MN-major: M/N contiguous in 64-index (128-byte) rows, one per k, 128 bytes apart: the stride byte offset
+///   steps 8 k (1024 bytes), the leading byte offset from one block of 64 M/N indices to the next (in a tile of one
+///   block, where the next would start: the block's k extent × 128 bytes, which wgmma never reads).
+///
+/// PTX ISA: "Matrix Descriptor Format" (#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor)
+/// and "Major-ness supported by Strides" (#asynchronous-warpgroup-level-majorness-supported-by-strides).
+pub const fn sw128_fields(tile: &StaticComposedLayout<4>) -> u64 {
+    let swizzle = tile.swizzle;
+    let sw128 = swizzle.bits() == 3 && swizzle.base() == 4 && swizzle.shift() == 3;
+    assert!(sw128 && tile.offset == 0, "wgmma reads this tile only with TMA's 128-byte swizzle");
+    assert!(tile.layout.rank() == 2, "an operand tile is (M or N index, k index)");
+    let (mn_extent, k_extent) = (tile.layout.mode_size(0), tile.layout.mode_size(1));
+    let origin = unswizzled(tile, 0, 0);
+    assert!(origin == 0, "the tile starts at its first byte");
+    let (leading, stride) = if unswizzled(tile, 0, 1) == 2 {
+        assert!(k_extent <= 64 && k_extent % 16 == 0, "a K-major tile holds one 128-byte row of k16 slices");
+        assert!(
+            unswizzled(tile, 1, 0) == 128 && mn_extent % 8 == 0,
+            "K-major rows are 128 bytes apart, in 8-row atoms"
+        );
+        assert!(mn_extent == 8 || unswizzled(tile, 8, 0) == 1024, "8-row atoms follow each other");
+        (16, 1024)
+    } else {
+        assert!(
+            unswizzled(tile, 1, 0) == 2 && unswizzled(tile, 0, 1) == 128,
+            "MN-major: M/N contiguous, k rows 128 bytes apart"
+        );
+        assert!(mn_extent % 64 == 0 && k_extent % 16 == 0, "MN-major: whole 64-index blocks of k16 slices");
+        assert!(unswizzled(tile, 0, 8) == 1024, "8 k rows form a 1024-byte atom");
+        let leading = if mn_extent > 64 { unswizzled(tile, 64, 0) } else { k_extent * 128 };
+        assert!(leading % 1024 == 0 && leading >= k_extent * 128, "64-index blocks are whole atoms, apart");
+        (leading, 1024)
+    };
+    assert!(leading < 1 << 18 && stride < 1 << 18, "the offsets fit the descriptor's 14-bit fields");
+    const SWIZZLE_MODE_128B: u64 = 1 << 62;
+    (((leading as u64) >> 4) << 16) | (((stride as u64) >> 4) << 32) | SWIZZLE_MODE_128B
+}
+
+/// The matrix descriptor of an operand tile at shared-memory address `addr` (1024-byte aligned, or moved within an
+/// atom by k-steps) whose other fields are `fields` ([`sw128_fields`] of its layout).
+#[inline(always)]
+pub const fn desc(addr: u32, fields: u64) -> u64 {
+    fields | ((addr as u64 & 0x3_ffff) >> 4)
+}
+
+// The derivation agrees with the hand-built descriptors on the canonical tiles: a K-major 64×64 tile, and 64 k of 128
+// M/N indices MN-major.
+const _: () = {
+    let k_major = oxtile_layout::StaticLayout::<4>::new(&[64, 64], &[128, 2]).swizzled(SWIZZLE_128B, 0);
+    assert!(desc(0x4400, sw128_fields(&k_major)) == desc_k_major_sw128(0x4400));
+    assert!(k16_step_bytes(&k_major) == 32);
+    let mn_major = oxtile_layout::StaticLayout::<4>::grouped(&[64, 2, 64], &[2, 8192, 128], &[2, 1]);
+    let mn_major = mn_major.swizzled(SWIZZLE_128B, 0);
+    assert!(desc(0x8800, sw128_fields(&mn_major)) == desc_mn_major_sw128(0x8800, 8192));
+    assert!(k16_step_bytes(&mn_major) == 2048);
+};
 
 /// `desc` with its start address moved `bytes` further (a multiple of 16). The start address is the low 14-bit
 /// field of the low word (address >> 4) and shared-memory addresses stay below 2^18, so a 32-bit add cannot carry

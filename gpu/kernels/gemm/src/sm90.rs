@@ -55,7 +55,7 @@ use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
     GemmShare, GemmTile,
 };
-use oxtile_layout::StaticLayout;
+use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
@@ -709,8 +709,19 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     const ROW_ELEMENTS: u32 = GemmTile::MN_BOX;
     /// Bytes of 64 M/N indices × one k-tile: an MN-major box, or 64 rows of a K-major one.
     const BLOCK_BYTES: u32 = Self::ROW_ELEMENTS * 128;
+    /// 64 M/N indices of the k-tile as TMA writes them, (M/N index, k index) → byte offset: K-major the 64×64 tile
+    /// itself (`Sw<3,4,3> ∘ (64,64):(128,2)`, a row per index), MN-major its transpose (`Sw<3,4,3> ∘
+    /// (64,64):(2,128)`: the box's rows are k). Further blocks of 64 indices follow [`Operand::BLOCK_BYTES`] apart.
+    const TILE: StaticComposedLayout<4> = if MN_MAJOR == K {
+        SW128_64X64_B16
+    } else {
+        StaticLayout::expect(SW128_64X64_B16.layout.composition(&TRANSPOSE_64X64)).swizzled(wgmma::SWIZZLE_128B, 0)
+    };
+    /// Every field of the tile's wgmma descriptors but the address, derived from [`Operand::TILE`] (which
+    /// `sw128_fields` checks is a layout wgmma reads).
+    const DESC_FIELDS: u64 = wgmma::sw128_fields(&Self::TILE);
     /// Bytes between the k16 slices: 32 along a K-major row; 16 k-rows of 128 bytes in an MN-major block.
-    const K_STEP_BYTES: u32 = if MN_MAJOR == K { 32 } else { 16 * 128 };
+    const K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&Self::TILE);
 
     /// Has TMA load M/N indices `mn0 .. mn0 + rows`, of which the first `valid` lie inside the matrix, and k indices
     /// `k0 .. k0 + 64` into `dst`, signalling `bar` (at the same offsets in every block of `multicast`, when given)
@@ -776,16 +787,20 @@ impl<const MN_MAJOR: u32> Operand<MN_MAJOR> {
     }
 
     /// The wgmma descriptor of the first k16 slice of the tile at `base` (whose first 64 M/N indices are one
-    /// block). For MN-major tiles the leading byte offset steps between 64-index blocks.
+    /// block). For MN-major tiles the leading byte offset steps between 64-index blocks, [`Operand::BLOCK_BYTES`].
     #[inline(always)]
     fn desc(base: u32) -> u64 {
-        if MN_MAJOR == K {
-            wgmma::desc_k_major_sw128(base)
-        } else {
-            wgmma::desc_mn_major_sw128(base, Self::BLOCK_BYTES)
-        }
+        wgmma::desc(base, Self::DESC_FIELDS)
     }
 }
+
+/// (M/N index, k index) → the tile's 1-D index, whose rows are k: `(64,64):(64,1)`, to view an MN-major box by M/N
+/// index first.
+const TRANSPOSE_64X64: StaticLayout<4> = StaticLayout::new(&[64, 64], &[64, 1]);
+
+// An MN-major block's leading byte offset, as the descriptor derives it for a one-block tile, is the block's size.
+const _: () =
+    assert!(wgmma::sw128_fields(&Operand::<1>::TILE) == wgmma::desc_mn_major_sw128(0, Operand::<1>::BLOCK_BYTES));
 
 /// The device configuration of a table tile: the `config!` type of that tile for input `I` and output `O`.
 macro_rules! tile_config {
