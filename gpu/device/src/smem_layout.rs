@@ -72,3 +72,14 @@ const _: () = {
         block += 1;
     }
 };
+
+/// An operand tile of 16-bit elements as wgmma reads it MN-major, (M/N index, k index) → byte offset: each 64-index
+/// block is a TMA box whose rows are the `k_extent` k indices (128 bytes each: 64 M/N indices, swizzled as TMA's
+/// 128-byte swizzle writes them), and the `blocks` blocks follow each other `k_extent × 128` bytes apart:
+/// `Sw<3,4,3> ∘ ((64,blocks),k_extent):((2,k_extent·128),128)`. `wgmma::sw128_fields` derives the descriptor
+/// from it.
+pub const fn sw128_mn_major(blocks: u32, k_extent: u32) -> StaticComposedLayout<4> {
+    let (blocks, k_extent) = (blocks as i64, k_extent as i64);
+    StaticLayout::grouped(&[64, blocks, k_extent], &[2, k_extent * 128, 128], &[2, 1])
+        .swizzled(Swizzle::new(3, 4, 3), 0)
+}

@@ -31,7 +31,7 @@ use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::opaque_here;
-use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16};
+use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16, sw128_mn_major};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
 const LOG2_E: f32 = core::f32::consts::LOG2_E;
@@ -522,10 +522,13 @@ impl SmemMap {
     }
 }
 
-/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands).
-const K_STEP_BYTES: u32 = 32;
-/// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms.
-const MN_K_STEP_BYTES: u32 = 2048;
+/// The descriptor fields of a K-major operand (K, V, Q, dO read along the head dimension): each 64-column block a
+/// 128-byte swizzled tile with a row per key or query, [`SW128_64X64_B16`].
+const K_MAJOR: u64 = wgmma::sw128_fields(&SW128_64X64_B16);
+/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands): 32.
+const K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&SW128_64X64_B16);
+/// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms, 2048.
+const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
 /// Named barriers among the 128 threads of consumer warpgroup `c`: `CONSUMER_BASE + c`.
 const CONSUMER_BASE: u32 = 1;
 
@@ -682,8 +685,8 @@ impl Warpgroup<'_> {
         let (kv_block_bytes, q_block_bytes) = (self.smem.kv_block_bytes(), self.smem.q_block_bytes());
         // K and V do not move: descriptors computed from addresses opaque here are computed at each use, one add
         // each, instead of all of them once before the loop over query tiles and held (spilled) across it.
-        let desc_a = wgmma::desc_k_major_sw128(opaque_here(a + self.keys_offset));
-        let desc_b = wgmma::desc_k_major_sw128(b);
+        let desc_a = wgmma::desc(opaque_here(a + self.keys_offset), K_MAJOR);
+        let desc_b = wgmma::desc(b, K_MAJOR);
         seq!(STEP in 0..8 {
             if STEP < C::TILE.head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
@@ -698,7 +701,9 @@ impl Warpgroup<'_> {
     /// registers, B = dO or Q of a stage (`b` its first column block) read MN-major; one wgmma per 16 queries.
     #[inline(always)]
     fn issue_keys_by_head_dim<C: Config>(&self, acc: &mut C::Acc, a: &[u32; TILE_VALUES / 2], b: u32) {
-        let desc_b = wgmma::desc_mn_major_sw128(b, self.smem.q_block_bytes());
+        // B is MN-major: head-dim blocks (N) of `tile_q` query rows (k), `q_block_bytes` apart.
+        let b_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_q)) };
+        let desc_b = wgmma::desc(b, b_major);
         // `seq!` repeats its body in one scope: each step's descriptor gets a name of its own (a shadowing
         // `let desc_b` would advance from the previous step's, not from the tile's start).
         seq!(STEP in 0..4 {
@@ -714,12 +719,11 @@ impl Warpgroup<'_> {
     fn issue_dq<C: Config>(&self, acc: &mut [f32; TILE_VALUES], column_block: u32) {
         // Both tiles stay put; opaque addresses keep their descriptors from being held across the loop (see
         // `issue_keys_by_queries`).
-        let desc_a =
-            wgmma::desc_mn_major_sw128(opaque_here(self.smem.ds(self.consumer)), self.smem.tile.smem_ds_bytes());
-        let desc_b = wgmma::desc_mn_major_sw128(
-            opaque_here(self.smem.k(column_block) + self.keys_offset),
-            self.smem.kv_block_bytes(),
-        );
+        // dSᵀ: one block of `tile_q` queries (M) per key row (k); K: head-dim blocks (N) of `tile_kv` key rows (k).
+        let ds_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.tile_q / 64, C::TILE.consumer_keys())) };
+        let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
+        let desc_a = wgmma::desc(opaque_here(self.smem.ds(self.consumer)), ds_major);
+        let desc_b = wgmma::desc(opaque_here(self.smem.k(column_block) + self.keys_offset), k_major);
         seq!(STEP in 0..4 {
             let step_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
             let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);

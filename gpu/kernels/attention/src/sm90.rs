@@ -37,7 +37,7 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{block_idx_x, grid_dim_x, lane_id, thread_idx_x};
 use crate::arch::{barrier, convert, mufu, setmaxnreg, smem, tma, warp, wgmma};
 use crate::opaque::{opaque, opaque_here, opaque_u64};
-use crate::smem_layout::SW128_64X64_B16;
+use crate::smem_layout::{SW128_64X64_B16, sw128_mn_major};
 use crate::softmax::exp2::{exp2_poly, takes_poly};
 
 /// Most scores per thread (a 192-key tile): the bound of the unrolled loops over a fragment of S.
@@ -508,10 +508,13 @@ impl SmemMap {
     }
 }
 
-/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands).
-const K_STEP_BYTES: u32 = 32;
-/// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms.
-const MN_K_STEP_BYTES: u32 = 2048;
+/// The descriptor fields of a K-major operand (Q, K): each 64-column block of head dim a 128-byte swizzled tile
+/// with a row per query or key, [`SW128_64X64_B16`].
+const K_MAJOR: u64 = wgmma::sw128_fields(&SW128_64X64_B16);
+/// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands): 32.
+const K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&SW128_64X64_B16);
+/// Bytes between the k16 slices of an MN-major operand (V): two 8-row swizzle atoms, 2048.
+const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
 
 /// Named barriers of the ping-pong: warpgroup `c` may issue its wgmma when barrier `PINGPONG_BASE + c` opens.
 const PINGPONG_BASE: u32 = 1;
@@ -694,7 +697,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             smem: &smem,
             consumer,
             q_rows_offset,
-            desc_q: wgmma::desc_k_major_sw128(smem.q(0, 0) + q_rows_offset),
+            desc_q: wgmma::desc(smem.q(0, 0) + q_rows_offset, K_MAJOR),
             leader: thread == 0,
             pingpong: C::PINGPONG,
             map_o: tensor_maps[3],
@@ -1207,7 +1210,7 @@ impl Warpgroup<'_> {
         // descriptors are.
         let desc_q =
             if head_dim > 128 { (desc_q & 0xffff_ffff_0000_0000) | opaque_here(desc_q as u32) as u64 } else { desc_q };
-        let desc_k = wgmma::desc_k_major_sw128(self.smem.k(stage, 0));
+        let desc_k = wgmma::desc(self.smem.k(stage, 0), K_MAJOR);
         seq!(STEP in 0..16 {
             if STEP < head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
@@ -1222,6 +1225,9 @@ impl Warpgroup<'_> {
     #[inline(always)]
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
         let p = p.as_ref();
+        // V is MN-major: its head-dim blocks (M/N) of `tile_kv` key rows (k), `kv_block_bytes` apart. (Its fields
+        // from the layout, `sw128_mn_major(head_dim / 64, tile_kv)`, as constants let LLVM fold each step's advance
+        // into one 64-bit add instead of three instructions: a code change to measure first, docs/perf-notes.md.)
         let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0), self.smem.kv_block_bytes());
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
