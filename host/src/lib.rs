@@ -10,8 +10,13 @@
 //! - [`tune_cache`] reads (and [`tune`] fills) the measured GEMM kernel choices.
 //! - [`verify`] checks every kernel against its reference; [`bench`] times kernels beside cuBLAS.
 //!
+//! Features: `bench` (the harness, [`bench`] and [`tune`], with the cuBLAS peers, reports, plots and NVML clock
+//! readings) and `cli` (the `oxtile` command on top of it; the default). `default-features = false` builds the
+//! library alone, as the Python package does.
+//!
 //! The modules are layered, each importing only those below it (docs/design.md; tests/layering.rs checks it).
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod error;
 pub mod exp2;
@@ -22,6 +27,7 @@ pub mod ops;
 pub mod reference;
 pub mod runtime;
 pub mod tma;
+#[cfg(feature = "bench")]
 pub mod tune;
 pub mod tune_cache;
 pub mod types;

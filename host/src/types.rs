@@ -16,7 +16,8 @@ pub enum Order {
 /// How a GEMM's A (M×K) and B (K×N) are stored, in BLAS letters, A then B: `t` = row-major, `n` = column-major;
 /// D is row-major. `tn` has both operands K-major (`x @ W.T`), `tt` is torch's `a @ b`, `nt` has both MN-major.
 /// (The CuTe layouts of the layout algebra are `oxtile_layout::Layout`.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "bench", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum GemmLayout {
     /// A row-major, B column-major: both K-major.
@@ -97,12 +98,13 @@ impl GemmShape {
 }
 
 /// A 16-bit input type of the tensor-core kernels, as a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "bench", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     Bf16,
     /// `fp16` is accepted where a user types it (`--dtype fp16`).
-    #[value(alias = "fp16")]
+    #[cfg_attr(feature = "bench", value(alias = "fp16"))]
     F16,
 }
 
@@ -179,6 +181,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "bench")]
     fn one_spelling_per_type() {
         use clap::ValueEnum;
         assert_eq!((<bf16 as GemmElement>::NAME, <f16 as GemmElement>::NAME), ("bf16", "f16"));

@@ -1225,10 +1225,9 @@ impl Warpgroup<'_> {
     #[inline(always)]
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
         let p = p.as_ref();
-        // V is MN-major: its head-dim blocks (M/N) of `tile_kv` key rows (k), `kv_block_bytes` apart. (Its fields
-        // from the layout, `sw128_mn_major(head_dim / 64, tile_kv)`, as constants let LLVM fold each step's advance
-        // into one 64-bit add instead of three instructions: a code change to measure first, docs/perf-notes.md.)
-        let desc_v = wgmma::desc_mn_major_sw128(self.smem.v(stage, 0), self.smem.kv_block_bytes());
+        // V is MN-major: its head-dim blocks (M/N) of `tile_kv` key rows (k), one block's bytes apart.
+        let v_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
+        let desc_v = wgmma::desc(self.smem.v(stage, 0), v_major);
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
                 let desc_v = wgmma::desc_advance(desc_v, STEP * MN_K_STEP_BYTES);
