@@ -3,6 +3,8 @@
 
 use oxtile_layout::{StaticComposedLayout, StaticLayout, Swizzle};
 
+use crate::arch::wgmma::SWIZZLE_128B;
+
 /// Element index to byte offset of a 16-bit element over a 64×64 tile: `4096:2`.
 const ELEMENT_BYTES: StaticLayout<4> = StaticLayout::new(&[64 * 64], &[2]);
 /// (row, column) to element index, row-major: `(64,64):(64,1)`.
@@ -14,7 +16,7 @@ const TILE_BYTES: StaticLayout<4> = StaticLayout::expect(ELEMENT_BYTES.compositi
 /// `Sw<3,4,3> ∘ (64,64):(128,2)`, (row, column) → byte offset. The 16-byte chunk (bits 4..6) of each offset is
 /// XORed with the row modulo 8 (bits 7..9), which also makes the eight rows of an accumulator fragment's store
 /// land in eight different bank groups.
-pub const SW128_64X64_B16: StaticComposedLayout<4> = TILE_BYTES.swizzled(Swizzle::new(3, 4, 3), 0);
+pub const SW128_64X64_B16: StaticComposedLayout<4> = TILE_BYTES.swizzled(SWIZZLE_128B, 0);
 
 const _: () = assert!(SW128_64X64_B16.layout.cosize() == 2 * 64 * 64 - 1);
 
@@ -27,7 +29,7 @@ const ROW_MAJOR_64X32: StaticLayout<4> = StaticLayout::row_major(&[64, 32]);
 /// (row, column) → byte offset. The same bytes as [`SW128_64X64_B16`] (128-byte rows, 16-byte chunks XORed with
 /// the row modulo 8), holding half as many columns.
 pub const SW128_64X32_B32: StaticComposedLayout<4> =
-    StaticLayout::expect(ELEMENT_BYTES_B32.composition(&ROW_MAJOR_64X32)).swizzled(Swizzle::new(3, 4, 3), 0);
+    StaticLayout::expect(ELEMENT_BYTES_B32.composition(&ROW_MAJOR_64X32)).swizzled(SWIZZLE_128B, 0);
 
 const _: () = assert!(SW128_64X32_B32.layout.cosize() == 4 * 64 * 32 - 3);
 
@@ -80,6 +82,5 @@ const _: () = {
 /// from it.
 pub const fn sw128_mn_major(blocks: u32, k_extent: u32) -> StaticComposedLayout<4> {
     let (blocks, k_extent) = (blocks as i64, k_extent as i64);
-    StaticLayout::grouped(&[64, blocks, k_extent], &[2, k_extent * 128, 128], &[2, 1])
-        .swizzled(Swizzle::new(3, 4, 3), 0)
+    StaticLayout::grouped(&[64, blocks, k_extent], &[2, k_extent * 128, 128], &[2, 1]).swizzled(SWIZZLE_128B, 0)
 }

@@ -69,8 +69,8 @@ pub const fn k16_step_bytes(tile: &StaticComposedLayout<4>) -> u32 {
 /// PTX ISA: "Matrix Descriptor Format" (#asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor)
 /// and "Major-ness supported by Strides" (#asynchronous-warpgroup-level-majorness-supported-by-strides).
 pub const fn sw128_fields(tile: &StaticComposedLayout<4>) -> u64 {
-    let swizzle = tile.swizzle;
-    let sw128 = swizzle.bits() == 3 && swizzle.base() == 4 && swizzle.shift() == 3;
+    let (swizzle, sw128) = (tile.swizzle, SWIZZLE_128B);
+    let sw128 = swizzle.bits() == sw128.bits() && swizzle.base() == sw128.base() && swizzle.shift() == sw128.shift();
     assert!(sw128 && tile.offset == 0, "wgmma reads this tile only with TMA's 128-byte swizzle");
     assert!(tile.layout.rank() == 2, "an operand tile is (M or N index, k index)");
     let (mn_extent, k_extent) = (tile.layout.mode_size(0), tile.layout.mode_size(1));
