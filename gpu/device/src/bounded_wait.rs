@@ -18,6 +18,8 @@ use crate::arch::{atomic, sreg, trap, warp};
 /// `count` is a 4-byte aligned address in global memory; every lane of the warp calls this with the same `count`
 /// and `expected`.
 #[inline(always)]
+// `polls % N == 0`, not `is_multiple_of`: that flips a branch's layout in the PTX of every kernel that waits.
+#[allow(clippy::manual_is_multiple_of)]
 pub unsafe fn wait_at_least(count: *mut u32, expected: u32) {
     let mut polls = 0u32;
     let mut since = 0u64;

@@ -158,6 +158,7 @@ pub fn wait_group<const N: u32>() {
 /// Takes any fragment up to 128 values (an array coerces); unrolled by `seq!`, so once inlined every element is
 /// addressed by a constant and the fragment stays in registers.
 #[inline(always)]
+#[allow(clippy::len_zero)] // `seq!`'s copy for I = 0 tests `0 < len()`
 pub fn fence_operands(fragment: &mut [f32]) {
     seq_macro::seq!(I in 0..128 {
         if I < fragment.len() {

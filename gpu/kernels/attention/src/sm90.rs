@@ -1318,7 +1318,7 @@ unsafe fn store_output<C: Config>(
 ) {
     let (head, batch) = (work.head, work.batch);
     let o = o.as_ref();
-    let lane_is_row_leader = thread_idx_x() % 4 == 0;
+    let lane_is_row_leader = thread_idx_x().is_multiple_of(4);
     let mut inverse = [0.0f32; 2];
     seq!(HALF in 0..2 {
         let mut sum = state.sum[HALF];
@@ -1377,7 +1377,7 @@ unsafe fn store_output<C: Config>(
         warpgroup.sync();
         warpgroup.release_q(q);
     }
-    if !problem.stats.is_null() && thread_idx_x() % 32 == 0 && state.tiles > 0 {
+    if !problem.stats.is_null() && thread_idx_x().is_multiple_of(32) && state.tiles > 0 {
         unsafe {
             AtomicU32::from_ptr(problem.stats.add(ATTN_STATS_RESCALED))
                 .fetch_add(state.rescaled_tiles, Ordering::Relaxed);
