@@ -513,8 +513,6 @@ impl SmemMap {
 const K_MAJOR: u64 = wgmma::sw128_fields(&SW128_64X64_B16);
 /// Bytes between the k16 slices of one swizzled 128-byte row (K-major operands): 32.
 const K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&SW128_64X64_B16);
-/// Bytes between the k16 slices of an MN-major operand (V): two 8-row swizzle atoms, 2048.
-const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
 
 /// Named barriers of the ping-pong: warpgroup `c` may issue its wgmma when barrier `PINGPONG_BASE + c` opens.
 const PINGPONG_BASE: u32 = 1;
@@ -1226,11 +1224,14 @@ impl Warpgroup<'_> {
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
         let p = p.as_ref();
         // V is MN-major: its head-dim blocks (M/N) of `tile_kv` key rows (k), one block's bytes apart.
-        let v_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
+        let (v_major, v_step) = const {
+            let v = sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv);
+            (wgmma::sw128_fields(&v), wgmma::k16_step_bytes(&v))
+        };
         let desc_v = wgmma::desc(self.smem.v(stage, 0), v_major);
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
-                let desc_v = wgmma::desc_advance(desc_v, STEP * MN_K_STEP_BYTES);
+                let desc_v = wgmma::desc_advance(desc_v, STEP * v_step);
                 let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
                 unsafe { C::mma_pv(o, &a, desc_v) };
             }
