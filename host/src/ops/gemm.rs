@@ -98,18 +98,19 @@ impl Variant {
         // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel); in
         // between, single wide blocks. In both wide regions stream-K takes over where the last wave would leave the
         // GPU idle for long. Where tiles are many and short, 128×128 ping-pong tiles, whose epilogues hide under main
-        // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). The measurements behind each rule: docs/perf-notes.md, "The GEMM
-        // heuristic's measurements".
+        // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
+        // where it fits in one row of wide tiles, their stream-K on 64×128 tiles. The measurements behind each rule:
+        // docs/perf-notes.md, "The GEMM heuristic's measurements" and "Session 28".
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
             // Where the narrow tiles take more than one wave and 128×128 tiles fit in one: one wave of cooperative
-            // 128×128 tiles, which beat the ping-pong and narrow ones there. Else one wave of 64×128 tiles: their ring
+            // 128×128 tiles, which beat the ping-pong and narrow ones there (from 65 rows on). Else 64×128 tiles: their ring
             // holds twice the B bytes in flight of the 128×64 tile's, and they beat the 128×64 tiles in every layout
             // and the 128×128 tiles split-K ([`Variant::SquareStreamK`]) for 128 < M ≤ 256 and deep K. Not the narrow
             // tile in clusters: sharing A is slower.
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
-            if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms {
+            if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
                 Variant::Square
             } else if shape.m <= GEMM_SM90_128X64.tile_m as usize {
                 // The idle-time rule of the wide tiles on the 64×128 ones, with their own threshold.
@@ -123,10 +124,23 @@ impl Variant {
                 Variant::Flat
             }
         } else if ping_pong_pays(shape, sms) {
-            Variant::PingPong
+            // At most 32 k-tiles: never the flat tiles' stream-K (FLAT_STREAM_K_MIN_IDLE_K_TILES).
+            if Variant::one_flat_row(shape) { Variant::Flat } else { Variant::PingPong }
         } else {
-            Variant::wide(shape, sms)
+            match Variant::wide(shape, sms) {
+                // One row of wide tiles whose last wave pays for stream-K: the same balance on 64×128 tiles, whose
+                // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
+                Variant::StreamK if shape.m <= GEMM_SM90_128X256.tile_m as usize => Variant::FlatStreamK,
+                chosen => chosen,
+            }
         }
+    }
+
+    /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
+    /// padding, and the 64×128 tile covers the same columns per tile with a deeper ring (8 stages of B against 6), so
+    /// [`Variant::resolve`] gives it the shapes it would give 128×128 tiles (docs/perf-notes.md, "Session 28").
+    fn one_flat_row(shape: GemmShape) -> bool {
+        shape.m <= GEMM_SM90_64X128.tile_m as usize
     }
 
     /// Whether `shape` has at most half an SM's worth of 128×256 tiles per SM: the few-row and small problems, which
@@ -772,6 +786,20 @@ mod tests {
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
+        // Not with at most 64 rows: the same 80 tiles along N on 64×128 tiles, without the padding rows.
+        assert_eq!(pick(65, 10240, 8192), Variant::Square);
+        assert_eq!(pick(64, 10240, 8192), Variant::Flat);
+        assert_eq!(pick(1, 10240, 5120), Variant::Flat);
+        // Nor ping-pong tiles: 256 tiles of 64×128, 8 k-tiles deep.
+        assert_eq!(pick(1, 32768, 512), Variant::Flat);
+        assert_eq!(pick(65, 32768, 512), Variant::PingPong);
+        // One row of wide tiles with a last wave worth stream-K (96 wide tiles of 64 k-tiles: 36 SMs idle, 17 k-tiles
+        // per SM): stream-K on 64×128 tiles; the wide tiles without stream-K stay (112 of 64: 13 per SM).
+        assert_eq!(pick(16, 24576, 4096), Variant::FlatStreamK);
+        assert_eq!(pick(128, 24576, 4096), Variant::FlatStreamK);
+        assert_eq!(pick(1, 57344, 8192), Variant::FlatStreamK);
+        assert_eq!(pick(16, 28672, 4096), Variant::Wide);
+        assert_eq!(pick(129, 24576, 4096), Variant::StreamK);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         // A last wave of cluster tiles that leaves 20 k-tiles or more of idle time per cluster: stream-K over the
         // clusters. 4096³: 58 of 66 cluster tiles in the last wave, 8 idle for 64 k-tiles (7.8 per cluster).
