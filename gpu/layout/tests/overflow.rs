@@ -131,6 +131,12 @@ fn nested_and_flat_sums_may_overflow_at_different_points() {
     assert_eq!(l.call(i64::MAX), Err(LayoutError::Overflow));
     assert!(l.crd2idx(&crd).is_ok());
     same_offset_or_overflow(&l, &crd, i64::MAX).unwrap();
+    // And the other way: an integer coordinate's nested sum stays in range where the flat running sum leaves it
+    // (MAX + 1 after two leaves), and the result is the exact one.
+    let l: Layout = "(3,(2,1904066712859005952)):(9223372036854775807,(1,-5))".parse().unwrap();
+    let (exact, flat_overflows) = call128(&l, 1 << 32);
+    assert!(flat_overflows);
+    assert_eq!(l.crd2idx(&IntTuple::Int(1 << 32)).map(|v| v as i128), Ok(exact));
 }
 
 /// `L(idx)` in `i128` with pycute's splitting (floor division, the last leaf takes the rest),
@@ -218,6 +224,10 @@ proptest! {
         // An integer coordinate is the 1-D index: the same function as `call`.
         match (l.crd2idx(&IntTuple::Int(crd)), call128(&l, crd)) {
             (Ok(v), (value, false)) => prop_assert_eq!(v as i128, value),
+            // The nested sum adds a mode's own terms before the modes around it, so it can stay in range where the
+            // flat walk's running sum leaves it ((3,(2,k)):(i64::MAX,(1,-5)) at 2^32: MAX + 1 flat, MAX + 1 − 5·…
+            // nested); a result must then still be the exact one.
+            (Ok(v), (value, true)) => prop_assert_eq!(v as i128, value),
             (Err(LayoutError::Overflow), (_, true)) => {}
             // The hierarchical split forms sub-mode sizes the flat walk does not.
             (Err(LayoutError::Overflow), (_, false)) => prop_assert!(!fits(size128(&l))),
