@@ -104,10 +104,10 @@ impl Variant {
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
             // Where the narrow tiles take more than one wave and 128×128 tiles fit in one: one wave of cooperative
-            // 128×128 tiles, which beat the ping-pong and narrow ones there (from 65 rows on). Else 64×128 tiles: their ring
-            // holds twice the B bytes in flight of the 128×64 tile's, and they beat the 128×64 tiles in every layout
-            // and the 128×128 tiles split-K ([`Variant::SquareStreamK`]) for 128 < M ≤ 256 and deep K. Not the narrow
-            // tile in clusters: sharing A is slower.
+            // 128×128 tiles, which beat the ping-pong and narrow ones there (from 65 rows on). Else 64×128 tiles:
+            // their ring holds twice the B bytes in flight of the 128×64 tile's, and they beat the 128×64 tiles in
+            // every layout and the 128×128 tiles split-K ([`Variant::SquareStreamK`]) for 128 < M ≤ 256 and deep K.
+            // Not the narrow tile in clusters: sharing A is slower.
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
@@ -127,12 +127,7 @@ impl Variant {
             // At most 32 k-tiles: never the flat tiles' stream-K (FLAT_STREAM_K_MIN_IDLE_K_TILES).
             if Variant::one_flat_row(shape) { Variant::Flat } else { Variant::PingPong }
         } else {
-            match Variant::wide(shape, sms) {
-                // One row of wide tiles whose last wave pays for stream-K: the same balance on 64×128 tiles, whose
-                // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
-                Variant::StreamK if shape.m <= GEMM_SM90_128X256.tile_m as usize => Variant::FlatStreamK,
-                chosen => chosen,
-            }
+            Variant::wide(shape, sms)
         }
     }
 
@@ -155,7 +150,8 @@ impl Variant {
     }
 
     /// [`Variant::resolve`]'s choice among the 128×256 tiles for `shape` on `sms` SMs, with more than half an SM's
-    /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K.
+    /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K (for one row of tiles, M ≤ 128,
+    /// stream-K on 64×128 tiles).
     fn wide(shape: GemmShape, sms: usize) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
@@ -172,8 +168,9 @@ impl Variant {
                 Variant::WideCluster2
             }
         } else if idle_k_tiles(wide_tiles, k_tiles, sms) >= STREAM_K_MIN_IDLE_K_TILES {
-            // The same rule for single wide blocks.
-            Variant::StreamK
+            // The same rule for single wide blocks. With one row of them, the same balance on 64×128 tiles, whose
+            // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
+            if shape.m <= GEMM_SM90_128X256.tile_m as usize { Variant::FlatStreamK } else { Variant::StreamK }
         } else {
             Variant::Wide
         }
