@@ -249,6 +249,72 @@ fn stream_k_in_clusters_matches_reference_where_cluster_tiles_are_split() {
     assert_pass::<bf16, bf16>(&gpu, stream_k_cases::<bf16, bf16>(Variant::StreamKCluster2));
 }
 
+/// Split-K shapes (at most half a wave of tiles, no clusters): on an H200's 132 SMs, 1×576×7168 on 64×128 tiles is 5
+/// tiles in 26 pieces of 4 or 5 of the 112 k-tiles; 16×1536×7168, 12 in 11; 7×1000×4104 (N odd: D from registers),
+/// 8 tiles of 65 k-tiles in 16; 72×1024×8192 on 128×128 tiles, 8 in 16 (rows 72..128 outside D); 128×8192×8192 on
+/// 128×256 tiles, 32 in 4 (two consumers per tile, each reducing its own rows).
+const SPLIT_K_CASES: [(Variant, (usize, usize, usize)); 5] = [
+    (Variant::FlatStreamK, (1, 576, 7168)),
+    (Variant::FlatStreamK, (16, 1536, 7168)),
+    (Variant::FlatStreamK, (7, 1000, 4104)),
+    (Variant::SquareStreamK, (72, 1024, 8192)),
+    (Variant::StreamK, (128, 8192, 8192)),
+];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_k_pieces_reduce_their_tile_together() {
+    // Each piece adds up its share of the tile from every piece's partial: the product, alpha and beta·C, every
+    // output type; three launches of one plan on new inputs (a flag left counting would hand the next launch's
+    // pieces stale partials).
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let mut reports = Vec::new();
+    for (i, &(variant, (m, n, k))) in SPLIT_K_CASES.iter().enumerate() {
+        let shape = GemmShape::new(m, n, k);
+        let schedule = stream_k_plan_schedule(&gpu, shape, variant);
+        println!("{variant:?} {m}x{n}x{k}: {schedule:?}");
+        if gpu.sm_count() >= 132 {
+            assert!(schedule.pieces() >= 4 && schedule.grid() == schedule.tiles() * schedule.pieces(), "{schedule:?}");
+        }
+        if under_sanitizer() && m * n * k > SANITIZER_MAX_MULTIPLY_ADDS {
+            continue;
+        }
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 0.75)] {
+            let options = GemmOptions { variant, alpha, beta, ..GemmOptions::default() };
+            let seed = seed + 10 * i as u64;
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed, 3).unwrap());
+            // The 128×256 tile has f16 and f32-output kernels too.
+            if variant == Variant::StreamK {
+                reports.extend(verify::gemm_check_launches::<f16, f16>(&gpu, shape, options, seed + 3, 2).unwrap());
+                reports.extend(verify::gemm_check_launches::<bf16, f32>(&gpu, shape, options, seed + 5, 2).unwrap());
+            }
+        }
+    }
+    let table = CheckReport::table(&reports);
+    println!("{table}");
+    assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
+
+    // The flags all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed over
+    // the pieces in their order).
+    let stream = gpu.stream();
+    let shape = GemmShape::new(1, 576, 7168);
+    let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
+    let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
+    let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
+    let options = GemmOptions { variant: Variant::FlatStreamK, ..GemmOptions::default() };
+    let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
+    let mut outputs = Vec::new();
+    for _ in 0..3 {
+        let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
+        plan.launch(&gpu, &a, &b, &mut d).unwrap();
+        let flags = plan.stream_k_flags(&gpu).unwrap();
+        assert!(!flags.is_empty() && flags.iter().all(|&f| f == 0), "seed {seed}: flags left {flags:?}");
+        outputs.push(stream.clone_dtoh(&d).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u16>>());
+    }
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "seed {seed}: launches of one plan differ");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn stream_k_plans_reset_their_flags_for_the_next_launch() {

@@ -519,7 +519,9 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
     // fixup: a partial goes out as one 16-byte store per 4 accumulators of a consumer thread (32 for the wide and
     // 128×128 tiles' 128, 16 for the 64×128 tile's 64; fragment order) and comes back as as many 16-byte L2 loads per
     // peer (one loop over the peers); the flag is a release reduction (`red.release.gpu`: a GPU-scope fence, then the
-    // RED) and acquire loads (`ld.acquire.gpu`: a strong GPU-scope load), reset by a strong store.
+    // RED) and acquire loads (`ld.acquire.gpu`: a strong GPU-scope load), reset by a strong store. The kernels without
+    // clusters also reduce split-K tiles together (`Fixup::share`): a second wait, 8 more 16-byte loads in flight per
+    // lane, and a counted-out reset (an `atom` returning the count, then a second strong store).
     let stream_k: Vec<_> = kernels::GEMM_SM90.iter().filter(|g| g.variant.is_stream_k()).collect();
     assert!(!stream_k.is_empty(), "the GEMM table has no stream-K row");
     for gemm in stream_k {
@@ -527,6 +529,8 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         let name = gemm.kernel.name;
         // The partial of a consumer: its rows × the tile's columns, 4 floats per vector, for each of 128 threads.
         let tile = config(gemm.variant).tile;
+        let output_bytes = if gemm.output == "f32" { 4 } else { 2 };
+        let splits = config(gemm.variant).shares_split_k(output_bytes);
         let (plain, vectors) =
             (gemm.variant.data_parallel(), (tile.consumer_rows() * tile.tile_n / (4 * 128)) as usize);
         let data_parallel = kernels::GEMM_SM90
@@ -538,7 +542,10 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
         assert_eq!(s.count("HGMMA"), w.count("HGMMA"), "`{name}`: another main loop than `{}`", w.name);
         assert_eq!(s.count_with("STG", "128"), vectors, "`{name}`: partial stores {:?}", opcodes_of(s, "STG"));
         let vector_loads = s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "LDG" && op.contains(".128")).count();
-        assert_eq!(vector_loads, vectors, "`{name}`: partial loads {:?}", opcodes_of(s, "LDG"));
+        let share_loads = if splits { 8 } else { 0 };
+        assert_eq!(vector_loads, vectors + share_loads, "`{name}`: partial loads {:?}", opcodes_of(s, "LDG"));
+        let counts = opcodes_of(s, "ATOMG");
+        assert_eq!(counts.len(), usize::from(splits), "`{name}`: split-K count-outs {counts:?}");
         let reductions = opcodes_of(s, "REDG");
         assert!(
             reductions.len() == 1 && reductions[0].contains("STRONG.GPU"),
@@ -549,13 +556,13 @@ fn stream_k_gemms_keep_their_tiles_main_loop_and_hand_partials_over_with_release
             "`{name}` has no GPU-scope fence"
         );
         // `ld.global.cg` is a strong GPU-scope load in SASS as well (LDG.E.128.STRONG.GPU): the acquires are the
-        // 32-bit strong loads, two of them: the wait's first poll is peeled off its loop (it reads no clock, the
-        // polls after it start and check the bound), so a reducer whose peers are done makes that one load only.
+        // 32-bit strong loads, one per wait (its lane 0's poll), and one flag addition per warp (lane 0's).
         let acquire = s.opcodes().filter(|op| *op == "LDG.E.STRONG.GPU").count();
-        assert_eq!(acquire, 2, "`{name}`: acquire loads {:?}", opcodes_of(s, "LDG"));
+        let waits = 1 + usize::from(splits);
+        assert_eq!(acquire, waits, "`{name}`: acquire loads {:?}", opcodes_of(s, "LDG"));
         let strong_stores =
             s.opcodes().filter(|op| inspect::sass::mnemonic(op) == "STG" && op.contains("STRONG.GPU")).count();
-        assert_eq!(strong_stores, 1, "`{name}`: flag resets {:?}", opcodes_of(s, "STG"));
+        assert_eq!(strong_stores, waits, "`{name}`: flag resets {:?}", opcodes_of(s, "STG"));
     }
 }
 
@@ -747,10 +754,11 @@ fn symmetric_gemms_store_each_chunk_twice_the_second_transposed() {
         assert_eq!(turns > 0, tile.schedule == GemmSchedule::PingPong, "`{}`", s.name);
         let divergence_checks = s.count_with("BRA", "DIV");
         if config.stream_k {
-            // The stream-K fixup's bounded wait is a warp vote that ptxas guards with a `BRA.DIV` to a copy behind
-            // `WARPSYNC.COLLECTIVE`, as in the general stream-K kernels (`tma_store_epilogues_sync_warps_not_warpgroups`); the
-            // epilogue's barriers, the diagonal squares' included, get none.
-            assert!(divergence_checks <= 3, "`{}`: {divergence_checks} divergence checks", s.name);
+            // The stream-K fixup's bounded wait is a warp vote, and its hand-over meets at warp barriers around lane
+            // 0's flag accesses; ptxas guards those with a `BRA.DIV` to a copy behind `WARPSYNC.COLLECTIVE`, as in the
+            // general stream-K kernels (`tma_store_epilogues_sync_warps_not_warpgroups`); the epilogue's barriers,
+            // the diagonal squares' included, get none.
+            assert!(divergence_checks <= 5, "`{}`: {divergence_checks} divergence checks", s.name);
             assert!(s.count("ENDCOLLECTIVE") as usize >= divergence_checks, "`{}`: collective paths", s.name);
         } else {
             assert_eq!(divergence_checks, 0, "`{}` reaches a barrier with a diverged warp", s.name);

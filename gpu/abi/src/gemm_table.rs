@@ -36,6 +36,14 @@ impl GemmConfig {
         self.tile.threads()
     }
 
+    /// Whether the kernel of this row with `output_bytes`-byte outputs reduces split-K tiles with all of their pieces
+    /// together ([`crate::stream_k::Role::Share`]): stream-K rows without clusters and with 16-bit outputs. The
+    /// symmetric epilogue stores each tile twice, and the cluster and f32-output kernels had no registers to spare
+    /// for the reduction (they spilled): those reduce through the stream-K ranges' one reducer.
+    pub const fn shares_split_k(&self, output_bytes: u32) -> bool {
+        self.stream_k && !self.symmetric && self.cluster == 1 && output_bytes == 2
+    }
+
     /// Blocks that share one A tile by multicast (side by side along N).
     pub const fn a_sharers(&self) -> u32 {
         if matches!(self.share, GemmShare::A) { self.cluster } else { 1 }

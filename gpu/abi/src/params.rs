@@ -60,6 +60,9 @@ macro_rules! gemm_sm90_params {
             flags: ptr(*mut u32),
             /// Stream-K (cluster) tiles of the launch's schedule, the tail split by k-tiles; 0 for the others.
             sk_tiles: val(u32),
+            /// Split-K (`StreamK::split_k`): the pieces of every tile, the grid `sk_tiles × pieces` blocks; 0 for the
+            /// stream-K ranges and for the other kernels.
+            split_pieces: val(u32),
             /// Matrices in the stack (the symmetric GEMM, whose tensor maps are 3-D: (inner, outer, matrix)); 1 for
             /// the others.
             batch: val(u32),

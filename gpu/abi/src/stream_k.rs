@@ -60,6 +60,11 @@ pub enum Role {
     /// The part holding the tile's last k-tile: the block waits for the partials of blocks `first_peer ..` itself,
     /// adds them, resets the tile's flag and runs the epilogue.
     Reduce { first_peer: u32 },
+    /// One of the `pieces` pieces of a split-K tile ([`StreamK::split_k`]), on blocks `first_peer .. first_peer +
+    /// pieces`, the block's only unit: it stores its partial, waits for the other pieces' and adds up its share of
+    /// the tile (the `block − first_peer`-th of `pieces`) from all of them, in piece order, into D. The reduction is
+    /// spread over every piece instead of read by one block partial after partial.
+    Share { first_peer: u32, pieces: u32 },
 }
 
 /// One work unit of a block: k-tiles `k_begin .. k_end` of tile `tile` (an index in the tile scheduler's order).
@@ -78,6 +83,8 @@ pub struct StreamK {
     k_tiles: u32,
     grid: u32,
     sk_tiles: u32,
+    /// Split-K ([`StreamK::split_k`]): the pieces of every tile; 0 for the stream-K ranges.
+    pieces: u32,
 }
 
 impl StreamK {
@@ -85,7 +92,23 @@ impl StreamK {
     /// passes it to the kernel, which rebuilds the same schedule from it; [`StreamK::is_valid`] says whether the
     /// arguments make a schedule (the kernel does not check: it has nowhere to report).
     pub const fn new(tiles: u32, k_tiles: u32, grid: u32, sk_tiles: u32) -> StreamK {
-        StreamK { tiles, k_tiles, grid, sk_tiles }
+        StreamK { tiles, k_tiles, grid, sk_tiles, pieces: 0 }
+    }
+
+    /// Split-K: every one of the `tiles` tiles cut into `pieces` pieces of (within one) `k_tiles / pieces` k-tiles,
+    /// piece `p` of tile `t` on block `t · pieces + p` (a grid of `tiles × pieces` blocks), each block's only unit
+    /// ([`Role::Share`]). Unlike the stream-K ranges, no piece crosses a tile, so the pieces of a tile can reduce it
+    /// together: each stores its partial, waits for the others' (which are done at about the same time: the pieces
+    /// are within one k-tile of each other) and adds up its `1 / pieces` of the tile. Every block waits for blocks of
+    /// its own tile, so all of the grid must be resident at once, as for a stream-K tail. The kernel rebuilds this
+    /// from its grid's tile count, the k-tiles and `pieces` (a kernel parameter); the product is the host's to check.
+    pub const fn split_k(tiles: u32, k_tiles: u32, pieces: u32) -> StreamK {
+        StreamK { tiles, k_tiles, grid: tiles.wrapping_mul(pieces), sk_tiles: tiles, pieces }
+    }
+
+    /// Split-K's pieces per tile ([`StreamK::split_k`]), or 0.
+    pub const fn pieces(&self) -> u32 {
+        self.pieces
     }
 
     /// The host's choice of boundary for `tiles` tiles of `k_tiles` k-tiles on `grid` blocks:
@@ -124,6 +147,10 @@ impl StreamK {
             && self.k_tiles > 0
             && self.sk_tiles <= self.tiles
             && (self.sk_tiles as u64) * (self.k_tiles as u64) <= u32::MAX as u64
+            && (self.pieces == 0
+                || (self.pieces <= self.k_tiles
+                    && self.sk_tiles == self.tiles
+                    && (self.tiles as u64) * (self.pieces as u64) == self.grid as u64))
     }
 
     pub const fn tiles(&self) -> u32 {
@@ -154,6 +181,11 @@ impl StreamK {
 
     /// The stream-K iterations of `block`: `start .. end`, numbered from the first stream-K tile's first k-tile.
     pub const fn range(&self, block: u32) -> (u32, u32) {
+        // Split-K (pieces > 0): piece `block mod pieces` of tile `block / pieces`.
+        if let Some(tile) = block.checked_div(self.pieces) {
+            let (start, piece) = (tile * self.k_tiles, block % self.pieces);
+            return (start + self.piece_start(piece), start + self.piece_start(piece + 1));
+        }
         let (q, r) = (self.sk_iterations() / self.grid, self.sk_iterations() % self.grid);
         let start = block * q + if block < r { block } else { r };
         (start, start + q + (block < r) as u32)
@@ -161,10 +193,27 @@ impl StreamK {
 
     /// The block whose range holds stream-K iteration `iteration`.
     pub const fn block_of(&self, iteration: u32) -> u32 {
+        if self.pieces > 0 {
+            // The last piece of the tile that starts at or before the iteration.
+            let (tile, k_tile) = (iteration / self.k_tiles, iteration % self.k_tiles);
+            let mut piece = ((k_tile as u64 * self.pieces as u64) / self.k_tiles as u64) as u32;
+            while piece + 1 < self.pieces && self.piece_start(piece + 1) <= k_tile {
+                piece += 1;
+            }
+            while piece > 0 && self.piece_start(piece) > k_tile {
+                piece -= 1;
+            }
+            return tile * self.pieces + piece;
+        }
         let (q, r) = (self.sk_iterations() / self.grid, self.sk_iterations() % self.grid);
         // The first r blocks take q + 1 iterations each; when q is 0 every iteration lies among them.
         let long = r * (q + 1);
         if iteration < long { iteration / (q + 1) } else { r + (iteration - long) / q }
+    }
+
+    /// Split-K: the first k-tile of piece `piece` (of [`StreamK::pieces`]) in its tile; `pieces` gives `k_tiles`.
+    const fn piece_start(&self, piece: u32) -> u32 {
+        ((piece as u64 * self.k_tiles as u64) / self.pieces as u64) as u32
     }
 
     /// Blocks that store a partial (one workspace slot each, indexed by block): every block may, so a slot per block
@@ -187,6 +236,9 @@ impl StreamK {
         let dp_units = if block < dp && self.grid > 0 { (dp - block).div_ceil(self.grid) } else { 0 };
         if self.sk_tiles == 0 || block >= self.grid {
             return dp_units;
+        }
+        if self.pieces > 0 {
+            return 1;
         }
         let (start, end) = self.range(block);
         let pieces = if end > start { (end - 1) / self.k_tiles - start / self.k_tiles + 1 } else { 0 };
@@ -233,7 +285,9 @@ impl Iterator for Units {
         let begin = if tile_start > self.sk_begin { tile_start } else { self.sk_begin };
         self.sk_end = begin;
         let (k_begin, k_end) = (begin - tile_start, end - tile_start);
-        let role = if k_end < s.k_tiles {
+        let role = if s.pieces > 0 {
+            Role::Share { first_peer: sk_tile * s.pieces, pieces: s.pieces }
+        } else if k_end < s.k_tiles {
             Role::Partial
         } else if k_begin == 0 {
             Role::Whole
@@ -279,6 +333,10 @@ mod tests {
             }
         }
         assert!(covered.iter().all(|&c| c == 1), "{what}: some k-tile not covered exactly once");
+        if s.pieces() > 0 {
+            check_split(s, &units);
+            return 0;
+        }
 
         // Per tile: one whole unit, or one reducer whose peers each hold exactly one partial of it, and nothing else.
         let mut by_tile: Vec<Vec<(u32, Unit)>> = vec![Vec::new(); s.tiles() as usize];
@@ -316,6 +374,7 @@ mod tests {
                     Role::Partial => assert_eq!(i, 0, "{what} block {b}: a partial after another unit"),
                     Role::Reduce { .. } => assert_eq!(i, sk.len() - 1, "{what} block {b}: a reducer before the end"),
                     Role::Whole => {}
+                    Role::Share { .. } => unreachable!("{what}: split-K is checked apart"),
                 }
             }
             assert!(s.partial_slots() > b as u32 || !sk.iter().any(|u| u.role == Role::Partial), "{what}");
@@ -359,6 +418,51 @@ mod tests {
         let ideal = total.div_ceil(s.grid());
         assert!(*clock.iter().max().unwrap() <= ideal + s.k_tiles() + 1 + longest_wait, "{what}: {clock:?}");
         longest_wait
+    }
+
+    /// Split-K: each block one piece of one tile, the pieces of tile t on blocks t·pieces .. (t + 1)·pieces in K order,
+    /// each within one k-tile of the others, all naming that tile's blocks.
+    fn check_split(s: &StreamK, units: &[Vec<Unit>]) {
+        let what = format!("{s:?}");
+        assert_eq!(s.grid(), s.tiles() * s.pieces(), "{what}");
+        for (b, us) in (0u32..).zip(units) {
+            let [unit] = us.as_slice() else { panic!("{what}: block {b} has {} units", us.len()) };
+            let (tile, piece) = (b / s.pieces(), b % s.pieces());
+            assert_eq!(
+                unit.role,
+                Role::Share { first_peer: tile * s.pieces(), pieces: s.pieces() },
+                "{what} block {b}"
+            );
+            assert_eq!(unit.tile, tile, "{what} block {b}");
+            let length = unit.k_end - unit.k_begin;
+            assert!(length == s.k_tiles() / s.pieces() || length == s.k_tiles().div_ceil(s.pieces()), "{what} {b}");
+            if piece > 0 {
+                assert_eq!(units[b as usize - 1][0].k_end, unit.k_begin, "{what}: block {b} follows its neighbour");
+            }
+            let (start, end) = s.range(b);
+            assert_eq!((start, end), (tile * s.k_tiles() + unit.k_begin, tile * s.k_tiles() + unit.k_end), "{what}");
+            assert!((start..end).all(|i| s.block_of(i) == b), "{what}: block_of inverts block {b}'s range");
+        }
+    }
+
+    #[test]
+    fn split_k_cuts_each_tile_into_its_pieces_and_nothing_else() {
+        for (tiles, k_tiles, pieces) in [(5, 112, 26), (12, 112, 11), (32, 64, 4), (1, 7, 7), (3, 10, 3), (66, 2, 2)] {
+            let s = StreamK::split_k(tiles, k_tiles, pieces);
+            assert!(s.is_valid(), "{s:?}");
+            assert_eq!(
+                (s.grid(), s.sk_tiles(), s.dp_tiles(), s.partial_slots()),
+                (tiles * pieces, tiles, 0, tiles * pieces)
+            );
+            check(&s);
+        }
+        // More pieces than k-tiles, or a grid that is not tiles × pieces, is not a schedule.
+        assert!(!StreamK::split_k(4, 3, 4).is_valid());
+        assert!(!StreamK { grid: 9, ..StreamK::split_k(4, 8, 2) }.is_valid());
+        // The stream-K ranges of the same grid cross tiles where K is not a multiple of the pieces; split-K's do not.
+        let (stream, split) = (StreamK::split(5, 10, 15), StreamK::split_k(5, 10, 3));
+        assert!((0..15).any(|b| stream.unit_count(b) == 2));
+        assert!((0..15).all(|b| split.unit_count(b) == 1));
     }
 
     /// The benchmark suite and the GPU tests' stream-K shapes (docs/perf-notes.md), with the host's grid.

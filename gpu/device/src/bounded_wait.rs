@@ -35,3 +35,32 @@ pub unsafe fn wait_at_least(count: *mut u32, expected: u32) {
         polls = polls.wrapping_add(1);
     }
 }
+
+/// [`wait_at_least`] with one poller per warp: lane 0 polls with acquire loads and the warp leaves together (a
+/// vote), then meets at a warp barrier, which orders lane 0's acquire before every lane's later accesses. So a
+/// count that N warps of other blocks publish is polled by N lanes instead of 32·N, which otherwise contend for
+/// the flag's L2 line with the publishers' own additions. The publishers' side of the pattern: each warp meets at
+/// a warp barrier after its stores, then one lane releases them all (the barrier orders the other lanes' stores
+/// before that lane's release).
+///
+/// # Safety
+/// As [`wait_at_least`].
+#[inline(always)]
+#[allow(clippy::manual_is_multiple_of)]
+pub unsafe fn wait_at_least_from_first_lane(count: *mut u32, expected: u32) {
+    let first = sreg::lane_id() == 0;
+    let mut polls = 0u32;
+    let mut since = 0u64;
+    while warp::any(first && unsafe { atomic::load_acquire_gpu(count) } < expected) {
+        if polls % POLLS_PER_CLOCK_READ == 0 {
+            let now = sreg::global_timer_ns();
+            if polls == 0 {
+                since = now;
+            } else if warp::any(now.wrapping_sub(since) > WAIT_LIMIT_NS) {
+                trap::trap();
+            }
+        }
+        polls = polls.wrapping_add(1);
+    }
+    warp::sync();
+}

@@ -66,11 +66,20 @@ fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
     10 * tiles >= PING_PONG_MIN_TENTHS_OF_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
 }
 
-/// The most pieces split-K cuts a tile into ([`stream_k_schedule`]): the reducing block adds the other pieces'
-/// partials one after another. 8 is the most measured (docs/perf-notes.md, "The GEMM heuristic's measurements");
-/// beyond it a tile of a few-tile problem (256×256×16384: 4 tiles of 128×128 on 132 SMs) would be cut in 33 pieces,
-/// its reducer reading 32 partials.
+/// The most pieces the symmetric GEMM's stream-K cuts a tile into when it has at most half a wave of tiles
+/// ([`stream_k_over`]): its reducing block adds the other pieces' partials one after another (about 0.85 µs each on
+/// the H200, docs/perf-notes.md, "Session 29"). 8 is the most measured there (docs/perf-notes.md, "The GEMM
+/// heuristic's measurements").
 const MAX_SPLIT_K_PIECES: usize = 8;
+
+/// The fewest k-tiles of one split-K piece ([`stream_k_schedule`]): 256 of K, so that a piece streams more operand
+/// bytes than its partial moves through L2 (on the 64×128 tile 96 KiB against 64 KiB).
+const MIN_SPLIT_K_PIECE_K_TILES: usize = 4;
+
+/// The fewest pieces whose tile they reduce together ([`stream_k_schedule`]). With two, the stream-K ranges' reducer
+/// reads one partial and stores through TMA, which measured 2–4% faster than both pieces waiting for each other and
+/// storing halves from registers (128×4096×14336 on 64×128 tiles, docs/perf-notes.md, "Session 29").
+const MIN_SHARED_PIECES: usize = 3;
 
 /// The idle time, in k-tiles per worker, that `tiles` work items of `k_tiles` each leave on `workers` running them in
 /// waves: what the workers without a tile in the last wave wait. Zero when the last wave is full.
@@ -221,21 +230,36 @@ impl Variant {
 /// [`Variant::FlatStreamK`] and [`Variant::SquareStreamK`]: 1, [`Variant::StreamKCluster2`]: 2) for `shape`, when
 /// `resident` clusters fit on the GPU at once (the SM count without clusters). Its units are cluster tiles and its
 /// blocks clusters; the kernel rebuilds the same schedule from the cluster-tile count, the k-tiles, its grid and the
-/// `sk_tiles` it is given. The grid:
-/// - at most half as many tiles as resident blocks: split-K. Each tile gets the same number S = ⌊resident / tiles⌋ of
-///   blocks (at most one per k-tile, at most [`MAX_SPLIT_K_PIECES`]), so the `tiles × S` ranges cut every tile into S
-///   contiguous pieces that start at S places of K only. Spread over every resident block instead, the ranges would
-///   start all over K (128×8192×8192 on 128×128 tiles: ~64 places), which costs problems that stream an operand from
-///   DRAM 10–30% (docs/perf-notes.md, GEMM sm90 v14);
-/// - otherwise every resident block (never more than k-tiles of work, so each has some), the tail that
-///   [`StreamK::split`] makes stream-K spread evenly over them.
-pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32) -> StreamK {
+/// `sk_tiles` and split pieces it is given. `shares`: the kernel reduces split-K tiles with all of their pieces
+/// ([`oxtile_abi::GemmConfig::shares_split_k`]). The grid:
+/// - at most half as many tiles as resident blocks, where the kernel shares and each tile can be cut into at least
+///   [`MIN_SHARED_PIECES`] pieces of at least [`MIN_SPLIT_K_PIECE_K_TILES`]: split-K ([`StreamK::split_k`]), each
+///   tile on S = ⌊resident / tiles⌋ blocks (fewer where K is short), each piece one contiguous range of K, so all
+///   blocks walk K on S fronts. The pieces reduce their tile together (each adds up its 1/S of it), so S is not
+///   capped by a reducer that reads the partials one by one;
+/// - otherwise [`stream_k_over`]: at most half a wave, split-K through the stream-K ranges (up to
+///   [`MAX_SPLIT_K_PIECES`] pieces, one reducer); above, every resident block (never more than k-tiles of work, so
+///   each has some), the tail that [`StreamK::split`] makes stream-K spread evenly over them.
+///
+/// Split-K rather than stream-K ranges spread over every resident block: those would start all over K (128×8192×8192
+/// on 128×128 tiles: ~64 places), which costs problems that stream an operand from DRAM 10–30% (docs/perf-notes.md,
+/// GEMM sm90 v14).
+pub fn stream_k_schedule(shape: GemmShape, tile: GemmTile, cluster: u32, resident: u32, shares: bool) -> StreamK {
     let tiles = shape.m.div_ceil((tile.tile_m * cluster.max(1)) as usize) * shape.n.div_ceil(tile.tile_n as usize);
-    stream_k_over(tiles, shape.k.div_ceil(tile.tile_k as usize), resident)
+    let k_tiles = shape.k.div_ceil(tile.tile_k as usize);
+    let pieces = (resident.max(1) as usize / tiles.max(1)).min(k_tiles / MIN_SPLIT_K_PIECE_K_TILES);
+    match (u32::try_from(tiles), u32::try_from(k_tiles)) {
+        // Counts past u32 cannot occur for checked shapes (dimensions < 2^31; tiles × pieces ≤ resident).
+        (Ok(tiles), Ok(k_tiles)) if shares && pieces >= MIN_SHARED_PIECES => {
+            StreamK::split_k(tiles, k_tiles, pieces as u32)
+        }
+        _ => stream_k_over(tiles, k_tiles, resident),
+    }
 }
 
-/// [`stream_k_schedule`] for `tiles` (cluster) tiles of `k_tiles` k-tiles in any order (the symmetric GEMM's
-/// triangle too).
+/// The stream-K ranges for `tiles` (cluster) tiles of `k_tiles` k-tiles in any order (the symmetric GEMM's triangle,
+/// and [`stream_k_schedule`] above half a wave): with at most half a wave, up to [`MAX_SPLIT_K_PIECES`] blocks per
+/// tile whose ranges cut each tile into as many pieces, its reducer reading the partials one by one.
 pub(crate) fn stream_k_over(tiles: usize, k_tiles: usize, resident: u32) -> StreamK {
     let resident = resident.max(1) as usize;
     let grid = if 2 * tiles <= resident {
@@ -544,7 +568,9 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         };
         let resident = if cluster > 1 { gpu.max_active_clusters(&function, &launch)? } else { gpu.sm_count() };
         launch.grid_dim.0 = cluster_tiles.min(resident.max(1) as usize) as u32 * cluster;
-        let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, tile, cluster, resident));
+        let output_bytes = std::mem::size_of::<O>() as u32;
+        let shares = variant.config().is_some_and(|config| config.shares_split_k(output_bytes));
+        let stream_k = variant.is_stream_k().then(|| stream_k_schedule(shape, tile, cluster, resident, shares));
         if let Some(schedule) = stream_k.filter(|s| s.sk_tiles() > 0) {
             // The co-residency guard. With a tail, blocks wait for flags other blocks set: that ends only if every
             // block of the grid is resident at once (oxtile_abi::stream_k), which the hardware guarantees for a grid
@@ -714,6 +740,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             partials: partials.as_ref().map_or(0, |(address, _)| *address),
             flags: flags.as_ref().map_or(0, |(address, _)| *address),
             sk_tiles: self.stream_k.map_or(0, |s| s.sk_tiles()),
+            split_pieces: self.stream_k.map_or(0, |s| s.pieces()),
             batch: 1,
         };
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams` (the list in oxtile-abi that the
@@ -983,20 +1010,24 @@ mod tests {
     #[test]
     fn stream_k_plans_fill_the_sms_and_split_the_tail() {
         // Enough work: one block per SM, the partial wave stream-K (oxtile_abi::stream_k's tests simulate these).
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (132, 2048, 128, 68));
-        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(2048, 2048, 2048), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.grid(), s.sk_tiles()), (132, 128));
-        // Fewer k-tiles of work than SMs: one block per k-tile, no block idle.
-        let s = stream_k_schedule(GemmShape::new(333, 777, 264), GEMM_SM90_128X256, 1, 132);
-        assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (60, 12, 5, 12));
+        // Fewer k-tiles of work than SMs, K too short for shared pieces: one block per k-tile, no block idle, the
+        // stream-K ranges' reducer.
+        let s = stream_k_schedule(GemmShape::new(333, 777, 264), GEMM_SM90_128X256, 1, 132, true);
+        assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles(), s.pieces()), (60, 12, 5, 12, 0));
         // At most half as many tiles as SMs: split-K, each tile in as many pieces (the same), starting at as many
-        // places of K. 128×8192×8192 on 128×256 tiles: 32 tiles in 4 pieces of 32 k-tiles; on 128×128 tiles, 64 in
-        // 2; 128×4096×14336 on 64×128 tiles, 64 in 2 of 112; 1000³, 32 tiles of 16 k-tiles in 4.
+        // places of K. Shared from 3 pieces: 128×8192×8192 on 128×256 tiles, 32 tiles in 4 pieces of 32 k-tiles;
+        // 1000³, 32 tiles of 16 k-tiles in 4 (of 4, the shortest piece); 256×256×16384, 4 tiles in 33; 1×576×7168
+        // on 64×128 tiles, 5 tiles in 26 (of 4 or 5). Two pieces, one reducer: 128×8192×8192 on 128×128 tiles, 64
+        // tiles; 128×4096×14336 on 64×128 tiles, 64 of 112.
         let split = |(m, n, k), tile| {
-            let s = stream_k_schedule(GemmShape::new(m, n, k), tile, 1, 132);
+            let s = stream_k_schedule(GemmShape::new(m, n, k), tile, 1, 132, true);
             let pieces = s.grid() / s.tiles();
-            assert_eq!((s.sk_tiles(), s.grid() % s.tiles()), (s.tiles(), 0));
+            let shared = if pieces >= MIN_SHARED_PIECES as u32 { pieces } else { 0 };
+            assert_eq!((s.sk_tiles(), s.grid() % s.tiles(), s.pieces()), (s.tiles(), 0, shared));
             for block in 0..s.grid() {
                 let offset = (block % pieces) * s.k_tiles() / pieces + (block / pieces) * s.k_tiles();
                 assert_eq!(s.range(block).0, offset, "block {block}");
@@ -1007,17 +1038,21 @@ mod tests {
         assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X128), (64, 2, 64));
         assert_eq!(split((128, 4096, 14336), GEMM_SM90_64X128), (64, 2, 112));
         assert_eq!(split((1000, 1000, 1000), GEMM_SM90_128X256), (32, 4, 4));
-        assert_eq!(split((256, 256, 16384), GEMM_SM90_128X128), (4, 8, 32));
+        assert_eq!(split((256, 256, 16384), GEMM_SM90_128X128), (4, 33, 7));
+        assert_eq!(split((1, 576, 7168), GEMM_SM90_64X128), (5, 26, 4));
+        // A kernel that does not share (f32 output, clusters) keeps the reducer's cap.
+        let s = stream_k_schedule(GemmShape::new(1, 576, 7168), GEMM_SM90_64X128, 1, 132, false);
+        assert_eq!((s.grid(), s.pieces()), (40, 0));
         // Over half as many: every SM (1536×1536×4096, 72 tiles of 64 k-tiles).
-        let s = stream_k_schedule(GemmShape::new(1536, 1536, 4096), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(1536, 1536, 4096), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.grid(), s.tiles(), s.sk_tiles()), (132, 72, 72));
-        let s = stream_k_schedule(GemmShape::new(1, 1, 8), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(1, 1, 8), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.grid(), s.sk_tiles(), s.partial_slots(), s.flags(2)), (1, 0, 0, 0));
         // Whole waves only: no tail, no workspace (the kernel runs the plain schedule).
-        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(4097, 4095, 4104), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.tiles(), s.sk_tiles(), s.partial_slots()), (528, 0, 0));
         // The workspace of 8192³: a 128 KiB slot per block, 8 flags per tail tile.
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 1, 132, true);
         assert_eq!((s.partial_slots(), s.flags(GEMM_SM90_128X256.tile_sharers())), (132, 68 * 8));
         assert!(tma_store_epilogue(Variant::StreamK, 8192, 2) && !tma_store_epilogue(Variant::StreamK, 777, 2));
     }
@@ -1026,19 +1061,22 @@ mod tests {
     fn cluster_stream_k_plans_schedule_cluster_tiles_on_the_resident_clusters() {
         // 8192³ in clusters of two on 66 clusters: 1024 cluster tiles of 256×256, 15 whole waves and 34 tail tiles
         // (over half a wave, so no extra wave), each cluster's range 65–66 k-tiles: a tail tile in two or three pieces.
-        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 66);
+        let s = stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 66, false);
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles()), (66, 1024, 128, 34));
         assert_eq!(s.range(0), (0, 66));
         // 4096³: 256 cluster tiles, 3 waves + 58; 8192×4096×14336: 512, 7 waves + 50.
-        assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), GEMM_SM90_128X256, 2, 66).sk_tiles(), 58);
-        assert_eq!(stream_k_schedule(GemmShape::new(8192, 4096, 14336), GEMM_SM90_128X256, 2, 66).sk_tiles(), 50);
+        assert_eq!(stream_k_schedule(GemmShape::new(4096, 4096, 4096), GEMM_SM90_128X256, 2, 66, false).sk_tiles(), 58);
+        assert_eq!(
+            stream_k_schedule(GemmShape::new(8192, 4096, 14336), GEMM_SM90_128X256, 2, 66, false).sk_tiles(),
+            50
+        );
         // M = 128 still makes cluster tiles of 256 rows (the second block's rows lie outside D); 32 of them on 66
         // clusters is split-K, each tile on two clusters.
-        let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), GEMM_SM90_128X256, 2, 66);
+        let s = stream_k_schedule(GemmShape::new(128, 8192, 8192), GEMM_SM90_128X256, 2, 66, false);
         assert_eq!((s.tiles(), s.sk_tiles(), s.grid()), (32, 32, 64));
         assert_eq!((s.range(0), s.range(1), s.range(2)), ((0, 64), (64, 128), (128, 192)));
         // Fewer resident clusters (another context holds SMs): the grid follows, never past the resident count.
-        assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 60).grid(), 60);
+        assert_eq!(stream_k_schedule(GemmShape::new(8192, 8192, 8192), GEMM_SM90_128X256, 2, 60, false).grid(), 60);
         assert!(tma_store_epilogue(Variant::StreamKCluster2, 8192, 2));
         assert_eq!((Variant::StreamKCluster2.cluster_size(), Variant::StreamKCluster2.b_sharers()), (2, 2));
     }

@@ -399,6 +399,8 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
             partials: 0,
             flags: 0,
             sk_tiles: stream_k.map_or(0, |s| s.sk_tiles()),
+            // Its kernels reduce through the stream-K ranges only.
+            split_pieces: 0,
             batch: batch as u32,
         };
         Ok(SymmetricPlan {

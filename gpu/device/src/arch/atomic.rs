@@ -46,6 +46,22 @@ pub unsafe fn load_acquire_gpu(flag: *const u32) -> u32 {
     value
 }
 
+/// `atom.relaxed.gpu.global.add.u32`: adds `value` to the u32 at `flag` and returns what it held before, as one strong
+/// read-modify-write at GPU scope with no ordering of its own: for counting arrivals whose data is already ordered
+/// some other way (e.g. the last of them resets the flag).
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn atom_relaxed_gpu_add(flag: *mut u32, value: u32) -> u32 {
+    let before: u32;
+    unsafe {
+        core::arch::asm!("atom.relaxed.gpu.global.add.u32 {before}, [{flag}], {value};", before = out(reg32) before,
+            flag = in(reg64) flag, value = in(reg32) value, options(nostack));
+    }
+    before
+}
+
 /// `st.relaxed.gpu.global.u32`: writes `value` at `flag` as a strong (relaxed, GPU-scope) store: no ordering of its
 /// own, but never torn or cached away from the other blocks, unlike a plain store. For resetting a flag that no one
 /// else touches until the next launch.

@@ -424,6 +424,12 @@ trait Config {
     /// Adds a partial that [`Config::store_partial`] wrote at `part` (the same thread of the same consumer in another
     /// block, on the same tile) to the accumulators.
     unsafe fn add_partial(acc: &mut Self::Fragment, part: *const f32, thread: u32);
+    /// Vectors of four accumulators per thread (its fragments one after another), as [`Config::store_partial`]
+    /// numbers them.
+    const VECTORS: u32;
+    /// Where the pair `half` (0 or 1: accumulators 4·`vector` + 2·`half` and the next) of thread `thread`'s vector
+    /// `vector` lies in the warpgroup's `consumer_rows` × N block: (row, column of the first).
+    fn pair_position(vector: u32, thread: u32, half: u32) -> (u32, u32);
 }
 
 /// Where vector `vector` (four accumulators) of thread `thread` of a consumer warpgroup lies in its part of a
@@ -631,6 +637,15 @@ macro_rules! config {
                         }
                     });
                 });
+            }
+
+            const VECTORS: u32 = $rows * $regs / 4;
+
+            #[inline(always)]
+            fn pair_position(vector: u32, thread: u32, half: u32) -> (u32, u32) {
+                let (row_block, in_fragment) = (vector / ($regs / 4), vector % ($regs / 4));
+                let index = Self::ACCUMULATOR.crd2idx_u32(&[thread, 4 * in_fragment + 2 * half]);
+                (64 * row_block + index % 64, index / 64)
             }
 
             #[inline(always)]
@@ -954,7 +969,9 @@ macro_rules! gemm_kernel_fn {
             // The general GEMM is one matrix whatever the parameter says.
             let batch = if CONFIG.symmetric { params.batch } else { 1 };
             let stream_k = if CONFIG.stream_k {
-                StreamKArgs { partials: params.partials, flags: params.flags, sk_tiles: params.sk_tiles }
+                let output_bytes = size_of::<<<$config as Config>::Output as OutputElement>::Bits>();
+                let pieces = if CONFIG.shares_split_k(output_bytes as u32) { params.split_pieces } else { 0 };
+                StreamKArgs { partials: params.partials, flags: params.flags, sk_tiles: params.sk_tiles, pieces }
             } else {
                 StreamKArgs::NONE
             };
@@ -1021,16 +1038,18 @@ struct StreamKArgs {
     /// per launch), consumer `c`'s part (its rows, in the fragment order of [`Config::store_partial`]) at
     /// `c × consumer_rows × tile_n` in it.
     partials: *mut f32,
-    /// One u32 per (stream-K tile, consumer, warp of the consumer), 0 between launches: each lane of that warp in each
-    /// block storing a partial of the tile adds 1 once its part of the partial is stored; the reducing warp waits for
-    /// 32 per peer block, then sets it back to 0.
+    /// One u32 per (stream-K tile, consumer, warp of the consumer), 0 between launches: that warp of each block storing
+    /// a partial of the tile adds 32 once its part of the partial is stored; the reducing warp waits for 32 per peer
+    /// block, then sets it back to 0 (split-K pieces count themselves out first, [`Fixup::share`]).
     flags: *mut u32,
     sk_tiles: u32,
+    /// Split-K's pieces per tile ([`StreamK::split_k`]), or 0.
+    pieces: u32,
 }
 
 impl StreamKArgs {
     const NONE: StreamKArgs =
-        StreamKArgs { partials: core::ptr::null_mut(), flags: core::ptr::null_mut(), sk_tiles: 0 };
+        StreamKArgs { partials: core::ptr::null_mut(), flags: core::ptr::null_mut(), sk_tiles: 0, pieces: 0 };
 }
 
 /// Warps of a consumer warpgroup: each has its own stream-K flag per tile (a warp's lanes read exactly what the same
@@ -1146,7 +1165,12 @@ unsafe fn gemm<
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
     // The host computed `sk_tiles` from the same cluster tiles, k-tiles and clusters (`StreamK::split`).
-    let schedule = StreamK::new(scheduler.items(), k_tiles, stride, stream_k.sk_tiles);
+    // With split pieces, the grid is `sk_tiles × pieces` (`StreamK::split_k`).
+    let schedule = if stream_k.pieces > 0 {
+        StreamK::split_k(scheduler.items(), k_tiles, stream_k.pieces)
+    } else {
+        StreamK::new(scheduler.items(), k_tiles, stride, stream_k.sk_tiles)
+    };
     let (rank_m, rank_n) = if SHARE == SHARE_A { (0, rank) } else { (rank, 0) };
     let a_share = if SHARE == SHARE_A { CLUSTER } else { 1 };
     let b_share = if SHARE == SHARE_B { CLUSTER } else { 1 };
@@ -1267,6 +1291,8 @@ unsafe fn gemm<
         let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, sharer, thread };
         let mut acc = C::ZERO;
         let mut ring = RingState::new(tile.stages);
+        // The split-K piece this warpgroup published, if any, whose share it reduces once its units are done.
+        let mut shared: Option<(u32, Share)> = None;
         // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
         // blocks' partials and the epilogue. `index` counts the block's tiles (ping-pong turns); `epilogue_index` the
         // epilogues this warpgroup ran before (the staging buffers alternate). Whether it ran an epilogue.
@@ -1315,16 +1341,21 @@ unsafe fn gemm<
             if let Some(stage) = reading {
                 release(stage);
             }
+            let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
+            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
             match work.role {
                 Role::Whole => {}
-                Role::Partial => {
+                Role::Partial | Role::Share { .. } => {
                     unsafe { fixup.publish::<C>(&acc, work.tile_index) };
+                    // A split-K piece is its block's only unit: it adds up its share of the tile after the loop,
+                    // where the accumulators are dead and leave their registers to the reduction.
+                    if let Role::Share { first_peer, pieces } = work.role {
+                        shared = Some((work.tile_index, Share { first_peer, pieces, row0, col0 }));
+                    }
                     return false;
                 }
                 Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
             }
-            let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
-            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
             // Whether a symmetric tile is on the diagonal (else above it, and stored transposed too); its matrix of the
             // stack. The triangular order's loops leave ptxas unsure that the tile is the same in every lane, and the
             // epilogue's `stmatrix.trans`, warp and warpgroup barriers branch on it: broadcast from lane 0, it is
@@ -1365,6 +1396,11 @@ unsafe fn gemm<
                 run(index, index, Work { tile, tile_index: 0, k_begin: 0, k_end: k_tiles, role: Role::Whole });
             }
         }
+        // Only the kernels that share split-K tiles get pieces (`GemmConfig::shares_split_k`; 0 is a constant in the
+        // others, which so keep no code for it).
+        if let Some((tile_index, share)) = shared {
+            unsafe { fixup.share::<C>(tile_index, share, &out) };
+        }
         if staged {
             staging.drain();
         }
@@ -1376,11 +1412,12 @@ unsafe fn gemm<
 }
 
 /// The stream-K fixup of one consumer warpgroup: handing a partial tile to the block that reduces it, and adding the
-/// partials of other blocks. Memory ordering (arch/atomic.rs): each thread stores its own part of a partial and then
-/// releases *its own* stores by adding 1 to its warp's flag, so no barrier is needed between the stores and the
-/// signal; the reducing warp's lanes each acquire the flag once it counts every lane of every peer, then load. The
-/// flag goes back to 0 after all 32 lanes have seen the count, for the next launch (kernel boundaries order that
-/// store before the next launch's additions).
+/// partials of other blocks. Memory ordering (arch/atomic.rs, bounded_wait.rs): each warp stores its part of a
+/// partial, meets at a warp barrier, and lane 0 releases the warp's stores by adding 32 to the warp's flag; the
+/// reducing warp's lane 0 acquires the flag once it counts every peer, the warp meets at a warp barrier, then every
+/// lane loads. One adder and one poller per warp: with a lane each, the 32·pieces lanes of a split-K tile contended
+/// for the flag's L2 line (docs/perf-notes.md, "Session 29"). The flag goes back to 0 after the waiting warps have
+/// seen the count, for the next launch (kernel boundaries order that store before the next launch's additions).
 ///
 /// In clusters the schedule's units belong to clusters (`owner` is this block's cluster) and each block of a cluster
 /// hands over its own tile of the cluster tile: partials and flags are per (cluster, rank), and a block only ever
@@ -1425,7 +1462,79 @@ impl Fixup {
     unsafe fn publish<C: Config>(&self, acc: &C::Fragment, tile_index: u32) {
         unsafe {
             C::store_partial(acc, self.part(self.owner), self.thread);
-            atomic::red_release_gpu_add(self.flag(tile_index), 1);
+            // The warp barrier orders every lane's stores before lane 0's release of them all: one addition per warp
+            // on the flag instead of 32.
+            warp::sync();
+            if self.thread.is_multiple_of(32) {
+                atomic::red_release_gpu_add(self.flag(tile_index), 32);
+            }
+        }
+    }
+
+    /// Split-K, after [`Fixup::publish`]: waits until every piece of tile `tile_index` has stored its partial, then
+    /// writes this piece's share of the tile to D: of each warp's part of a partial (`Config::VECTORS` vectors × 32
+    /// lanes), piece `p` of `P` takes vectors `p·n/P .. (p+1)·n/P`, sums each over the pieces in their order (the same
+    /// sum every launch) and stores its two pairs. The warps of a piece each wait only for the same warp of the
+    /// others, as [`Fixup::gather`] does. The lanes keep [`SHARE_LOADS`] loads in flight, over vectors and pieces
+    /// alike (a lane's share is about `VECTORS` loads whatever `P` is), so the reduction costs a few L2 round trips
+    /// where the serial reducer paid one per partial. Last, lane 0 of each warp counts the piece out; the last of
+    /// them resets the flag for the next launch (every lane of every piece has then seen the count).
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it, for the block's one unit, a split-K piece whose partial it published and whose
+    /// peers run at the same time.
+    #[inline(always)]
+    unsafe fn share<C: Config>(&self, tile_index: u32, share: Share, out: &Epilogue<C::Output>) {
+        let flag = self.flag(tile_index);
+        let Share { first_peer, pieces, row0, col0 } = share;
+        // Bounded, and left by the whole warp at once (converged for the loads and the count below).
+        unsafe { bounded_wait::wait_at_least_from_first_lane(flag, pieces * 32) };
+        let (warp, lane) = (self.thread / 32, self.thread % 32);
+        let vectors = C::VECTORS * 32;
+        let piece = self.owner - first_peer;
+        let (begin, end) = (piece * vectors / pieces, (piece + 1) * vectors / pieces);
+        // This lane's vectors: begin + lane, + 32, … below end; a job is one (vector, piece) load.
+        let mine = if end > begin + lane { (end - begin - lane).div_ceil(32) } else { 0 };
+        let jobs = mine * pieces;
+        // The cursor of the next load and of the next addition, each as (vector of mine, piece).
+        let (mut load_vector, mut load_piece) = (0u32, 0u32);
+        let (mut add_vector, mut add_piece) = (0u32, 0u32);
+        let mut sum = [0.0f32; 4];
+        let mut job = 0;
+        while job < jobs {
+            let mut loaded = [[0.0f32; 4]; SHARE_LOADS as usize];
+            seq!(J in 0..8 {
+                if job + J < jobs {
+                    let vector = (begin + lane) / 32 + load_vector;
+                    let at = self.part(first_peer + load_piece).wrapping_add(partial_offset(vector, warp * 32 + (begin + lane) % 32));
+                    loaded[J] = unsafe { global::load_f32x4_cg(at) };
+                    load_piece += 1;
+                    if load_piece == pieces {
+                        (load_vector, load_piece) = (load_vector + 1, 0);
+                    }
+                }
+            });
+            seq!(J in 0..8 {
+                if job + J < jobs {
+                    seq!(I in 0..4 {
+                        sum[I] += loaded[J][I];
+                    });
+                    add_piece += 1;
+                    if add_piece == pieces {
+                        let vector = (begin + lane) / 32 + add_vector;
+                        let thread = warp * 32 + (begin + lane) % 32;
+                        seq!(HALF in 0..2 {
+                            let (row, col) = C::pair_position(vector, thread, HALF);
+                            unsafe { out.store_pair(row0 + row, col0 + col, sum[2 * HALF], sum[2 * HALF + 1]) };
+                        });
+                        (add_vector, add_piece, sum) = (add_vector + 1, 0, [0.0; 4]);
+                    }
+                }
+            });
+            job += SHARE_LOADS;
+        }
+        if lane == 0 && unsafe { atomic::atom_relaxed_gpu_add(flag, 1) } == 33 * pieces - 1 {
+            unsafe { atomic::store_relaxed_gpu(flag, 0) };
         }
     }
 
@@ -1440,7 +1549,7 @@ impl Fixup {
         let flag = self.flag(tile_index);
         let expected = (self.owner - first_peer) * 32;
         // Bounded, and left by the whole warp at once (converged for the partial loads and the epilogue's barriers).
-        unsafe { bounded_wait::wait_at_least(flag, expected) };
+        unsafe { bounded_wait::wait_at_least_from_first_lane(flag, expected) };
         for peer in first_peer..self.owner {
             unsafe { C::add_partial(acc, self.part(peer), self.thread) };
         }
@@ -1449,6 +1558,20 @@ impl Fixup {
         unsafe { atomic::store_relaxed_gpu(flag, 0) };
     }
 }
+
+/// A split-K piece's place ([`Role::Share`]): its tile's pieces are on blocks `first_peer .. first_peer + pieces`, and
+/// the warpgroup's block of the tile starts at (`row0`, `col0`) of D.
+#[derive(Clone, Copy)]
+struct Share {
+    first_peer: u32,
+    pieces: u32,
+    row0: u32,
+    col0: u32,
+}
+
+/// Loads a split-K reducer keeps in flight per lane ([`Fixup::share`]; its unrolled loops are written for 8).
+const SHARE_LOADS: u32 = 8;
+const _: () = assert!(SHARE_LOADS == 8);
 
 /// Named barriers of the ping-pong hand-over: consumer `c` may run its main loop once barrier `TURN_BASE + c`
 /// completes, with the 128 threads of the other consumer arriving and its own 128 waiting. Barrier 0 is
