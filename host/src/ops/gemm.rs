@@ -49,6 +49,14 @@ const STREAM_K_MIN_IDLE_K_TILES: usize = 16;
 /// at 66 and below (docs/perf-notes.md, "The GEMM heuristic's measurements").
 const FLAT_STREAM_K_MIN_IDLE_K_TILES: usize = 100;
 
+/// [`FLAT_STREAM_K_MIN_IDLE_K_TILES`] above one row of 64×128 tiles (M > 64) where the tiles are few enough to split
+/// (at most half as many as SMs, [`stream_k_schedule`]): there each tile computes more per byte of B, so more SMs pay
+/// sooner. On the H200 the flat split-K won by 30–46% at 71 idle k-tiles (256×1536×7168, 48 tiles in 2 pieces), 86
+/// (333×576×7168), 91 (77×1536×7168) and 95 (256×576×7168), by 6–15% at 95 (512×576×7168) and 2–16% at 99
+/// (128×4096×12288), against the same tiles data-parallel; with more tiles than half the SMs, stream-K ranges over
+/// all of them lost 27% at 88 (77×5120×14336, 80 tiles) (docs/perf-notes.md, "Session 29").
+const FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES: usize = 64;
+
 /// Waves of 128×128 tiles from which [`Variant::Auto`] runs them ping-pong ([`Variant::PingPong`]) rather than as
 /// wide cooperative tiles, where K is at most [`PING_PONG_MAX_K_TILES`] deep. Each consumer's epilogue then runs under
 /// the other's main loop, which pays where tiles are short; the 128×128 tiles read a third more operand bytes per
@@ -120,18 +128,19 @@ impl Variant {
             let tiles =
                 |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
-                Variant::Square
-            } else if shape.m <= GEMM_SM90_128X64.tile_m as usize {
-                // The idle-time rule of the wide tiles on the 64×128 ones, with their own threshold.
-                let flat_k_tiles = shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize);
-                if idle_k_tiles(tiles(GEMM_SM90_64X128), flat_k_tiles, sms) >= FLAT_STREAM_K_MIN_IDLE_K_TILES {
-                    Variant::FlatStreamK
-                } else {
-                    Variant::Flat
-                }
-            } else {
-                Variant::Flat
+                return Variant::Square;
             }
+            // The idle-time rule of the wide tiles on the 64×128 ones, with their own thresholds: one row of them
+            // streams B and gains from more SMs only where many would idle; more rows gain sooner.
+            let (flat_tiles, flat_k_tiles) =
+                (tiles(GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
+            let idle = idle_k_tiles(flat_tiles, flat_k_tiles, sms);
+            let threshold = if Variant::one_flat_row(shape) || 2 * flat_tiles > sms {
+                FLAT_STREAM_K_MIN_IDLE_K_TILES
+            } else {
+                FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
+            };
+            if idle >= threshold { Variant::FlatStreamK } else { Variant::Flat }
         } else if ping_pong_pays(shape, sms) {
             // At most 32 k-tiles: never the flat tiles' stream-K (FLAT_STREAM_K_MIN_IDLE_K_TILES).
             if Variant::one_flat_row(shape) { Variant::Flat } else { Variant::PingPong }
@@ -804,6 +813,17 @@ mod tests {
         assert_eq!(pick(129, 4096, 4096), Variant::Flat);
         assert_eq!(pick(1024, 1024, 1024), Variant::Flat);
         assert_eq!(pick(256, 4096, 4096), Variant::Flat);
+        // Above one row of them, from 64 idle k-tiles: 48 tiles 112 deep (71), 30 (86), 24 (91), 20 (95); one row
+        // still from 100: not 32 tiles 112 deep (84), nor 64 deep (48), nor 40 tiles 128 deep (89).
+        assert_eq!(pick(256, 1536, 7168), Variant::FlatStreamK);
+        assert_eq!(pick(333, 576, 7168), Variant::FlatStreamK);
+        assert_eq!(pick(128, 1536, 7168), Variant::FlatStreamK);
+        assert_eq!(pick(256, 576, 7168), Variant::FlatStreamK);
+        assert_eq!(pick(16, 4096, 7168), Variant::Flat);
+        assert_eq!(pick(64, 4096, 4096), Variant::Flat);
+        assert_eq!(pick(1, 5120, 8192), Variant::Flat);
+        // More rows but 80 tiles (over half the SMs: stream-K ranges, not split-K), 88 idle k-tiles.
+        assert_eq!(pick(77, 5120, 14336), Variant::Flat);
         // 128 tiles of 64×128 in one wave, however deep: not 64 tiles of 128×128 split-K.
         assert_eq!(pick(256, 4096, 14336), Variant::Flat);
         assert_eq!(pick(200, 4096, 8192), Variant::Flat);
