@@ -210,7 +210,8 @@ fn stream_k_plan_schedule(gpu: &Gpu, shape: GemmShape, variant: Variant) -> oxti
 /// problems of few rows that leave most SMs idle without it. On an H200's 132 SMs, split-K: 64×128 tiles split
 /// 128×4096×14336 (64 tiles of 224 k-tiles) in 2 pieces each and 72×1024×8192 (16 tiles) in 8, while 128×8192×8192
 /// (128 tiles, over half as many as SMs) is stream-K over every SM, each tile about whole; 128×128 tiles split 128×8192×8192 (64 tiles of 128
-/// k-tiles) in 2 pieces, 128×4096×14336 (32 of 224) in 4, and 72×1024×8192 (8 tiles, rows 72..128 outside D) in 8, the most split-K cuts.
+/// k-tiles) in 2 pieces, 128×4096×14336 (32 of 224) in 4, and 72×1024×8192 (8 tiles, rows 72..128 outside D) in 16; from 3
+/// pieces on they reduce their tiles together ([`split_k_pieces_reduce_their_tile_together`]).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn stream_k_on_few_row_tiles_matches_reference_where_tiles_are_split() {
