@@ -74,9 +74,10 @@ fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
     10 * tiles >= PING_PONG_MIN_TENTHS_OF_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
 }
 
-/// The most pieces the symmetric GEMM's stream-K cuts a tile into when it has at most half a wave of tiles
-/// ([`stream_k_over`]): its reducing block adds the other pieces' partials one after another (about 0.85 µs each on
-/// the H200, docs/perf-notes.md, "Session 29"). 8 is the most measured there (docs/perf-notes.md, "The GEMM
+/// The most pieces the stream-K ranges cut a tile into when there is at most half a wave of tiles ([`stream_k_over`]:
+/// the symmetric GEMM, the kernels that do not share split-K tiles, and splits into fewer than
+/// [`MIN_SHARED_PIECES`]): their reducing block adds the other pieces' partials one after another (about 0.85 µs each
+/// on the H200, docs/perf-notes.md, "Session 29"). 8 is the most measured there (docs/perf-notes.md, "The GEMM
 /// heuristic's measurements").
 const MAX_SPLIT_K_PIECES: usize = 8;
 
