@@ -298,22 +298,7 @@ fn split_k_pieces_reduce_their_tile_together() {
 
     // The flags all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed over
     // the pieces in their order).
-    let stream = gpu.stream();
-    let shape = GemmShape::new(1, 576, 7168);
-    let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
-    let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
-    let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
-    let options = GemmOptions { variant: Variant::FlatStreamK, ..GemmOptions::default() };
-    let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
-    let mut outputs = Vec::new();
-    for _ in 0..3 {
-        let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
-        plan.launch(&gpu, &a, &b, &mut d).unwrap();
-        let flags = plan.stream_k_flags(&gpu).unwrap();
-        assert!(!flags.is_empty() && flags.iter().all(|&f| f == 0), "seed {seed}: flags left {flags:?}");
-        outputs.push(stream.clone_dtoh(&d).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u16>>());
-    }
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "seed {seed}: launches of one plan differ");
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(1, 576, 7168), &[Variant::FlatStreamK], seed);
 }
 
 #[test]
@@ -347,20 +332,26 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
 
     // The flags themselves: all 0 after every launch, and the same plan's outputs equal bit for bit (the reducer adds
     // the partials in block order, so a launch is deterministic).
+    let variants = [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK, Variant::SquareStreamK];
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(2048, 2048, 2048), &variants, seed);
+}
+
+/// Three launches of a bf16 plan of each of `variants` for `shape` on the same inputs: the stream-K flags all 0 after
+/// every launch (the workspace allocated at the first), and the outputs equal bit for bit.
+fn launches_reset_their_flags_and_agree(gpu: &Gpu, shape: GemmShape, variants: &[Variant], seed: u64) {
     let stream = gpu.stream();
-    let shape = GemmShape::new(2048, 2048, 2048);
     let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
     let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
     let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
-    for variant in [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK, Variant::SquareStreamK] {
+    for &variant in variants {
         let options = GemmOptions { variant, ..GemmOptions::default() };
-        let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
-        assert!(plan.stream_k_flags(&gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
+        let plan = GemmPlan::<bf16, bf16>::new(gpu, shape, options, &a, &b).unwrap();
+        assert!(plan.stream_k_flags(gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
         let mut outputs = Vec::new();
         for _ in 0..3 {
             let mut d = stream.clone_htod(&vec![<bf16 as CheckValue>::POISON; shape.m * shape.n]).unwrap();
-            plan.launch(&gpu, &a, &b, &mut d).unwrap();
-            let flags = plan.stream_k_flags(&gpu).unwrap();
+            plan.launch(gpu, &a, &b, &mut d).unwrap();
+            let flags = plan.stream_k_flags(gpu).unwrap();
             assert!(
                 !flags.is_empty() && flags.iter().all(|&f| f == 0),
                 "seed {seed}: {variant:?} flags left {flags:?}"
