@@ -9,7 +9,9 @@ use half::{bf16, f16};
 use oxtile::bench::gemm::{BenchElement, GemmContender, GemmProblem};
 use oxtile::bench::outputs::compare_outputs;
 use oxtile::bench::peers::cublas::CublasGemmEx;
-use oxtile::ops::gemm::{self, GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmPlan, GemmShape, Variant};
+use oxtile::ops::gemm::{
+    self, GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmPlan, GemmShape, SkinnyChoice, Variant,
+};
 use oxtile::reference::{self, fresh_seed};
 use oxtile::verify::{self, CheckElement, CheckReport, CheckValue, GEMM_SHAPES};
 use oxtile::{Error, Gpu};
@@ -299,6 +301,84 @@ fn split_k_pieces_reduce_their_tile_together() {
     // The flags all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed over
     // the pieces in their order).
     launches_reset_their_flags_and_agree(&gpu, GemmShape::new(1, 576, 7168), &[Variant::FlatStreamK], seed);
+}
+
+/// Decode-sized problems for the skinny kernel (M ≤ 16, A row-major), per layout (in tt, N is B's contiguous
+/// dimension and a multiple of 8): one column and one element; rows 2–16 around the fragment's 8-row halves; N
+/// ending inside a column group, inside a fragment and inside a lane's 8 columns (tn); K ending inside a chunk;
+/// column groups split 16 ways (576×7168, 128×14336) and 5 ways (4096²), and too many groups to split (20000).
+fn skinny_shapes(layout: GemmLayout) -> Vec<(usize, usize, usize)> {
+    let column_major_b = [(1, 1, 8), (16, 1, 8), (3, 100, 40), (9, 65, 1000), (5, 8201, 136)];
+    let row_major_b = [(1, 8, 8), (16, 8, 8), (3, 104, 40), (9, 72, 1000), (5, 8200, 136)];
+    let both = [(1, 576, 7168), (7, 1000, 264), (8, 64, 4096), (16, 4096, 4096), (4, 128, 14336), (2, 20000, 512)];
+    let odd = if layout == GemmLayout::Tn { column_major_b } else { row_major_b };
+    odd.into_iter().chain(both).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn skinny_kernel_matches_reference_for_decode_sized_problems() {
+    // Auto with the skinny kernel wherever it applies (M ≤ 16, A row-major; where it pays is narrower): every input and
+    // output type, alpha and beta·C, two launches of each plan on new inputs (a counter left counting would hand the
+    // next launch's last block stale slots).
+    let gpu = gpu();
+    let seed = fresh_seed();
+    let mut reports = Vec::new();
+    for (l, layout) in [GemmLayout::Tn, GemmLayout::Tt].into_iter().enumerate() {
+        for (i, (m, n, k)) in skinny_shapes(layout).into_iter().enumerate() {
+            let shape = GemmShape::new(m, n, k);
+            if under_sanitizer() && m * n * k > SANITIZER_MAX_MULTIPLY_ADDS {
+                continue;
+            }
+            for (j, (alpha, beta)) in [(1.0, 0.0), (-0.5, 0.75)].into_iter().enumerate() {
+                let skinny = SkinnyChoice::WhereApplies;
+                let options = GemmOptions { layout, alpha, beta, skinny, ..GemmOptions::default() };
+                let seed = seed + 100 * l as u64 + 10 * i as u64 + 5 * j as u64;
+                reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed, 2).unwrap());
+                reports.extend(verify::gemm_check_launches::<f16, f16>(&gpu, shape, options, seed + 1, 1).unwrap());
+                reports.extend(verify::gemm_check_launches::<bf16, f32>(&gpu, shape, options, seed + 2, 1).unwrap());
+                reports.extend(verify::gemm_check_launches::<f16, f32>(&gpu, shape, options, seed + 3, 1).unwrap());
+            }
+        }
+    }
+    let table = CheckReport::table(&reports);
+    println!("{table}");
+    assert!(reports.iter().all(|r| r.kernel.contains("skinny")), "Auto ran another kernel:\n{table}");
+    assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
+
+    // The counters all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed
+    // over the warps and the split's blocks in their order).
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(3, 576, 7168), &[Variant::Auto], seed);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn auto_runs_the_skinny_kernel_only_where_it_applies() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let plan = |shape: GemmShape, options: GemmOptions| {
+        let a = stream.alloc_zeros::<bf16>(shape.m * shape.k).unwrap();
+        let b = stream.alloc_zeros::<bf16>(shape.k * shape.n).unwrap();
+        let plan = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap();
+        (plan.kernel().name, plan.skinny_split())
+    };
+    let tn = GemmOptions::default();
+    let (kernel, split) = plan(GemmShape::new(16, 576, 7168), tn);
+    assert!(kernel.contains("skinny") && split.is_some_and(|s| s.splits > 1), "{kernel} {split:?}");
+    let everywhere = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..tn };
+    let (kernel, split) = plan(GemmShape::new(1, 57344, 8192), everywhere);
+    assert!(kernel.contains("skinny") && split.is_some_and(|s| s.splits == 1), "{kernel} {split:?}");
+    // 17 rows, A column-major, too many columns for it to pay, an explicit variant, or the ablation: the wgmma tiles.
+    for (shape, options) in [
+        (GemmShape::new(17, 576, 7168), tn),
+        (GemmShape::new(16, 576, 7168), GemmOptions { layout: GemmLayout::Nt, ..tn }),
+        (GemmShape::new(1, 57344, 8192), tn),
+        (GemmShape::new(16, 576, 7168), GemmOptions { variant: Variant::Flat, ..tn }),
+        (GemmShape::new(16, 576, 7168), GemmOptions { skinny: SkinnyChoice::Never, ..tn }),
+    ] {
+        let (kernel, split) = plan(shape, options);
+        assert!(!kernel.contains("skinny") && split.is_none(), "{shape:?} {options:?}: {kernel}");
+    }
 }
 
 #[test]

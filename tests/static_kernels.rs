@@ -195,6 +195,35 @@ fn gemm_kernels_wait_for_the_grid_before_them_ahead_of_any_global_access() {
     }
 }
 
+/// The skinny GEMMs (M ≤ 16): each warp keeps two k-chunks of loads in flight and multiplies each with sixteen
+/// `mma.sync` m16n8k16 of its input type; B is streamed past L1 in 16-byte loads (eight per chunk), A read through the
+/// read-only cache in 16-byte loads; and the grid ahead is waited for before the first global access.
+#[test]
+fn skinny_gemms_stream_b_in_16_byte_loads_into_mma_sync() {
+    const GLOBAL: [&str; 6] = ["LDG", "STG", "LD", "ST", "ATOMG", "RED"];
+    for gemm in kernels::GEMM_SKINNY {
+        let s = stats(gemm.kernel);
+        // f16 is HMMA's default input type and goes unnamed, as for HGMMA.
+        let want = if gemm.input == "bf16" { "HMMA.16816.F32.BF16" } else { "HMMA.16816.F32" };
+        let hmma = opcodes_of(s, "HMMA");
+        assert!(hmma.len() == 32 && hmma.iter().all(|&op| op == want), "`{}`: {hmma:?}", s.name);
+        let loads = |modifier: &str| {
+            opcodes_of(s, "LDG")
+                .into_iter()
+                .filter(|op| inspect::sass::has_modifier(op, "128") && inspect::sass::has_modifier(op, modifier))
+                .count()
+        };
+        assert_eq!(loads("NA"), 16, "`{}` streams B otherwise: {:?}", s.name, opcodes_of(s, "LDG"));
+        assert_eq!(loads("CONSTANT") - loads("NA"), 4, "`{}` reads A otherwise: {:?}", s.name, opcodes_of(s, "LDG"));
+        let position = |wanted: &dyn Fn(&str) -> bool| {
+            s.instructions.iter().position(|i| wanted(inspect::sass::mnemonic(inspect::sass::opcode(i))))
+        };
+        let wait = position(&|m| m == "ACQBULK").unwrap_or_else(|| panic!("`{}` has no ACQBULK", s.name));
+        let first_global = position(&|m| GLOBAL.contains(&m)).unwrap_or(usize::MAX);
+        assert!(wait < first_global, "`{}` touches global memory before ACQBULK", s.name);
+    }
+}
+
 #[test]
 fn ping_pong_gemms_take_turns_and_keep_one_wgmma_group_per_k_tile() {
     let ping_pong = kernels::GEMM_SM90.iter().filter(|g| is_ping_pong(g.variant));

@@ -445,6 +445,37 @@ macro_rules! symmetric_kernels {
 
 oxtile_abi::for_each_gemm_sm90_symmetric_kernel! { symmetric_kernels }
 
+/// A skinny GEMM kernel (gpu/kernels/gemm/src/skinny.rs: M ≤ 16) and the problems it computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkinnyGemmKernel {
+    pub kernel: Kernel,
+    /// Element type of A and B, as `GemmElement::NAME` writes it.
+    pub input: &'static str,
+    /// Element type of D, as `GemmOutput::NAME` writes it.
+    pub output: &'static str,
+    pub layout: GemmLayout,
+}
+
+/// Declares [`GEMM_SKINNY`] from `oxtile_abi::for_each_gemm_skinny_kernel!`.
+macro_rules! skinny_kernels {
+    ($($input:ident -> $output:ident, $layout:ident;)*) => {
+        /// Every skinny GEMM kernel, in the order of `oxtile_abi::for_each_gemm_skinny_kernel!`.
+        pub const GEMM_SKINNY: &[SkinnyGemmKernel] = &[$(SkinnyGemmKernel {
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny")),
+            input: stringify!($input),
+            output: stringify!($output),
+            layout: gemm_layout!($layout),
+        }),*];
+    };
+}
+
+oxtile_abi::for_each_gemm_skinny_kernel! { skinny_kernels }
+
+/// The skinny kernel computing `input` → `output` GEMMs in `layout`, where there is one (A row-major: tn and tt).
+pub fn find_gemm_skinny(input: &str, output: &str, layout: GemmLayout) -> Option<SkinnyGemmKernel> {
+    GEMM_SKINNY.iter().copied().find(|g| (g.input, g.output, g.layout) == (input, output, layout))
+}
+
 /// Newton-Schulz's small kernels on stacks of matrices (gpu/kernels/support/src/matrix.rs): squared Frobenius norms, the
 /// scaled conversion (normalization) between bf16 and f16.
 pub const SUM_SQUARES_BF16: Kernel = Kernel::support("sum_squares_bf16");
@@ -566,9 +597,10 @@ const OTHERS: &[Kernel] = &[
     BLOCK_PLACEMENT,
 ];
 
-/// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs, then the symmetric GEMMs.
+/// Every kernel, for the static checks and `oxtile kernels`: [`OTHERS`], then the GEMMs, then the symmetric GEMMs, then
+/// the skinny GEMMs.
 pub const ALL: &[Kernel] = &{
-    let mut all = [AXPY_F32; OTHERS.len() + GEMM_SM90.len() + GEMM_SYMMETRIC_SM90.len()];
+    let mut all = [AXPY_F32; OTHERS.len() + GEMM_SM90.len() + GEMM_SYMMETRIC_SM90.len() + GEMM_SKINNY.len()];
     let mut i = 0;
     while i < OTHERS.len() {
         all[i] = OTHERS[i];
@@ -578,8 +610,12 @@ pub const ALL: &[Kernel] = &{
         all[i] = GEMM_SM90[i - OTHERS.len()].kernel;
         i += 1;
     }
-    while i < all.len() {
+    while i < OTHERS.len() + GEMM_SM90.len() + GEMM_SYMMETRIC_SM90.len() {
         all[i] = GEMM_SYMMETRIC_SM90[i - OTHERS.len() - GEMM_SM90.len()].kernel;
+        i += 1;
+    }
+    while i < all.len() {
+        all[i] = GEMM_SKINNY[i - OTHERS.len() - GEMM_SM90.len() - GEMM_SYMMETRIC_SM90.len()].kernel;
         i += 1;
     }
     all

@@ -7,11 +7,12 @@ pub mod dq_order;
 mod gemm_table;
 mod params;
 pub mod raster;
+pub mod skinny;
 pub mod stream_k;
 pub mod symmetric;
 
 pub use gemm_table::{GemmConfig, GemmShare};
-pub use params::{AttnBwdParams, AttnParams, GemmParams, TensorMapBytes};
+pub use params::{AttnBwdParams, AttnParams, GemmParams, SkinnyGemmParams, TensorMapBytes};
 
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

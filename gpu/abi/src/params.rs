@@ -70,6 +70,39 @@ macro_rules! gemm_sm90_params {
     };
 }
 
+/// Calls `$callback! { fields }` with the parameters of every skinny GEMM kernel (gpu/kernels/gemm/src/skinny.rs,
+/// [`crate::skinny`]), in order, as [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! gemm_skinny_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// A: M×K row-major, 16-byte aligned, K a multiple of 8.
+            a: ptr(*const u16),
+            /// B: K×N as the kernel's layout says (column-major: N rows of K, K a multiple of 8; row-major: K rows of
+            /// N, N a multiple of 8), 16-byte aligned.
+            b: ptr(*const u16),
+            /// D: M×N elements of the output type, row-major with leading dimension N.
+            d: ptr(*mut u8),
+            /// C, read where beta ≠ 0: D's shape and type; D itself for an in-place blend.
+            c: ptr(*const u8),
+            /// `SkinnySplit::slots` slots of `skinny::SLOT_FLOATS` f32, 16-byte aligned; null where groups are not
+            /// split.
+            partials: ptr(*mut f32),
+            /// One u32 per column group, all 0 between launches; null where groups are not split.
+            counters: ptr(*mut u32),
+            m: val(u32),
+            n: val(u32),
+            k: val(u32),
+            alpha: val(f32),
+            beta: val(f32),
+            /// `SkinnySplit::splits` and `SkinnySplit::chunks_per_split` of the launch's split.
+            splits: val(u32),
+            chunks_per_split: val(u32),
+        }
+    };
+}
+
 /// Calls `$callback! { fields }` with the parameters of every Hopper attention-forward kernel
 /// (gpu/kernels/attention/src/sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
 #[macro_export]
@@ -203,6 +236,12 @@ gemm_sm90_params! {
     params_struct,
     /// The parameters of a Hopper GEMM kernel: D = alpha·A·B + beta·D over M×N×K ([`gemm_sm90_params!`]).
     GemmParams;
+}
+
+gemm_skinny_params! {
+    params_struct,
+    /// The parameters of a skinny GEMM kernel: D = alpha·A·B + beta·D for M ≤ 16 ([`gemm_skinny_params!`]).
+    SkinnyGemmParams;
 }
 
 attn_sm90_params! {

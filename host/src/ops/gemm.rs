@@ -20,12 +20,14 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap, CUtensorMapDataType};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
+use oxtile_abi::skinny::SkinnySplit;
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmParams,
     GemmTile, TensorMapBytes,
 };
 
+use super::gemm_skinny::{self, SkinnyPlan};
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
 pub use crate::kernels::Variant;
@@ -338,6 +340,20 @@ pub struct GemmOptions {
     /// on the same tiles without stream-K ([`Variant::data_parallel`]); so does the environment variable
     /// `OXTILE_NO_STREAM_K=1`, read once per process. An explicitly requested stream-K variant is not affected.
     pub auto_stream_k: bool,
+    /// Where [`Variant::Auto`] runs the skinny kernel (M ≤ 16, A row-major: [`gemm_skinny::applies`]).
+    pub skinny: SkinnyChoice,
+}
+
+/// Where [`Variant::Auto`] runs the skinny kernel ([`gemm_skinny`]) instead of the wgmma tiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SkinnyChoice {
+    /// Where it applies and pays ([`gemm_skinny::pays`]).
+    #[default]
+    WherePays,
+    /// Wherever it applies: its tests, and measuring it against the tiles where the rule does not take it.
+    WhereApplies,
+    /// Never: Auto keeps to the wgmma tiles (the ablation).
+    Never,
 }
 
 impl GemmOptions {
@@ -365,6 +381,7 @@ impl Default for GemmOptions {
             single_block_launch: ClusterShape::Plain,
             dependent_launch: true,
             auto_stream_k: true,
+            skinny: SkinnyChoice::WherePays,
         }
     }
 }
@@ -470,10 +487,144 @@ fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
     }
 }
 
-/// A checked GEMM bound to its operand buffers: the tensor maps are encoded and copied to the device once,
-/// so repeated launches (benchmarks, iterative solvers) pay nothing but the launch. `T` is the type of A and B,
-/// `O` that of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
+/// A checked GEMM bound to its operand buffers: the tensor maps (or the skinny kernel's split) are made once, so
+/// repeated launches (benchmarks, iterative solvers) pay nothing but the launch. `T` is the type of A and B, `O` that
+/// of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
 pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
+    path: Path<T, O>,
+}
+
+/// Which kernel family computes a plan.
+enum Path<T: GemmElement, O: GemmOutput<T>> {
+    /// The wgmma tiles of the GEMM table. Both plans are boxed: a tiled one holds three tensor maps (~900 bytes).
+    Tiled(Box<TiledPlan<T, O>>),
+    /// The skinny kernel (M ≤ 16).
+    Skinny(Box<SkinnyPlan>, std::marker::PhantomData<(T, O)>),
+}
+
+impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
+    /// Checks the problem and plans it: for [`Variant::Auto`] the skinny kernel where [`GemmOptions::skinny`] says,
+    /// else the tiled kernel of the variant (Auto's: the tune cache's or the heuristic's, [`Variant::resolve_for`]).
+    pub fn new(
+        gpu: &Gpu,
+        shape: GemmShape,
+        options: GemmOptions,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+    ) -> Result<Self> {
+        check_shape(shape)?;
+        check_layout(shape, options.layout)?;
+        let skinny = options.variant == Variant::Auto
+            && gemm_skinny::applies(shape, options.layout, (T::NAME, O::NAME))
+            && match options.skinny {
+                SkinnyChoice::WherePays => gemm_skinny::pays(shape, gpu.sm_count()),
+                SkinnyChoice::WhereApplies => true,
+                SkinnyChoice::Never => false,
+            };
+        let path = if skinny {
+            let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
+            let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
+            let scalars = (options.alpha, options.beta);
+            let plan = SkinnyPlan::new::<T, O>(
+                gpu,
+                shape,
+                options.layout,
+                scalars,
+                options.dependent_launch,
+                a_address,
+                b_address,
+            )?;
+            Path::Skinny(Box::new(plan), std::marker::PhantomData)
+        } else {
+            Path::Tiled(Box::new(TiledPlan::new(gpu, shape, options, a, b)?))
+        };
+        Ok(GemmPlan { path })
+    }
+
+    /// The stream-K schedule the plan launches ([`Variant::StreamK`]), `None` for the other variants and the skinny
+    /// kernel.
+    pub fn stream_k(&self) -> Option<StreamK> {
+        match &self.path {
+            Path::Tiled(plan) => plan.stream_k,
+            Path::Skinny(..) => None,
+        }
+    }
+
+    /// The skinny kernel's split, `None` for the tiled kernels.
+    pub fn skinny_split(&self) -> Option<SkinnySplit> {
+        match &self.path {
+            Path::Tiled(_) => None,
+            Path::Skinny(plan, _) => Some(plan.split()),
+        }
+    }
+
+    /// The flags (stream-K) or counters (the skinny kernel's split groups) of the plan's workspace as the GPU holds
+    /// them once the stream's work is done: every launch must leave them all 0 (the next one counts from there). Empty
+    /// while the plan has no workspace. For tests.
+    pub fn stream_k_flags(&self, gpu: &Gpu) -> Result<Vec<u32>> {
+        match &self.path {
+            Path::Tiled(plan) => plan.stream_k_flags(gpu),
+            Path::Skinny(plan, _) => plan.counters(gpu),
+        }
+    }
+
+    pub fn shape(&self) -> GemmShape {
+        match &self.path {
+            Path::Tiled(plan) => plan.shape,
+            Path::Skinny(plan, _) => plan.shape(),
+        }
+    }
+
+    /// The kernel the plan launches.
+    pub fn kernel(&self) -> Kernel {
+        match &self.path {
+            Path::Tiled(plan) => plan.kernel,
+            Path::Skinny(plan, _) => plan.kernel(),
+        }
+    }
+
+    /// Blocks in the grid and blocks per cluster.
+    pub fn grid(&self) -> (u32, u32) {
+        match &self.path {
+            Path::Tiled(plan) => (plan.launch.grid_dim.0, plan.launch.cluster_dim.0),
+            Path::Skinny(plan, _) => (plan.split().grid(), 1),
+        }
+    }
+
+    /// Prepares a launch into `d` so that the launch pays nothing but the launch: encodes D's tensor map for the
+    /// kernels with the TMA-store epilogue (a launch into another D than the one before encodes the map itself, which
+    /// adds a 128-byte copy to the stream, one a timed loop should not see), and allocates the workspace of a
+    /// stream-K or split skinny plan if no launch did yet.
+    pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
+        match &self.path {
+            Path::Tiled(plan) => plan.bind_output(gpu, d),
+            Path::Skinny(plan, _) => {
+                let GemmShape { m, n, .. } = plan.shape();
+                let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
+                plan.check_output_disjoint(d_address)?;
+                plan.workspace(gpu).map(drop)
+            }
+        }
+    }
+
+    /// D = alpha·A·B + beta·D with the A and B the plan was made for. A, B and D must belong to the GPU's context
+    /// ([`Error::WrongContext`]) and D must share no byte with A or B ([`Error::Overlap`]), checked before the launch.
+    pub fn launch(
+        &self,
+        gpu: &Gpu,
+        a: &impl DevicePtr<T>,
+        b: &impl DevicePtr<T>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
+        match &self.path {
+            Path::Tiled(plan) => plan.launch(gpu, a, b, d),
+            Path::Skinny(plan, _) => plan.launch(gpu, a, b, d),
+        }
+    }
+}
+
+/// A [`GemmPlan`] on the wgmma tiles.
+struct TiledPlan<T: GemmElement, O: GemmOutput<T>> {
     shape: GemmShape,
     options: GemmOptions,
     kernel: Kernel,
@@ -504,16 +655,14 @@ struct DeviceOutputMap {
     words: CudaSlice<u64>,
 }
 
-impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
-    pub fn new(
+impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
+    fn new(
         gpu: &Gpu,
         shape: GemmShape,
         options: GemmOptions,
         a: &impl DevicePtr<T>,
         b: &impl DevicePtr<T>,
     ) -> Result<Self> {
-        check_shape(shape)?;
-        check_layout(shape, options.layout)?;
         let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
         let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let variant = match options.variant {
@@ -602,14 +751,14 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             };
             let guarded = guard_stream_k(variant, options.variant == Variant::Auto, kernel.name, blocks, capacity)?;
             if guarded != variant {
-                return GemmPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a, b);
+                return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a, b);
             }
             launch.grid_dim.0 = blocks;
         } else if let Some(schedule) = &stream_k {
             // No tail: the kernel runs the plain data-parallel schedule and never waits.
             launch.grid_dim.0 = schedule.grid() * cluster;
         }
-        Ok(GemmPlan {
+        Ok(TiledPlan {
             shape,
             options,
             kernel,
@@ -627,14 +776,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         })
     }
 
-    /// The stream-K schedule the plan launches ([`Variant::StreamK`]), `None` for the other variants.
-    pub fn stream_k(&self) -> Option<StreamK> {
-        self.stream_k
-    }
-
-    /// The stream-K flags as the GPU holds them once the stream's work is done: every launch must leave them all 0
-    /// (the next one counts from there). Empty while the plan has no workspace. For tests.
-    pub fn stream_k_flags(&self, gpu: &Gpu) -> Result<Vec<u32>> {
+    fn stream_k_flags(&self, gpu: &Gpu) -> Result<Vec<u32>> {
         let workspace = self.workspace.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(match &*workspace {
             Some(buffers) => gpu.stream().clone_dtoh(&buffers.flags)?,
@@ -653,25 +795,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         Ok(Some(workspace))
     }
 
-    pub fn shape(&self) -> GemmShape {
-        self.shape
-    }
-
-    /// The kernel the plan launches.
-    pub fn kernel(&self) -> Kernel {
-        self.kernel
-    }
-
-    /// Blocks in the persistent grid and blocks per cluster.
-    pub fn grid(&self) -> (u32, u32) {
-        (self.launch.grid_dim.0, self.launch.cluster_dim.0)
-    }
-
-    /// Encodes D's tensor map for `d` ahead of a launch into it (kernels with the TMA-store epilogue), so that the
-    /// launch pays nothing but the launch: a launch into another D than the one before encodes the map itself,
-    /// which adds a 128-byte copy to the stream (one a timed loop should not see).
-    /// A stream-K plan allocates its workspace here too, if no launch did yet.
-    pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
+    /// [`GemmPlan::bind_output`].
+    fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
         let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
         self.check_output_disjoint(d_address)?;
         self.workspace(gpu)?;
@@ -699,9 +824,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         super::check_disjoint(OP, ("D", d_address, m * n * output), &inputs)
     }
 
-    /// D = alpha·A·B + beta·D with the A and B the plan was made for. A, B and D must belong to the GPU's context
-    /// ([`Error::WrongContext`]) and D must share no byte with A or B ([`Error::Overlap`]), checked before the launch.
-    pub fn launch(
+    /// [`GemmPlan::launch`].
+    fn launch(
         &self,
         gpu: &Gpu,
         a: &impl DevicePtr<T>,

@@ -4,6 +4,7 @@ pub mod attention;
 pub mod attention_backward;
 pub mod elementwise;
 pub mod gemm;
+pub mod gemm_skinny;
 pub mod gemm_symmetric;
 pub mod layout_demo;
 pub mod newton_schulz;

@@ -46,6 +46,22 @@ pub unsafe fn load_acquire_gpu(flag: *const u32) -> u32 {
     value
 }
 
+/// `atom.acq_rel.gpu.global.add.u32`: adds `value` to the u32 at `flag` and returns what it held before, with both
+/// release and acquire semantics at GPU scope: the counter of a last-arriver pattern, where every arriving block
+/// publishes its data with the addition and the block that finds the count complete reads the others' data after it.
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn atom_acq_rel_gpu_add(flag: *mut u32, value: u32) -> u32 {
+    let before: u32;
+    unsafe {
+        core::arch::asm!("atom.acq_rel.gpu.global.add.u32 {before}, [{flag}], {value};", before = out(reg32) before,
+            flag = in(reg64) flag, value = in(reg32) value, options(nostack));
+    }
+    before
+}
+
 /// `atom.relaxed.gpu.global.add.u32`: adds `value` to the u32 at `flag` and returns what it held before, as one strong
 /// read-modify-write at GPU scope with no ordering of its own: for counting arrivals whose data is already ordered
 /// some other way (e.g. the last of them resets the flag).

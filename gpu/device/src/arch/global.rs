@@ -30,3 +30,35 @@ pub unsafe fn load_f32x4_cg(at: *const f32) -> [f32; 4] {
     }
     [v0, v1, v2, v3]
 }
+
+/// `ld.global.nc.v4.u32`: the 16 bytes at `at` through the non-coherent (read-only) data path, cached in L1: for data
+/// no thread writes during the launch and that other warps of the SM read again (a skinny GEMM's A).
+///
+/// # Safety
+/// `at` is a 16-byte aligned address of 16 bytes in global memory that nothing writes during the launch.
+#[inline(always)]
+pub unsafe fn load_u32x4_nc(at: *const u16) -> [u32; 4] {
+    let (v0, v1, v2, v3): (u32, u32, u32, u32);
+    unsafe {
+        core::arch::asm!("ld.global.nc.v4.u32 {{{v0}, {v1}, {v2}, {v3}}}, [{at}];", at = in(reg64) at,
+            v0 = out(reg32) v0, v1 = out(reg32) v1, v2 = out(reg32) v2, v3 = out(reg32) v3,
+            options(nostack, readonly, pure));
+    }
+    [v0, v1, v2, v3]
+}
+
+/// `ld.global.nc.L1::no_allocate.v4.u32`: as [`load_u32x4_nc`], without keeping the line in L1: for data streamed
+/// once (a skinny GEMM's B), which would only evict what is read again.
+///
+/// # Safety
+/// As [`load_u32x4_nc`].
+#[inline(always)]
+pub unsafe fn load_u32x4_stream(at: *const u16) -> [u32; 4] {
+    let (v0, v1, v2, v3): (u32, u32, u32, u32);
+    unsafe {
+        core::arch::asm!("ld.global.nc.L1::no_allocate.v4.u32 {{{v0}, {v1}, {v2}, {v3}}}, [{at}];", at = in(reg64) at,
+            v0 = out(reg32) v0, v1 = out(reg32) v1, v2 = out(reg32) v2, v3 = out(reg32) v3,
+            options(nostack, readonly, pure));
+    }
+    [v0, v1, v2, v3]
+}

@@ -12,6 +12,7 @@ pub mod float;
 pub mod global;
 pub mod griddep;
 pub mod mbarrier;
+pub mod mma;
 pub mod mufu;
 pub mod nanosleep;
 pub mod setmaxnreg;
