@@ -517,7 +517,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let skinny = options.variant == Variant::Auto
             && gemm_skinny::applies(shape, options.layout, (T::NAME, O::NAME))
             && match options.skinny {
-                SkinnyChoice::WherePays => gemm_skinny::pays(shape, gpu.sm_count()),
+                SkinnyChoice::WherePays => gemm_skinny::pays(shape, options.layout, gpu.sm_count()),
                 SkinnyChoice::WhereApplies => true,
                 SkinnyChoice::Never => false,
             };

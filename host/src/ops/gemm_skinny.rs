@@ -26,17 +26,25 @@ pub fn applies(shape: GemmShape, layout: GemmLayout, (input, output): (&str, &st
         && kernels::find_gemm_skinny(input, output, layout).is_some()
 }
 
-/// Whether [`Variant::Auto`](super::gemm::Variant::Auto) runs the skinny kernel for `shape` (where it applies) on a GPU
-/// of `sms` SMs: where the wgmma tiles would keep at most a quarter of the SMs streaming B, N ≤ 32 64×128 tiles on the
-/// H200. There the tiles need split-K over many blocks, whose fixup costs microseconds, while the skinny kernel
-/// spreads the columns over every SM and adds up its splits in one pass. Above, the tiles stream B through TMA at a
-/// higher rate than the skinny kernel's 16-byte loads reach (3.6–4.0 against 4.0–4.3 TB/s on 100+ MB), and win.
+/// Deepest K at which [`pays`] takes the skinny kernel for a column-major B (layout tn): there each lane reads its
+/// columns K elements apart, and from K = 12288 on the skinny kernel lost to the tiles (4096×12288 and 4096×14336:
+/// 0.82–0.90 of the best cuBLAS peer against the tiles' 0.88–0.91), while at K = 7168 it won (0.89–0.92 against
+/// 0.86). A row-major B won at every K measured (up to 14336).
+pub const COLUMN_MAJOR_B_MAX_K: usize = 8192;
+
+/// Whether [`Variant::Auto`](super::gemm::Variant::Auto) runs the skinny kernel for `shape` in `layout` (where it
+/// applies) on a GPU of `sms` SMs: where the wgmma tiles would keep at most a quarter of the SMs streaming B (N ≤ 33
+/// 64×128 tiles on the H200), and, for a column-major B, K ≤ [`COLUMN_MAJOR_B_MAX_K`]. There the tiles need split-K
+/// over many blocks, whose fixup costs microseconds, while the skinny kernel spreads the columns over every SM and adds
+/// up its splits in one pass. With more tiles, the tiles stream B through TMA faster than the skinny kernel's 16-byte
+/// loads (3.6–4.0 against 4.0–4.3 TB/s on 100+ MB problems) and win.
 ///
 /// Measured on the H200 (docs/perf-notes.md, "Session 30"; ratio to the best cuBLAS peer, M ≤ 16): N = 576 and 1536
-/// at K = 7168 0.70–0.75 → 0.71–0.98 (tiles: split-K); N = 4096 0.81–0.90 → 0.83–1.00; N = 5120–10240 mostly lower
-/// with the skinny kernel in layout tn (0.76–0.90 against 0.85–1.02), so not taken there.
-pub fn pays(shape: GemmShape, sms: u32) -> bool {
-    4 * shape.n.div_ceil(GEMM_SM90_64X128.tile_n as usize) <= sms as usize
+/// at K = 7168 0.68–0.77 → 0.74–0.97 (the tiles split K); N = 4096 0.83–0.93 → 0.89–0.98; N = 5120–10240 in layout tn
+/// mostly lower with the skinny kernel (0.76–0.90 against 0.85–1.02), so not taken there.
+pub fn pays(shape: GemmShape, layout: GemmLayout, sms: u32) -> bool {
+    let few_tiles = 4 * shape.n.div_ceil(GEMM_SM90_64X128.tile_n as usize) <= sms as usize;
+    few_tiles && (layout.b_order() == Order::RowMajor || shape.k <= COLUMN_MAJOR_B_MAX_K)
 }
 
 /// A checked skinny GEMM bound to its A and B (see [`applies`]; the caller checked the shape and layout).
@@ -230,10 +238,16 @@ mod tests {
     #[test]
     fn pays_where_the_tiles_would_keep_at_most_a_quarter_of_the_sms_streaming() {
         let n = |n| GemmShape::new(1, n, 7168);
-        // 132 SMs: up to 33 tiles of 128 columns.
-        assert!(pays(n(576), 132) && pays(n(4096), 132) && pays(n(4224), 132));
-        assert!(!pays(n(4225), 132) && !pays(n(5120), 132) && !pays(n(57344), 132));
-        // Fewer SMs, fewer columns.
-        assert!(pays(n(2048), 64) && !pays(n(2049), 64));
+        for layout in [GemmLayout::Tn, GemmLayout::Tt] {
+            // 132 SMs: up to 33 tiles of 128 columns.
+            assert!(pays(n(576), layout, 132) && pays(n(4096), layout, 132) && pays(n(4224), layout, 132));
+            assert!(!pays(n(4225), layout, 132) && !pays(n(5120), layout, 132) && !pays(n(57344), layout, 132));
+            // Fewer SMs, fewer columns.
+            assert!(pays(n(2048), layout, 64) && !pays(n(2049), layout, 64));
+        }
+        // Deep K: a row-major B still, a column-major one not.
+        let deep = GemmShape::new(1, 4096, 12288);
+        assert!(pays(deep, GemmLayout::Tt, 132) && !pays(deep, GemmLayout::Tn, 132));
+        assert!(pays(GemmShape::new(1, 4096, COLUMN_MAJOR_B_MAX_K), GemmLayout::Tn, 132));
     }
 }
