@@ -505,6 +505,8 @@ enum Path<T: GemmElement, O: GemmOutput<T>> {
 impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// Checks the problem and plans it: for [`Variant::Auto`] the skinny kernel where [`GemmOptions::skinny`] says,
     /// else the tiled kernel of the variant (Auto's: the tune cache's or the heuristic's, [`Variant::resolve_for`]).
+    /// The skinny choice goes first: `oxtile tune gemm` times the tiled variants only, and where the skinny rule takes
+    /// a shape every tiled variant measured slower (docs/perf-notes.md, "Session 30").
     pub fn new(
         gpu: &Gpu,
         shape: GemmShape,
