@@ -399,6 +399,8 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                     "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, GemmLayout::Tn),
                     "oxtile-pingpong-c2" | "oxtile-streamk-c2" | "oxtile-narrow-c2" | "oxtile-flat-sk"
                     | "oxtile-square" | "oxtile-square-c2" | "oxtile-square-sk" => dtype != Dtype::Bf16,
+                    // M = 296: more rows than the skinny kernel takes.
+                    "oxtile-skinny" => true,
                     _ => false,
                 };
                 if absent_here {
@@ -415,6 +417,14 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 );
             }
         }
+    }
+    // A decode-sized problem: the skinny contender runs the skinny kernel, cross-checked like the others.
+    for layout in [GemmLayout::Tn, GemmLayout::Tt] {
+        let problem = GemmProblem { shape: GemmShape::new(4, 520, 256), dtype: Dtype::Bf16, layout };
+        let rows = gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();
+        let skinny = rows.iter().find(|r| r.implementation == "oxtile-skinny").expect("an oxtile-skinny row");
+        assert_eq!(skinny.check.as_deref(), Some("ok"), "{problem}: {skinny:?}");
+        assert!(skinny.config.as_deref().is_some_and(|k| k.contains("skinny")), "{problem}: {skinny:?}");
     }
     // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
     let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: GemmLayout::Nt };

@@ -22,6 +22,8 @@ pub fn oxtile_contenders(gpu: &Gpu) -> Result<Vec<Box<dyn GemmContender>>> {
     }
     contenders.push(Box::new(OxtileSm90::through_cluster_path("oxtile-narrow-cluster-path", Variant::Narrow)));
     contenders.push(Box::new(OxtileSm90::without_dependent_launch("oxtile-no-pdl", Variant::Auto)));
+    contenders.push(Box::new(OxtileSm90::skinny("oxtile-skinny")));
+    contenders.push(Box::new(OxtileSm90::without_skinny("oxtile-no-skinny")));
     Ok(contenders)
 }
 

@@ -6,7 +6,8 @@ use half::{bf16, f16};
 use super::gemm::{GemmContender, GemmProblem, Operands, fastest_candidate};
 use crate::error::Result;
 use crate::kernels::{self, Variant};
-use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan};
+use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, SkinnyChoice};
+use crate::ops::gemm_skinny;
 use crate::runtime::{ClusterShape, Gpu};
 use crate::types::{Dtype, GemmElement, GemmLayout, GemmOutput};
 
@@ -29,6 +30,8 @@ pub struct OxtileSm90 {
     tunes: bool,
     /// The fastest candidate for the current problem, once measured.
     tuned: Option<Variant>,
+    /// Whether it supports only the problems the skinny kernel computes ([`OxtileSm90::skinny`]).
+    requires_skinny: bool,
     bf16_plans: Plans<bf16>,
     f16_plans: Plans<f16>,
 }
@@ -56,6 +59,22 @@ impl OxtileSm90 {
         OxtileSm90::with_options(name, GemmOptions { variant, dependent_launch: false, ..GemmOptions::default() })
     }
 
+    /// Auto with the skinny kernel wherever it applies ([`SkinnyChoice::WhereApplies`]): what the skinny kernel does
+    /// where the rule leaves the shape to the tiles. Problems it does not apply to (M > 16, A column-major) are not
+    /// supported, so that no tiled time is listed under its name.
+    pub fn skinny(name: &'static str) -> OxtileSm90 {
+        let skinny = OxtileSm90::with_options(
+            name,
+            GemmOptions { skinny: SkinnyChoice::WhereApplies, ..GemmOptions::default() },
+        );
+        OxtileSm90 { requires_skinny: true, ..skinny }
+    }
+
+    /// Auto on the tiles only ([`SkinnyChoice::Never`]): the skinny kernel's ablation.
+    pub fn without_skinny(name: &'static str) -> OxtileSm90 {
+        OxtileSm90::with_options(name, GemmOptions { skinny: SkinnyChoice::Never, ..GemmOptions::default() })
+    }
+
     /// The fastest of [`Variant::CANDIDATES`] per problem, measured on the benchmark's first input set as
     /// `oxtile tune gemm` measures it: what a user who tunes gets, beside cuBLASLt tuned the same way.
     pub fn tuned() -> OxtileSm90 {
@@ -69,6 +88,7 @@ impl OxtileSm90 {
             problem: None,
             tunes: false,
             tuned: None,
+            requires_skinny: false,
             bf16_plans: Vec::new(),
             f16_plans: Vec::new(),
         }
@@ -161,6 +181,9 @@ impl GemmContender for OxtileSm90 {
             && kernels::find_gemm(input, input, problem.layout, self.options.variant).is_none()
         {
             return Err(format!("no {:?} kernel for {input} in layout {}", self.options.variant, problem.layout));
+        }
+        if self.requires_skinny && !gemm_skinny::applies(problem.shape, problem.layout, (input, input)) {
+            return Err(format!("the skinny kernel takes M ≤ 16 with A row-major, not {problem}"));
         }
         Ok(())
     }
