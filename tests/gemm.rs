@@ -306,11 +306,21 @@ fn split_k_pieces_reduce_their_tile_together() {
 /// Decode-sized problems for the skinny kernel (M ≤ 16, A row-major), per layout (in tt, N is B's contiguous
 /// dimension and a multiple of 8): one column and one element; rows 2–16 around the fragment's 8-row halves; N
 /// ending inside a column group, inside a fragment and inside a lane's 8 columns (tn); K ending inside a chunk;
-/// column groups split 16 ways (576×7168, 128×14336) and 5 ways (4096²), and too many groups to split (20000).
+/// column groups split 16 ways (576×7168, 128×14336), 4 ways (4096², 65×1000), 11 and 8 ways with a shorter last
+/// range (328×3000: 9 chunks a block, 4 in the last; 136×2056: 2 in the last), and too many groups to split (20000).
 fn skinny_shapes(layout: GemmLayout) -> Vec<(usize, usize, usize)> {
     let column_major_b = [(1, 1, 8), (16, 1, 8), (3, 100, 40), (9, 65, 1000), (5, 8201, 136)];
     let row_major_b = [(1, 8, 8), (16, 8, 8), (3, 104, 40), (9, 72, 1000), (5, 8200, 136)];
-    let both = [(1, 576, 7168), (7, 1000, 264), (8, 64, 4096), (16, 4096, 4096), (4, 128, 14336), (2, 20000, 512)];
+    let both = [
+        (1, 576, 7168),
+        (7, 1000, 264),
+        (8, 64, 4096),
+        (16, 4096, 4096),
+        (4, 128, 14336),
+        (5, 328, 3000),
+        (2, 136, 2056),
+        (2, 20000, 512),
+    ];
     let odd = if layout == GemmLayout::Tn { column_major_b } else { row_major_b };
     odd.into_iter().chain(both).collect()
 }
@@ -319,8 +329,8 @@ fn skinny_shapes(layout: GemmLayout) -> Vec<(usize, usize, usize)> {
 #[ignore = "needs a CUDA GPU"]
 fn skinny_kernel_matches_reference_for_decode_sized_problems() {
     // Auto with the skinny kernel wherever it applies (M ≤ 16, A row-major; where it pays is narrower): every input and
-    // output type, alpha and beta·C, two launches of each plan on new inputs (a counter left counting would hand the
-    // next launch's last block stale slots).
+    // output type, alpha and beta·C; bf16 → bf16 with two launches of each plan on new inputs (a counter left counting
+    // would hand the next launch's last block stale slots).
     let gpu = gpu();
     let seed = fresh_seed();
     let mut reports = Vec::new();
@@ -347,8 +357,13 @@ fn skinny_kernel_matches_reference_for_decode_sized_problems() {
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
 
     // The counters all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed
-    // over the warps and the split's blocks in their order).
-    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(3, 576, 7168), &[Variant::Auto], seed);
+    // over the warps and the split's blocks in their order). Auto runs the skinny kernel there (split 16 ways).
+    let shape = GemmShape::new(3, 576, 7168);
+    let a = gpu.stream().alloc_zeros::<bf16>(shape.m * shape.k).unwrap();
+    let b = gpu.stream().alloc_zeros::<bf16>(shape.k * shape.n).unwrap();
+    let split = GemmPlan::<bf16, bf16>::new(&gpu, shape, GemmOptions::default(), &a, &b).unwrap().skinny_split();
+    assert!(split.is_some_and(|s| s.splits > 1), "{split:?}");
+    launches_reset_their_flags_and_agree(&gpu, shape, &[Variant::Auto], seed);
 }
 
 #[test]

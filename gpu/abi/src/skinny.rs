@@ -51,7 +51,9 @@ pub struct SkinnySplit {
 impl SkinnySplit {
     /// The split for N×K on `sms` SMs: as many blocks per column group as fit in one wave of [`BLOCKS_PER_SM`] blocks
     /// per SM (rounded down: a second, small wave would cost a whole block's time for a few blocks' work), at most
-    /// [`MAX_SPLITS`], and no more than leave each warp a chunk.
+    /// [`MAX_SPLITS`], and no more than leave each block [`WARPS`] chunks. Warps take chunks in pairs, so a block with
+    /// fewer than 2·[`WARPS`] chunks leaves some warps idle (576×7168: 14 chunks a block, warp 7 idle); whether
+    /// fewer, fuller blocks are faster there has not been measured.
     pub const fn new(n: u32, k: u32, sms: u32) -> SkinnySplit {
         let groups = n.div_ceil(COLUMNS);
         let chunks = k.div_ceil(CHUNK_K);

@@ -37,7 +37,7 @@ pub const COLUMN_MAJOR_B_MAX_K: usize = 8192;
 /// 64×128 tiles on the H200), and, for a column-major B, K ≤ [`COLUMN_MAJOR_B_MAX_K`]. There the tiles need split-K
 /// over many blocks, whose fixup costs microseconds, while the skinny kernel spreads the columns over every SM and adds
 /// up its splits in one pass. With more tiles, the tiles stream B through TMA faster than the skinny kernel's 16-byte
-/// loads (3.6–4.0 against 4.0–4.3 TB/s on 100+ MB problems) and win.
+/// loads (3.6–4.0 against 4.0–4.2 TB/s on 100+ MB problems) and win.
 ///
 /// Measured on the H200 (docs/perf-notes.md, "Session 30"; ratio to the best cuBLAS peer, M ≤ 16): N = 576 and 1536
 /// at K = 7168 0.68–0.77 → 0.74–0.97 (the tiles split K); N = 4096 0.83–0.93 → 0.89–0.98; N = 5120–10240 in layout tn
