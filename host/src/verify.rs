@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::exp2;
 use crate::ops::elementwise;
-use crate::ops::gemm::{self, GemmOptions, GemmShape, Variant};
+use crate::ops::gemm::{self, GemmOptions, GemmShape, SkinnyChoice, Variant};
 use crate::ops::softmax::{self, Exp2Mode, Exp2Throughput};
 use crate::reference::{self, Comparison, POISON_F32};
 use crate::runtime::Gpu;
@@ -164,6 +164,18 @@ pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
         plan.push(planned_gemm::<bf16, f32>(odd, scaled, seed + 202));
         plan.push(planned_gemm::<f16, f16>(odd, layout, seed + 203));
         plan.push(planned_gemm::<f16, f32>(odd, scaled, seed + 204));
+        // The skinny kernel (M ≤ 16, A row-major), wherever it applies: a few columns split 8 ways (the quick sweep),
+        // and 576 columns split 16 ways over a deep K.
+        if layout.layout.a_order() == Order::RowMajor {
+            let skinny = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..layout };
+            let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..skinny };
+            let few = GemmShape::new(3, 1000, 264);
+            plan.push(planned_gemm::<bf16, bf16>(few, skinny, seed + 210));
+            plan.push(planned_gemm::<f16, f32>(few, scaled, seed + 211));
+            if sweep == Sweep::Full {
+                plan.push(planned_gemm::<bf16, bf16>(GemmShape::new(16, 576, 7168), skinny, seed + 212));
+            }
+        }
     }
     plan.extend(attention::standard_plan(seed + 300));
     plan
@@ -193,7 +205,11 @@ fn planned_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
     let compared = if gemm_compares_all(shape) { m * n } else { GEMM_SAMPLES + 4 };
     let types = if T::NAME == O::NAME { T::NAME.to_string() } else { format!("{}->{}", T::NAME, O::NAME) };
     let scalars = if options.beta == 0.0 { String::new() } else { format!(" a={} b={}", options.alpha, options.beta) };
-    let what = format!("gemm {} {m}x{n}x{k} {types} {}{scalars}", options.layout, options.variant.label());
+    let kernel = match (options.variant, options.skinny) {
+        (Variant::Auto, SkinnyChoice::WhereApplies) => "skinny",
+        (variant, _) => variant.label(),
+    };
+    let what = format!("gemm {} {m}x{n}x{k} {types} {kernel}{scalars}", options.layout);
     PlannedCheck::new(what, (2 * draws + compared * k) as u64, move |gpu| {
         Ok(vec![gemm_check::<T, O>(gpu, shape, options, seed)?])
     })
@@ -627,11 +643,12 @@ mod tests {
     #[test]
     fn sweeps_plan_every_check_once() {
         // 4 elementwise kernels at 9 lengths, 5 throughput modes, per layout 13 variants at 7 shapes plus 5 checks
-        // on the odd shape, 15 attention checks (two rows each): the 455 rows of the full table.
+        // on the odd shape, the skinny kernel's 3 checks (quick: 2) in the 2 layouts with A row-major, 15 attention
+        // checks (two rows each): the 461 rows of the full table.
         let full = plan(Sweep::Full, 1);
-        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 15);
+        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 2 * 3 + 15);
         let quick = plan(Sweep::Quick, 1);
-        assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 15);
+        assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 2 * 2 + 15);
         for sweep in [&full, &quick] {
             let names: std::collections::HashSet<&str> = sweep.iter().map(|c| c.what.as_str()).collect();
             assert_eq!(names.len(), sweep.len(), "each check says which it is");
@@ -720,6 +737,11 @@ mod tests {
                 gemm_cpu_side::<bf16, f32>(odd, scaled);
                 gemm_cpu_side::<f16, f16>(odd, layout);
                 gemm_cpu_side::<f16, f32>(odd, scaled);
+                if layout.layout.a_order() == Order::RowMajor {
+                    gemm_cpu_side::<bf16, bf16>(GemmShape::new(3, 1000, 264), layout);
+                    gemm_cpu_side::<f16, f32>(GemmShape::new(3, 1000, 264), scaled);
+                    gemm_cpu_side::<bf16, bf16>(GemmShape::new(16, 576, 7168), layout);
+                }
             }
             let gemm = since(start);
             let start = (Instant::now(), cpu());
