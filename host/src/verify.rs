@@ -164,12 +164,12 @@ pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
         plan.push(planned_gemm::<bf16, f32>(odd, scaled, seed + 202));
         plan.push(planned_gemm::<f16, f16>(odd, layout, seed + 203));
         plan.push(planned_gemm::<f16, f32>(odd, scaled, seed + 204));
-        // The skinny kernel (M ≤ 16, A row-major), wherever it applies: a few columns split 8 ways (the quick sweep),
-        // and 576 columns split 16 ways over a deep K.
+        // The skinny kernel (M ≤ 16, A row-major), wherever it applies: 1000 columns split 8 ways with a shorter last
+        // range (the quick sweep), and 576 columns split 16 ways over a deep K.
         if layout.layout.a_order() == Order::RowMajor {
             let skinny = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..layout };
             let scaled = GemmOptions { alpha: 0.5, beta: -1.25, ..skinny };
-            let few = GemmShape::new(3, 1000, 264);
+            let few = GemmShape::new(3, 1000, 2056);
             plan.push(planned_gemm::<bf16, bf16>(few, skinny, seed + 210));
             plan.push(planned_gemm::<f16, f32>(few, scaled, seed + 211));
             if sweep == Sweep::Full {
@@ -738,8 +738,8 @@ mod tests {
                 gemm_cpu_side::<f16, f16>(odd, layout);
                 gemm_cpu_side::<f16, f32>(odd, scaled);
                 if layout.layout.a_order() == Order::RowMajor {
-                    gemm_cpu_side::<bf16, bf16>(GemmShape::new(3, 1000, 264), layout);
-                    gemm_cpu_side::<f16, f32>(GemmShape::new(3, 1000, 264), scaled);
+                    gemm_cpu_side::<bf16, bf16>(GemmShape::new(3, 1000, 2056), layout);
+                    gemm_cpu_side::<f16, f32>(GemmShape::new(3, 1000, 2056), scaled);
                     gemm_cpu_side::<bf16, bf16>(GemmShape::new(16, 576, 7168), layout);
                 }
             }
