@@ -492,6 +492,10 @@ fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
 /// of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
 pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     path: Path<T, O>,
+    shape: GemmShape,
+    /// A's and B's addresses: every launch must bring these buffers (the tensor maps, or the skinny plan, hold them).
+    a_address: u64,
+    b_address: u64,
 }
 
 /// Which kernel family computes a plan.
@@ -516,6 +520,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     ) -> Result<Self> {
         check_shape(shape)?;
         check_layout(shape, options.layout)?;
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
         let skinny = options.variant == Variant::Auto
             && gemm_skinny::applies(shape, options.layout, (T::NAME, O::NAME))
             && match options.skinny {
@@ -524,23 +530,13 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
                 SkinnyChoice::Never => false,
             };
         let path = if skinny {
-            let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
-            let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
             let scalars = (options.alpha, options.beta);
-            let plan = SkinnyPlan::new::<T, O>(
-                gpu,
-                shape,
-                options.layout,
-                scalars,
-                options.dependent_launch,
-                a_address,
-                b_address,
-            )?;
+            let plan = SkinnyPlan::new::<T, O>(gpu, shape, options.layout, scalars, options.dependent_launch)?;
             Path::Skinny(Box::new(plan), std::marker::PhantomData)
         } else {
-            Path::Tiled(Box::new(TiledPlan::new(gpu, shape, options, a, b)?))
+            Path::Tiled(Box::new(TiledPlan::new(gpu, shape, options, a_address, b_address)?))
         };
-        Ok(GemmPlan { path })
+        Ok(GemmPlan { path, shape, a_address, b_address })
     }
 
     /// The stream-K schedule the plan launches ([`Variant::StreamK`]), `None` for the other variants and the skinny
@@ -571,10 +567,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     }
 
     pub fn shape(&self) -> GemmShape {
-        match &self.path {
-            Path::Tiled(plan) => plan.shape,
-            Path::Skinny(plan, _) => plan.shape(),
-        }
+        self.shape
     }
 
     /// The kernel the plan launches.
@@ -598,14 +591,11 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// adds a 128-byte copy to the stream, one a timed loop should not see), and allocates the workspace of a
     /// stream-K or split skinny plan if no launch did yet.
     pub fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
+        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
+        self.check_output_disjoint(d_address)?;
         match &self.path {
-            Path::Tiled(plan) => plan.bind_output(gpu, d),
-            Path::Skinny(plan, _) => {
-                let GemmShape { m, n, .. } = plan.shape();
-                let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
-                plan.check_output_disjoint(d_address)?;
-                plan.workspace(gpu).map(drop)
-            }
+            Path::Tiled(plan) => plan.bind_output(gpu, d_address),
+            Path::Skinny(plan, _) => plan.workspace(gpu).map(drop),
         }
     }
 
@@ -618,10 +608,28 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         b: &impl DevicePtr<T>,
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
-        match &self.path {
-            Path::Tiled(plan) => plan.launch(gpu, a, b, d),
-            Path::Skinny(plan, _) => plan.launch(gpu, a, b, d),
+        let GemmShape { m, n, k } = self.shape;
+        // The guards keep A, B and D's uses recorded on the stream until the launch is queued.
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, 16)?;
+        if (a_address, b_address) != (self.a_address, self.b_address) {
+            return Err(Error::bad_argument(OP, "A or B is not the buffer this plan was made for"));
         }
+        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
+        self.check_output_disjoint(d_address)?;
+        match &self.path {
+            Path::Tiled(plan) => plan.launch(gpu, d_address),
+            Path::Skinny(plan, _) => plan.launch(gpu, a_address, b_address, d_address),
+        }
+    }
+
+    /// Refuses a D at `d_address` that shares a byte with the plan's A or B: the kernels read those while they write
+    /// D.
+    fn check_output_disjoint(&self, d_address: u64) -> Result<()> {
+        let GemmShape { m, n, k } = self.shape;
+        let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
+        let inputs = [("A", self.a_address, m * k * input), ("B", self.b_address, k * n * input)];
+        super::check_disjoint(OP, ("D", d_address, m * n * output), &inputs)
     }
 }
 
@@ -637,8 +645,6 @@ struct TiledPlan<T: GemmElement, O: GemmOutput<T>> {
     /// D's, when the kernel stores through TMA ([`tma_store_epilogue`]).
     d_tensor_map: Option<Mutex<DeviceOutputMap>>,
     tile: GemmTile,
-    a_address: u64,
-    b_address: u64,
     launch: ClusterLaunch,
     /// Plain for single blocks unless the options ask for the cluster path; clusters for cluster kernels.
     launch_shape: ClusterShape,
@@ -658,15 +664,9 @@ struct DeviceOutputMap {
 }
 
 impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
-    fn new(
-        gpu: &Gpu,
-        shape: GemmShape,
-        options: GemmOptions,
-        a: &impl DevicePtr<T>,
-        b: &impl DevicePtr<T>,
-    ) -> Result<Self> {
-        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
-        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
+    /// The plan of `options.variant` (Auto: the tune cache's or the heuristic's choice) for A and B at `a_address`
+    /// and `b_address`, checked by [`GemmPlan::new`].
+    fn new(gpu: &Gpu, shape: GemmShape, options: GemmOptions, a_address: u64, b_address: u64) -> Result<Self> {
         let variant = match options.variant {
             Variant::Auto => {
                 let chosen = tune_cache::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout, shape)
@@ -753,7 +753,7 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
             };
             let guarded = guard_stream_k(variant, options.variant == Variant::Auto, kernel.name, blocks, capacity)?;
             if guarded != variant {
-                return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a, b);
+                return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a_address, b_address);
             }
             launch.grid_dim.0 = blocks;
         } else if let Some(schedule) = &stream_k {
@@ -768,8 +768,6 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
             tensor_maps,
             d_tensor_map,
             tile,
-            a_address,
-            b_address,
             launch,
             launch_shape: if cluster > 1 { ClusterShape::Clusters } else { options.single_block_launch },
             stream_k,
@@ -797,10 +795,8 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         Ok(Some(workspace))
     }
 
-    /// [`GemmPlan::bind_output`].
-    fn bind_output(&self, gpu: &Gpu, d: &mut impl DevicePtrMut<O>) -> Result<()> {
-        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), self.shape.m * self.shape.n, 16)?;
-        self.check_output_disjoint(d_address)?;
+    /// [`GemmPlan::bind_output`] for the D at `d_address`, checked there.
+    fn bind_output(&self, gpu: &Gpu, d_address: u64) -> Result<()> {
         self.workspace(gpu)?;
         self.d_tensor_map_for(gpu, d_address).map(drop)
     }
@@ -818,30 +814,10 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         Ok(Some(bound))
     }
 
-    /// Refuses a D at `d_address` that shares a byte with the plan's A or B: the kernel reads those while it writes D.
-    fn check_output_disjoint(&self, d_address: u64) -> Result<()> {
+    /// [`GemmPlan::launch`] into the D at `d_address`, the operands checked there (A and B the tensor maps'; D of
+    /// M×N output elements, 16-byte aligned, disjoint from them, all in the GPU's context).
+    fn launch(&self, gpu: &Gpu, d_address: u64) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
-        let (input, output) = (std::mem::size_of::<T>(), std::mem::size_of::<O>());
-        let inputs = [("A", self.a_address, m * k * input), ("B", self.b_address, k * n * input)];
-        super::check_disjoint(OP, ("D", d_address, m * n * output), &inputs)
-    }
-
-    /// [`GemmPlan::launch`].
-    fn launch(
-        &self,
-        gpu: &Gpu,
-        a: &impl DevicePtr<T>,
-        b: &impl DevicePtr<T>,
-        d: &mut impl DevicePtrMut<O>,
-    ) -> Result<()> {
-        let GemmShape { m, n, k } = self.shape;
-        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
-        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, 16)?;
-        if (a_address, b_address) != (self.a_address, self.b_address) {
-            return Err(Error::bad_argument(OP, "A or B is not the buffer this plan's tensor maps describe"));
-        }
-        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
-        self.check_output_disjoint(d_address)?;
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
         // 0 tells the kernel to store from registers.
         let map_d = d_tensor_map.as_ref().map(|bound| bound.words.device_ptr(gpu.stream()));
@@ -881,9 +857,9 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         };
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams` (the list in oxtile-abi that the
         // kernel's signature is declared from). The tensor maps describe A and B in the layout the kernel reads
-        // (checked above) and D (encoded for this D above) with the boxes its tile stores; D holds M×N elements of the
-        // kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong to the GPU's
-        // context (checked above); block, cluster and shared-memory sizes are the kernel's own. A stream-K kernel gets
+        // (checked in `GemmPlan::launch`) and D (encoded for this D above) with the boxes its tile stores; D holds M×N
+        // elements of the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong to
+        // the GPU's context (checked in `GemmPlan::launch`); block, cluster and shared-memory sizes are the kernel's own. A stream-K kernel gets
         // the schedule's tail and grid and a workspace sized from that schedule (a slot per block, the flags at zero:
         // zeroed at allocation, left at zero by every launch), which this plan's launches take with write intent, so
         // they run one after another whatever stream they are on; with a tail, every block of the grid can be resident

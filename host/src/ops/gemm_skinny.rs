@@ -6,11 +6,10 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtrMut};
 use oxtile_abi::skinny::{self, SkinnySplit};
 use oxtile_abi::{GEMM_SM90_64X128, SkinnyGemmParams};
 
-use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
@@ -56,10 +55,6 @@ pub(crate) struct SkinnyPlan {
     function: CudaFunction,
     split: SkinnySplit,
     launch: ClusterLaunch,
-    a_address: u64,
-    b_address: u64,
-    input_bytes: usize,
-    output_bytes: usize,
     workspace: Mutex<Option<SkinnyWorkspace>>,
 }
 
@@ -70,16 +65,13 @@ pub(crate) struct SkinnyWorkspace {
 }
 
 impl SkinnyPlan {
-    /// `a_address` and `b_address` are A's and B's, checked by the caller for size and alignment.
-    #[allow(clippy::too_many_arguments)]
+    /// The plan for `T` → `O` in `layout`; the caller checked the shape and layout.
     pub(crate) fn new<T: GemmElement, O: GemmOutput<T>>(
         gpu: &Gpu,
         shape: GemmShape,
         layout: GemmLayout,
         (alpha, beta): (f32, f32),
         dependent_launch: bool,
-        a_address: u64,
-        b_address: u64,
     ) -> Result<Self> {
         let kernel = kernels::find_gemm_skinny(T::NAME, O::NAME, layout)
             .filter(|_| applies(shape, layout, (T::NAME, O::NAME)))
@@ -96,24 +88,7 @@ impl SkinnyPlan {
             shared_mem_bytes: skinny::SMEM_BYTES,
             dependent_launch,
         };
-        Ok(SkinnyPlan {
-            shape,
-            alpha,
-            beta,
-            kernel,
-            function,
-            split,
-            launch,
-            a_address,
-            b_address,
-            input_bytes: std::mem::size_of::<T>(),
-            output_bytes: std::mem::size_of::<O>(),
-            workspace: Mutex::new(None),
-        })
-    }
-
-    pub(crate) fn shape(&self) -> GemmShape {
-        self.shape
+        Ok(SkinnyPlan { shape, alpha, beta, kernel, function, split, launch, workspace: Mutex::new(None) })
     }
 
     pub(crate) fn kernel(&self) -> Kernel {
@@ -155,24 +130,10 @@ impl SkinnyPlan {
         Ok(Some(workspace))
     }
 
-    /// D = alpha·A·B + beta·D into the D at `d_address` (checked by the caller: M×N output elements, 16-byte aligned,
-    /// disjoint from A and B, in the GPU's context).
-    pub(crate) fn launch<T, O>(
-        &self,
-        gpu: &Gpu,
-        a: &impl DevicePtr<T>,
-        b: &impl DevicePtr<T>,
-        d: &mut impl DevicePtrMut<O>,
-    ) -> Result<()> {
+    /// D = alpha·A·B + beta·D for the A, B and D at these addresses, checked by the caller (`GemmPlan::launch`): A and
+    /// B the plan's, D of M×N output elements, 16-byte aligned, disjoint from them, all in the GPU's context.
+    pub(crate) fn launch(&self, gpu: &Gpu, a_address: u64, b_address: u64, d_address: u64) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
-        debug_assert_eq!((std::mem::size_of::<T>(), std::mem::size_of::<O>()), (self.input_bytes, self.output_bytes));
-        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
-        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, 16)?;
-        if (a_address, b_address) != (self.a_address, self.b_address) {
-            return Err(Error::bad_argument(OP, "A or B is not the buffer this plan was made for"));
-        }
-        let (d_address, _d_use) = output_ptr(OP, "D", d, gpu.stream(), m * n, 16)?;
-        self.check_output_disjoint(d_address)?;
         // The workspace with write intent: the kernel writes the slots and counts and resets the counters, so this
         // launch waits for every earlier use of the workspace, on any stream, and later uses wait for it.
         let mut workspace = self.workspace(gpu)?;
@@ -200,19 +161,12 @@ impl SkinnyPlan {
         };
         // SAFETY: the arguments are the kernel's, one per field of `SkinnyGemmParams` (the list the kernel's signature
         // is declared from). A (M×K, row-major), B (K×N in the kernel's layout) and D (M×N of its output type) hold
-        // their elements, 16-byte aligned, in the GPU's context, D sharing no byte with A or B (checked above), with
+        // their elements, 16-byte aligned, in the GPU's context, D sharing no byte with A or B (`GemmPlan::launch`), with
         // M ≤ 16 and the contiguous dimensions multiples of 8 (`applies` and `check_layout`); the split is
         // `SkinnySplit::new`'s for N and K and the grid its; where it splits groups, the workspace has its slots and
         // counters (zeroed at allocation, left at zero by every launch), taken with write intent above.
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &self.launch, &mut args) }
-    }
-
-    /// Refuses a D at `d_address` that shares a byte with A or B: the kernel reads those while it writes D.
-    pub(crate) fn check_output_disjoint(&self, d_address: u64) -> Result<()> {
-        let GemmShape { m, n, k } = self.shape;
-        let inputs = [("A", self.a_address, m * k * self.input_bytes), ("B", self.b_address, k * n * self.input_bytes)];
-        super::check_disjoint(OP, ("D", d_address, m * n * self.output_bytes), &inputs)
     }
 }
 
