@@ -304,6 +304,10 @@ pub struct AttnTile {
     /// consumers then hand Q back only once the store has read it, after the epilogue rather than after the last
     /// Q·Kᵀ, and the producer loads the next item's first K and V tiles before its Q.
     pub o_in_q: bool,
+    /// The consumers' main loop is two loops over one body: the key tiles every query row sees, then those with
+    /// masked scores (the causal diagonal, the tile past seq_k). The first then holds no masking code to branch
+    /// around. The kernel's `spec` and `nopingpong` ablations keep one loop.
+    pub masked_loop: bool,
 }
 
 impl AttnTile {
@@ -377,7 +381,8 @@ impl AttnTile {
 
 /// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile. A
 /// second one (224 KB of shared memory in all) measured no faster: an item here runs twice as long as at head dim
-/// 64, so the wait for its Q at the start weighs half as much.
+/// 64, so the wait for its Q at the start weighs half as much. The masked key tiles get a main loop of their own
+/// (+1.0–2.4% over one loop on 8,16,4096,128 and 32,16,1024,128 rows; docs/perf-notes.md, session 32).
 pub const ATTN_SM90_D128: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 128,
@@ -387,10 +392,12 @@ pub const ATTN_SM90_D128: AttnTile = AttnTile {
     consumers: 2,
     element_bytes: 2,
     o_in_q: false,
+    masked_loop: true,
 };
 
 /// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
-/// short at this head dim: the next item's Q arrives while the current one is computed).
+/// short at this head dim: the next item's Q arrives while the current one is computed). One main loop: the
+/// masked tiles' own loop measured 2.5–5% slower here (docs/perf-notes.md, session 32).
 pub const ATTN_SM90_D64: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 128,
@@ -400,12 +407,14 @@ pub const ATTN_SM90_D64: AttnTile = AttnTile {
     consumers: 2,
     element_bytes: 2,
     o_in_q: false,
+    masked_loop: false,
 };
 
 /// Hopper attention forward, head dim 256 (FlashAttention-3's tile for it): 128 query rows × 80 keys per step, 2
 /// stages. A consumer's O fragment is 128 f32 per thread (m64n256), so S stays narrow: m64n80, 40 f32, and P·V takes
 /// 5 k16 steps. Shared memory: Q 64 KiB + K and V 2 × 2 × 40 KiB = 224 KiB of the 227 KiB, no room for a 64 KiB
-/// output buffer, so O is staged in Q's ([`AttnTile::o_in_q`]).
+/// output buffer, so O is staged in Q's ([`AttnTile::o_in_q`]). One main loop: a loop of its own for the masked
+/// tiles is not measured at this head dim yet.
 pub const ATTN_SM90_D256: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 80,
@@ -415,6 +424,7 @@ pub const ATTN_SM90_D256: AttnTile = AttnTile {
     consumers: 2,
     element_bytes: 2,
     o_in_q: true,
+    masked_loop: false,
 };
 
 /// Every Hopper attention tile, for the checks below and the host's lookups.

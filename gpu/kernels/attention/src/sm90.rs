@@ -1091,49 +1091,70 @@ unsafe fn consume<C: Config>(
     ring.advance();
 
     // In iteration t, `ring` is K_t's stage; V_{t−1} (the P·V issued now) and V_{t−2} (the one in flight) trail it.
-    for kv_tile in 1..kv_tiles {
-        if kv_tile > 1 {
-            unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, ring.behind(2).stage) };
-            // After the wait: P_{t−2}'s registers are read by the P·V in flight until then.
-            p = pack::<C>(&s);
-        }
-        let v_ring = ring.behind(1);
-        warpgroup.take_token();
-        // Both waits before the fence: a spin loop between two wgmma issues would make ptxas fence again.
-        unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
-        unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
-        wgmma::fence();
-        warpgroup.issue_qk::<C>(&mut s, q, ring.stage);
-        wgmma::commit_group();
-        warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
-        wgmma::commit_group();
-        warpgroup.pass_token();
-
-        wgmma::wait_group::<1>();
-        wgmma::fence_operands(s.as_mut());
-        warpgroup.release(smem.k_empty(ring.stage));
-        if kv_tile == kv_tiles - 1 && !tile.o_in_q {
-            warpgroup.release_q(q);
-        }
-        let (key0, masked) = (kv_tile * tile.tile_kv, kv_tile >= first_masked_tile);
-        let speculated = if C::SPECULATE {
-            softmax_tile_speculative::<C>(warpgroup, &mut s, &mut state, rows, key0, masked, problem)
-        } else {
-            Some(softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem))
-        };
-        factor = match speculated {
-            Some(factor) => factor,
-            None => {
-                state.recomputed_tiles += 1;
-                // P·V done first: P's registers are free for the recompute (the wait in `retire_pv` is then a
-                // no-op).
-                wgmma::wait_group::<0>();
-                unsafe { recompute_scores::<C>(&mut s, rows, work, key0, problem) };
-                softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem)
+    // One body, expanded in one loop or two ([`AttnTile::masked_loop`]): the unmasked tiles', whose loop then holds
+    // no masking code to branch around, and the masked ones' (from `first_masked_tile` on).
+    macro_rules! main_loop_tile {
+        ($kv_tile:expr, $masked:expr) => {{
+            let kv_tile = $kv_tile;
+            if kv_tile > 1 {
+                unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, ring.behind(2).stage) };
+                // After the wait: P_{t−2}'s registers are read by the P·V in flight until then.
+                p = pack::<C>(&s);
             }
-        };
-        state.tiles += 1;
-        ring.advance();
+            let v_ring = ring.behind(1);
+            warpgroup.take_token();
+            // Both waits before the fence: a spin loop between two wgmma issues would make ptxas fence again.
+            unsafe { mbarrier::wait(smem.k_full(ring.stage), ring.phase) };
+            unsafe { mbarrier::wait(smem.v_full(v_ring.stage), v_ring.phase) };
+            wgmma::fence();
+            warpgroup.issue_qk::<C>(&mut s, q, ring.stage);
+            wgmma::commit_group();
+            warpgroup.issue_pv::<C>(&mut o, &p, v_ring.stage);
+            wgmma::commit_group();
+            warpgroup.pass_token();
+
+            wgmma::wait_group::<1>();
+            wgmma::fence_operands(s.as_mut());
+            warpgroup.release(smem.k_empty(ring.stage));
+            if kv_tile == kv_tiles - 1 && !tile.o_in_q {
+                warpgroup.release_q(q);
+            }
+            let (key0, masked) = (kv_tile * tile.tile_kv, $masked);
+            let speculated = if C::SPECULATE {
+                softmax_tile_speculative::<C>(warpgroup, &mut s, &mut state, rows, key0, masked, problem)
+            } else {
+                Some(softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem))
+            };
+            factor = match speculated {
+                Some(factor) => factor,
+                None => {
+                    state.recomputed_tiles += 1;
+                    // P·V done first: P's registers are free for the recompute (the wait in `retire_pv` is then a
+                    // no-op).
+                    wgmma::wait_group::<0>();
+                    unsafe { recompute_scores::<C>(&mut s, rows, work, key0, problem) };
+                    softmax_tile::<C>(&mut s, &mut state, rows, key0, masked, problem)
+                }
+            };
+            state.tiles += 1;
+            ring.advance();
+        }};
+    }
+    // The ablations keep one loop: two copies of `spec`'s recompute path spilled, and `nopingpong` with two loops
+    // computed a wrong O under compute-sanitizer memcheck (every run; never plain, under racecheck or synccheck; cause
+    // not found, docs/perf-notes.md, session 32). The ping-pong kernels with two loops pass all three tools.
+    if tile.masked_loop && C::PINGPONG && !C::SPECULATE {
+        let unmasked_end = first_masked_tile.max(1).min(kv_tiles);
+        for kv_tile in 1..unmasked_end {
+            main_loop_tile!(kv_tile, false);
+        }
+        for kv_tile in unmasked_end..kv_tiles {
+            main_loop_tile!(kv_tile, true);
+        }
+    } else {
+        for kv_tile in 1..kv_tiles {
+            main_loop_tile!(kv_tile, kv_tile >= first_masked_tile);
+        }
     }
     if kv_tiles > 1 {
         unsafe { retire_pv::<C>(warpgroup, &mut o, &mut state, factor, ring.behind(2).stage) };
