@@ -690,6 +690,7 @@ config!(
 
 /// Where everything lives in dynamic shared memory: the (A, B) ring, the epilogue's staging buffers, then the full
 /// and empty barriers.
+#[derive(Clone, Copy)]
 struct SmemMap {
     base: u32,
     tile: GemmTile,
@@ -1178,6 +1179,27 @@ unsafe fn gemm<
     // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
     let row_bytes = tile.tile_k * tile.element_bytes;
 
+    let block = Block {
+        smem,
+        maps,
+        out,
+        stream_k,
+        scheduler,
+        schedule,
+        k_tiles,
+        first,
+        stride,
+        rank,
+        cluster_m,
+        cluster_n,
+        rank_m,
+        rank_n,
+        a_share,
+        b_share,
+        a_rows_per_block,
+        b_rows_per_block,
+        row_bytes,
+    };
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
         // The producer is warp 0, all of its lanes walking the same loop, and one lane issuing. A loop that one lane
@@ -1187,227 +1209,294 @@ unsafe fn gemm<
         // so that the branch is known to be uniform), the coordinates and addresses are warp-uniform and TMA takes
         // them from uniform registers; `elect.sync` tells ptxas that one lane issues, so no loop over lanes is left.
         if warp::broadcast_first(thread / 32) == 0 {
-            let leader = warp::elect_one();
-            let mut ring = RingState::new(tile.stages);
-            // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
-            let (a_rank, b_rank) = (if a_share > 1 { rank } else { 0 }, if b_share > 1 { rank } else { 0 });
-            let everyone = Some((1u16 << CLUSTER) - 1);
-            let (a_multicast, b_multicast) =
-                (if a_share > 1 { everyone } else { None }, if b_share > 1 { everyone } else { None });
-            // Inlined by force: a stream-K kernel has two loops over it before the dead one is removed, and LLVM
-            // would otherwise keep it a function (for the consumers' accumulators that means local memory).
-            let mut load = #[inline(always)]
-            |work: Tile, k_begin: u32, k_end: u32| {
-                // The tile's first A row (of the block's share) and the rows of each share inside A: a tile row past
-                // M brings fewer A bytes, the same for every k-tile of the tile. With A shared, both shares arrive.
-                let a_tile_row = (work.m * cluster_m + rank_m) * tile.tile_m;
-                let a_valid = |share: u32| out.m.saturating_sub(a_tile_row + share * a_rows_per_block);
-                let (a_row, a_rows) = (a_tile_row + a_rank * a_rows_per_block, a_valid(a_rank));
-                let mut a_bytes = 0;
-                for share in 0..a_share {
-                    a_bytes += Operand::<MN_MAJOR_A>::bytes(a_rows_per_block, a_valid(share));
-                }
-                let stage_bytes = a_bytes + tile.smem_b_bytes();
-                let b_row = (work.n * cluster_n + rank_n) * tile.tile_n + b_rank * b_rows_per_block;
-                let matrix = if SYMMETRIC { Some(work.batch) } else { None };
-                for k_tile in k_begin..k_end {
-                    let k0 = k_tile * tile.tile_k;
-                    let (full, stage) = (smem.full(ring.stage), ring.stage);
-                    unsafe { mbarrier::wait(smem.empty(stage), ring.phase ^ 1) };
-                    if leader {
-                        unsafe {
-                            mbarrier::arrive_expect_tx(full, stage_bytes);
-                            let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
-                            let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
-                            let (valid, multicast) = (a_rows, a_multicast);
-                            Operand::<MN_MAJOR_A>::load(
-                                a_part, map, tail, a_row, k0, rows, valid, full, multicast, matrix,
-                            );
-                            let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
-                            let (map, rows) = (maps.b, b_rows_per_block);
-                            Operand::<MN_MAJOR_B>::load(
-                                b_part,
-                                map,
-                                map,
-                                b_row,
-                                k0,
-                                rows,
-                                rows,
-                                full,
-                                b_multicast,
-                                matrix,
-                            );
-                        }
-                    }
-                    ring.advance();
-                }
-            };
-            if STREAM_K {
-                for unit in schedule.units(first) {
-                    load(scheduler.item(unit.tile), unit.k_begin, unit.k_end);
-                }
-            } else {
-                for work in scheduler.visit(first, stride) {
-                    load(work, 0, k_tiles);
-                }
-            }
+            unsafe { produce::<C, S, MN_MAJOR_A, MN_MAJOR_B, CLUSTER, SHARE, STREAM_K, SYMMETRIC>(&block) };
         }
     } else {
         setmaxnreg::inc::<232>();
-        let consumer = warpgroup - 1;
-        let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
-        // Where this consumer's rows start in each tile: its share, or the top when it owns whole tiles. 64 M/N
-        // indices are one block at byte `index × 128` of an operand tile in either majorness, so a share's descriptor
-        // is a byte offset.
-        let consumer_row0 = if tile.consumer_rows() == tile.tile_m { 0 } else { consumer * tile.consumer_rows() };
-        // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
-        let desc_a0 = Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes);
-        let desc_b0 = Operand::<MN_MAJOR_B>::desc(smem.b(0));
-        let release = |stage: u32| {
-            if thread == 0 {
-                for peer in 0..CLUSTER {
-                    if CLUSTER > 1 {
-                        unsafe { mbarrier::arrive_cluster(cluster::map_shared(smem.empty(stage), peer)) };
-                    } else {
-                        unsafe { mbarrier::arrive(smem.empty(stage)) };
-                    }
-                }
-            }
+        unsafe {
+            consume::<C, S, MN_MAJOR_A, MN_MAJOR_B, CLUSTER, SHARE, STREAM_K, SYMMETRIC>(&block, warpgroup, thread)
         };
-        // The units the consumers alternate over: the block's tiles, or with stream-K its units.
-        let block_tiles = if STREAM_K { schedule.unit_count(first) } else { scheduler.visit_count(first, stride) };
-        let turns = Turns { consumer, block_tiles };
-        // The configuration has the TMA-store epilogue and the host could describe D by a tensor map.
-        const { assert!(!C::TILE.stores_through_tma() || C::TILE.staging_buffers == STAGING_BUFFERS) };
-        let staged = tile.stores_through_tma() && out.tensor_map != 0;
-        let staging = Staging::new(&smem, consumer, thread);
-        if ping_pong && consumer == 1 && turns.block_tiles > 0 {
-            // The block's first tile is consumer 0's: it may start at once.
-            turns.hand_over();
-        }
-        // The consumer's share of a tile's partial: its rows of a cooperative tile; a ping-pong consumer's is the whole
-        // tile, whichever consumer of the peer block stored it.
-        let sharer = if ping_pong { 0 } else { consumer };
-        let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, sharer, thread };
-        let mut acc = C::ZERO;
-        let mut ring = RingState::new(tile.stages);
-        // The split-K piece this warpgroup published, if any, whose share it reduces once its units are done.
-        let mut shared: Option<(u32, Share)> = None;
-        // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
-        // blocks' partials and the epilogue. `index` counts the block's tiles (ping-pong turns); `epilogue_index` the
-        // epilogues this warpgroup ran before (the staging buffers alternate). Whether it ran an epilogue.
-        // Inlined by force, as the producer's `load`: called from two loops, LLVM kept it a function and the
-        // accumulators went to local memory.
-        let mut run = #[inline(always)]
-        |index: u32, epilogue_index: u32, work: Work| -> bool {
-            if ping_pong {
-                if index % 2 != consumer {
-                    // The other consumer's unit: its k-tiles pass through the ring without this one.
-                    ring.advance_by(work.k_end - work.k_begin);
-                    return false;
-                }
-                // Wait until the other consumer has issued its whole main loop: the tensor cores are this one's
-                // until it hands them back, and it waits for the ring's stages in the order the producer fills
-                // them, which keeps every `full` wait within one phase of its barrier (a parity wait cannot tell
-                // a phase from the one two after it).
-                turns.take();
-            }
-            let mut reading: Option<u32> = None;
-            for k_tile in work.k_begin..work.k_end {
-                unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
-                wgmma::fence();
-                let stage_offset = ring.stage * tile.stage_bytes();
-                let (desc_a, desc_b) =
-                    (wgmma::desc_advance(desc_a0, stage_offset), wgmma::desc_advance(desc_b0, stage_offset));
-                for k_step in 0..tile.tile_k / 16 {
-                    let accumulate = k_tile > work.k_begin || k_step > 0;
-                    unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, desc_a, desc_b, k_step, accumulate) };
-                }
-                wgmma::commit_group();
-                // The group before this one has finished reading its stage: hand that stage back.
-                wgmma::wait_group::<1>();
-                if let Some(stage) = reading.replace(ring.stage) {
-                    release(stage);
-                }
-                ring.advance();
-            }
-            // Everything is issued: the other consumer's main loop may start while this one's last group drains
-            // and its epilogue runs. Only a tile it will take is handed over, so no arrival is left at exit.
-            if ping_pong && index + 1 < turns.block_tiles {
-                turns.hand_over();
-            }
-            wgmma::wait_group::<0>();
-            C::fence(&mut acc);
-            if let Some(stage) = reading {
-                release(stage);
-            }
-            let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
-            let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
-            match work.role {
-                Role::Whole => {}
-                Role::Partial | Role::Share { .. } => {
-                    unsafe { fixup.publish::<C>(&acc, work.tile_index) };
-                    // A split-K piece is its block's only unit: it adds up its share of the tile after the loop,
-                    // where the accumulators are dead and leave their registers to the reduction.
-                    if let Role::Share { first_peer, pieces } = work.role {
-                        shared = Some((work.tile_index, Share { first_peer, pieces, row0, col0 }));
-                    }
-                    return false;
-                }
-                Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
-            }
-            // Whether a symmetric tile is on the diagonal (else above it, and stored transposed too); its matrix of the
-            // stack. The triangular order's loops leave ptxas unsure that the tile is the same in every lane, and the
-            // epilogue's `stmatrix.trans`, warp and warpgroup barriers branch on it: broadcast from lane 0, it is
-            // provably warp-uniform (else ptxas guards every warp barrier of the epilogue with a divergence check).
-            let diagonal = SYMMETRIC && warp::broadcast_first((work.tile.m == work.tile.n) as u32) != 0;
-            let out = if SYMMETRIC { Epilogue { matrix: work.tile.batch, ..out } } else { out };
-            if staged {
-                let index = epilogue_index;
-                unsafe { C::store_staged::<SYMMETRIC>(&acc, &out, &staging, row0, col0, thread, index, diagonal) };
-            } else {
-                unsafe { C::store::<SYMMETRIC>(&acc, &out, row0, col0, thread) };
-            }
-            true
-        };
-        let unit_work = |unit: Unit| {
-            let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
-            Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role }
-        };
-        if STREAM_K && ping_pong {
-            // Each consumer walks every unit (the other's to keep its ring position); the staging buffers follow
-            // the unit index as in the plain ping-pong loop.
-            // A counter, not `zip` or `enumerate`: those change these kernels' PTX (measured speed is this form's).
-            let mut index = 0;
-            #[allow(clippy::explicit_counter_loop)]
-            for unit in schedule.units(first) {
-                run(index, index, unit_work(unit));
-                index += 1;
-            }
-        } else if STREAM_K {
-            let mut epilogues = 0;
-            for unit in schedule.units(first) {
-                if run(0, epilogues, unit_work(unit)) {
-                    epilogues += 1;
-                }
-            }
-        } else {
-            for (index, tile) in (0u32..).zip(scheduler.visit(first, stride)) {
-                run(index, index, Work { tile, tile_index: 0, k_begin: 0, k_end: k_tiles, role: Role::Whole });
-            }
-        }
-        // Only the kernels that share split-K tiles get pieces (`GemmConfig::shares_split_k`; 0 is a constant in the
-        // others, which so keep no code for it).
-        if let Some((tile_index, share)) = shared {
-            unsafe { fixup.share::<C>(tile_index, share, &out) };
-        }
-        if staged {
-            staging.drain();
-        }
     }
     // No block may leave while a peer can still multicast into it or arrive on its barriers.
     if CLUSTER > 1 {
         cluster::sync();
+    }
+}
+
+/// What the producer and the consumers of one block share, set once by [`gemm`]'s prologue: the kernel's arguments,
+/// the block's place in its cluster and the order of the tiles (or stream-K units) it walks.
+#[derive(Clone, Copy)]
+struct Block<S: TileOrder, O: OutputElement> {
+    smem: SmemMap,
+    maps: OperandMaps,
+    out: Epilogue<O>,
+    stream_k: StreamKArgs,
+    /// The order of the cluster tiles (CLUSTER adjacent output tiles each).
+    scheduler: S,
+    /// The units of the hybrid data-parallel + stream-K schedule over those tiles (walked with `STREAM_K` only).
+    schedule: StreamK,
+    k_tiles: u32,
+    /// The schedule's block (cluster) this block computes for, and the grid's count of them.
+    first: u32,
+    stride: u32,
+    /// This block's rank in its cluster, where the cluster's blocks sit in its tile (`cluster_m` × `cluster_n`) and
+    /// this one's place there.
+    rank: u32,
+    cluster_m: u32,
+    cluster_n: u32,
+    rank_m: u32,
+    rank_n: u32,
+    /// How many blocks load a share of each operand tile (the cluster for the one in common), and the rows of a share.
+    a_share: u32,
+    b_share: u32,
+    a_rows_per_block: u32,
+    b_rows_per_block: u32,
+    /// Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
+    row_bytes: u32,
+}
+
+/// The producer warp: TMA loads of each tile's (or unit's) k-tiles of A and B into the ring, one elected lane
+/// issuing.
+#[inline(always)]
+unsafe fn produce<
+    C: Config,
+    S: TileOrder,
+    const MN_MAJOR_A: u32,
+    const MN_MAJOR_B: u32,
+    const CLUSTER: u32,
+    const SHARE: u32,
+    const STREAM_K: bool,
+    const SYMMETRIC: bool,
+>(
+    block: &Block<S, C::Output>,
+) {
+    let tile = C::TILE;
+    let Block { smem, maps, out, scheduler, schedule, k_tiles, first, stride, rank, .. } = *block;
+    let Block { cluster_m, cluster_n, rank_m, rank_n, a_share, b_share, a_rows_per_block, b_rows_per_block, .. } =
+        *block;
+    let row_bytes = block.row_bytes;
+    let leader = warp::elect_one();
+    let mut ring = RingState::new(tile.stages);
+    // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
+    let (a_rank, b_rank) = (if a_share > 1 { rank } else { 0 }, if b_share > 1 { rank } else { 0 });
+    let everyone = Some((1u16 << CLUSTER) - 1);
+    let (a_multicast, b_multicast) =
+        (if a_share > 1 { everyone } else { None }, if b_share > 1 { everyone } else { None });
+    // Inlined by force: a stream-K kernel has two loops over it before the dead one is removed, and LLVM
+    // would otherwise keep it a function (for the consumers' accumulators that means local memory).
+    let mut load = #[inline(always)]
+    |work: Tile, k_begin: u32, k_end: u32| {
+        // The tile's first A row (of the block's share) and the rows of each share inside A: a tile row past
+        // M brings fewer A bytes, the same for every k-tile of the tile. With A shared, both shares arrive.
+        let a_tile_row = (work.m * cluster_m + rank_m) * tile.tile_m;
+        let a_valid = |share: u32| out.m.saturating_sub(a_tile_row + share * a_rows_per_block);
+        let (a_row, a_rows) = (a_tile_row + a_rank * a_rows_per_block, a_valid(a_rank));
+        let mut a_bytes = 0;
+        for share in 0..a_share {
+            a_bytes += Operand::<MN_MAJOR_A>::bytes(a_rows_per_block, a_valid(share));
+        }
+        let stage_bytes = a_bytes + tile.smem_b_bytes();
+        let b_row = (work.n * cluster_n + rank_n) * tile.tile_n + b_rank * b_rows_per_block;
+        let matrix = if SYMMETRIC { Some(work.batch) } else { None };
+        for k_tile in k_begin..k_end {
+            let k0 = k_tile * tile.tile_k;
+            let (full, stage) = (smem.full(ring.stage), ring.stage);
+            unsafe { mbarrier::wait(smem.empty(stage), ring.phase ^ 1) };
+            if leader {
+                unsafe {
+                    mbarrier::arrive_expect_tx(full, stage_bytes);
+                    let a_part = smem.a(stage) + a_rank * a_rows_per_block * row_bytes;
+                    let (map, tail, rows) = (maps.a, maps.a_tail, a_rows_per_block);
+                    let (valid, multicast) = (a_rows, a_multicast);
+                    Operand::<MN_MAJOR_A>::load(a_part, map, tail, a_row, k0, rows, valid, full, multicast, matrix);
+                    let b_part = smem.b(stage) + b_rank * b_rows_per_block * row_bytes;
+                    let (map, rows) = (maps.b, b_rows_per_block);
+                    Operand::<MN_MAJOR_B>::load(b_part, map, map, b_row, k0, rows, rows, full, b_multicast, matrix);
+                }
+            }
+            ring.advance();
+        }
+    };
+    if STREAM_K {
+        for unit in schedule.units(first) {
+            load(scheduler.item(unit.tile), unit.k_begin, unit.k_end);
+        }
+    } else {
+        for work in scheduler.visit(first, stride) {
+            load(work, 0, k_tiles);
+        }
+    }
+}
+
+/// A consumer warpgroup (`warpgroup` 1 or 2 of the block, `thread` its thread): per tile or unit, the main loop over
+/// the ring, then the stream-K [`Fixup`] and the epilogue ([`Config::store_staged`], [`Config::store`]).
+#[inline(always)]
+unsafe fn consume<
+    C: Config,
+    S: TileOrder,
+    const MN_MAJOR_A: u32,
+    const MN_MAJOR_B: u32,
+    const CLUSTER: u32,
+    const SHARE: u32,
+    const STREAM_K: bool,
+    const SYMMETRIC: bool,
+>(
+    block: &Block<S, C::Output>,
+    warpgroup: u32,
+    thread: u32,
+) {
+    let tile = C::TILE;
+    let Block { smem, out, stream_k, scheduler, schedule, k_tiles, first, stride, rank, .. } = *block;
+    let Block { cluster_m, cluster_n, rank_m, rank_n, row_bytes, .. } = *block;
+    let consumer = warpgroup - 1;
+    let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
+    // Where this consumer's rows start in each tile: its share, or the top when it owns whole tiles. 64 M/N
+    // indices are one block at byte `index × 128` of an operand tile in either majorness, so a share's descriptor
+    // is a byte offset.
+    let consumer_row0 = if tile.consumer_rows() == tile.tile_m { 0 } else { consumer * tile.consumer_rows() };
+    // Descriptors of stage 0's first k16 slices; every other stage and slice is a fixed byte offset from them.
+    let desc_a0 = Operand::<MN_MAJOR_A>::desc(smem.a(0) + consumer_row0 * row_bytes);
+    let desc_b0 = Operand::<MN_MAJOR_B>::desc(smem.b(0));
+    let release = |stage: u32| {
+        if thread == 0 {
+            for peer in 0..CLUSTER {
+                if CLUSTER > 1 {
+                    unsafe { mbarrier::arrive_cluster(cluster::map_shared(smem.empty(stage), peer)) };
+                } else {
+                    unsafe { mbarrier::arrive(smem.empty(stage)) };
+                }
+            }
+        }
+    };
+    // The units the consumers alternate over: the block's tiles, or with stream-K its units.
+    let block_tiles = if STREAM_K { schedule.unit_count(first) } else { scheduler.visit_count(first, stride) };
+    let turns = Turns { consumer, block_tiles };
+    // The configuration has the TMA-store epilogue and the host could describe D by a tensor map.
+    const { assert!(!C::TILE.stores_through_tma() || C::TILE.staging_buffers == STAGING_BUFFERS) };
+    let staged = tile.stores_through_tma() && out.tensor_map != 0;
+    let staging = Staging::new(&smem, consumer, thread);
+    if ping_pong && consumer == 1 && turns.block_tiles > 0 {
+        // The block's first tile is consumer 0's: it may start at once.
+        turns.hand_over();
+    }
+    // The consumer's share of a tile's partial: its rows of a cooperative tile; a ping-pong consumer's is the whole
+    // tile, whichever consumer of the peer block stored it.
+    let sharer = if ping_pong { 0 } else { consumer };
+    let fixup = Fixup { args: stream_k, schedule, tile, owner: first, cluster: CLUSTER, rank, sharer, thread };
+    let mut acc = C::ZERO;
+    let mut ring = RingState::new(tile.stages);
+    // The split-K piece this warpgroup published, if any, whose share it reduces once its units are done.
+    let mut shared: Option<(u32, Share)> = None;
+    // One unit: its main loop, then per its role the epilogue, a partial for another block, or the other
+    // blocks' partials and the epilogue. `index` counts the block's tiles (ping-pong turns); `epilogue_index` the
+    // epilogues this warpgroup ran before (the staging buffers alternate). Whether it ran an epilogue.
+    // Inlined by force, as the producer's `load`: called from two loops, LLVM kept it a function and the
+    // accumulators went to local memory.
+    let mut run = #[inline(always)]
+    |index: u32, epilogue_index: u32, work: Work| -> bool {
+        if ping_pong {
+            if index % 2 != consumer {
+                // The other consumer's unit: its k-tiles pass through the ring without this one.
+                ring.advance_by(work.k_end - work.k_begin);
+                return false;
+            }
+            // Wait until the other consumer has issued its whole main loop: the tensor cores are this one's
+            // until it hands them back, and it waits for the ring's stages in the order the producer fills
+            // them, which keeps every `full` wait within one phase of its barrier (a parity wait cannot tell
+            // a phase from the one two after it).
+            turns.take();
+        }
+        let mut reading: Option<u32> = None;
+        for k_tile in work.k_begin..work.k_end {
+            unsafe { mbarrier::wait(smem.full(ring.stage), ring.phase) };
+            wgmma::fence();
+            let stage_offset = ring.stage * tile.stage_bytes();
+            let (desc_a, desc_b) =
+                (wgmma::desc_advance(desc_a0, stage_offset), wgmma::desc_advance(desc_b0, stage_offset));
+            for k_step in 0..tile.tile_k / 16 {
+                let accumulate = k_tile > work.k_begin || k_step > 0;
+                unsafe { C::mma_step::<MN_MAJOR_A, MN_MAJOR_B>(&mut acc, desc_a, desc_b, k_step, accumulate) };
+            }
+            wgmma::commit_group();
+            // The group before this one has finished reading its stage: hand that stage back.
+            wgmma::wait_group::<1>();
+            if let Some(stage) = reading.replace(ring.stage) {
+                release(stage);
+            }
+            ring.advance();
+        }
+        // Everything is issued: the other consumer's main loop may start while this one's last group drains
+        // and its epilogue runs. Only a tile it will take is handed over, so no arrival is left at exit.
+        if ping_pong && index + 1 < turns.block_tiles {
+            turns.hand_over();
+        }
+        wgmma::wait_group::<0>();
+        C::fence(&mut acc);
+        if let Some(stage) = reading {
+            release(stage);
+        }
+        let row0 = (work.tile.m * cluster_m + rank_m) * tile.tile_m + consumer_row0;
+        let col0 = (work.tile.n * cluster_n + rank_n) * tile.tile_n;
+        match work.role {
+            Role::Whole => {}
+            Role::Partial | Role::Share { .. } => {
+                unsafe { fixup.publish::<C>(&acc, work.tile_index) };
+                // A split-K piece is its block's only unit: it adds up its share of the tile after the loop,
+                // where the accumulators are dead and leave their registers to the reduction.
+                if let Role::Share { first_peer, pieces } = work.role {
+                    shared = Some((work.tile_index, Share { first_peer, pieces, row0, col0 }));
+                }
+                return false;
+            }
+            Role::Reduce { first_peer } => unsafe { fixup.gather::<C>(&mut acc, work.tile_index, first_peer) },
+        }
+        // Whether a symmetric tile is on the diagonal (else above it, and stored transposed too); its matrix of the
+        // stack. The triangular order's loops leave ptxas unsure that the tile is the same in every lane, and the
+        // epilogue's `stmatrix.trans`, warp and warpgroup barriers branch on it: broadcast from lane 0, it is
+        // provably warp-uniform (else ptxas guards every warp barrier of the epilogue with a divergence check).
+        let diagonal = SYMMETRIC && warp::broadcast_first((work.tile.m == work.tile.n) as u32) != 0;
+        let out = if SYMMETRIC { Epilogue { matrix: work.tile.batch, ..out } } else { out };
+        if staged {
+            let index = epilogue_index;
+            unsafe { C::store_staged::<SYMMETRIC>(&acc, &out, &staging, row0, col0, thread, index, diagonal) };
+        } else {
+            unsafe { C::store::<SYMMETRIC>(&acc, &out, row0, col0, thread) };
+        }
+        true
+    };
+    let unit_work = |unit: Unit| {
+        let (k_begin, k_end, role) = (unit.k_begin, unit.k_end, unit.role);
+        Work { tile: scheduler.item(unit.tile), tile_index: unit.tile, k_begin, k_end, role }
+    };
+    if STREAM_K && ping_pong {
+        // Each consumer walks every unit (the other's to keep its ring position); the staging buffers follow
+        // the unit index as in the plain ping-pong loop.
+        // A counter, not `zip` or `enumerate`: those change these kernels' PTX (measured speed is this form's).
+        let mut index = 0;
+        #[allow(clippy::explicit_counter_loop)]
+        for unit in schedule.units(first) {
+            run(index, index, unit_work(unit));
+            index += 1;
+        }
+    } else if STREAM_K {
+        let mut epilogues = 0;
+        for unit in schedule.units(first) {
+            if run(0, epilogues, unit_work(unit)) {
+                epilogues += 1;
+            }
+        }
+    } else {
+        for (index, tile) in (0u32..).zip(scheduler.visit(first, stride)) {
+            run(index, index, Work { tile, tile_index: 0, k_begin: 0, k_end: k_tiles, role: Role::Whole });
+        }
+    }
+    // Only the kernels that share split-K tiles get pieces (`GemmConfig::shares_split_k`; 0 is a constant in the
+    // others, which so keep no code for it).
+    if let Some((tile_index, share)) = shared {
+        unsafe { fixup.share::<C>(tile_index, share, &out) };
+    }
+    if staged {
+        staging.drain();
     }
 }
 
