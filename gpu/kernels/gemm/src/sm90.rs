@@ -1118,8 +1118,6 @@ unsafe fn gemm<
                 || (CLUSTER == 1 && C::TILE.tile_m == C::TILE.tile_n && C::TILE.consumer_rows() == C::TILE.tile_m)
         );
     }
-    // Where the cluster's blocks sit in its tile: stacked along M (the B tile in common) or side by side along N.
-    let (cluster_m, cluster_n) = if SHARE == SHARE_A { (1, CLUSTER) } else { (CLUSTER, 1) };
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / GemmTile::WARPGROUP_THREADS;
@@ -1162,6 +1160,7 @@ unsafe fn gemm<
     }
 
     // Work items are cluster tiles: CLUSTER adjacent output tiles.
+    let Sharing { cluster_m, cluster_n, .. } = Sharing::of::<CLUSTER, SHARE>(tile, rank);
     let scheduler = S::for_output(out.m, out.n, tile.tile_m * cluster_m, tile.tile_n * cluster_n, batch);
     let k_tiles = k.div_ceil(tile.tile_k);
     let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
@@ -1172,34 +1171,8 @@ unsafe fn gemm<
     } else {
         StreamK::new(scheduler.items(), k_tiles, stride, stream_k.sk_tiles)
     };
-    let (rank_m, rank_n) = if SHARE == SHARE_A { (0, rank) } else { (rank, 0) };
-    let a_share = if SHARE == SHARE_A { CLUSTER } else { 1 };
-    let b_share = if SHARE == SHARE_B { CLUSTER } else { 1 };
-    let (a_rows_per_block, b_rows_per_block) = (tile.tile_m / a_share, tile.tile_n / b_share);
-    // Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
-    let row_bytes = tile.tile_k * tile.element_bytes;
 
-    let block = Block {
-        smem,
-        maps,
-        out,
-        stream_k,
-        scheduler,
-        schedule,
-        k_tiles,
-        first,
-        stride,
-        rank,
-        cluster_m,
-        cluster_n,
-        rank_m,
-        rank_n,
-        a_share,
-        b_share,
-        a_rows_per_block,
-        b_rows_per_block,
-        row_bytes,
-    };
+    let block = Block { smem, maps, out, stream_k, scheduler, schedule, k_tiles, first, stride, rank };
     if warpgroup == 0 {
         setmaxnreg::dec::<40>();
         // The producer is warp 0, all of its lanes walking the same loop, and one lane issuing. A loop that one lane
@@ -1239,9 +1212,16 @@ struct Block<S: TileOrder, O: OutputElement> {
     /// The schedule's block (cluster) this block computes for, and the grid's count of them.
     first: u32,
     stride: u32,
-    /// This block's rank in its cluster, where the cluster's blocks sit in its tile (`cluster_m` × `cluster_n`) and
-    /// this one's place there.
+    /// This block's rank in its cluster ([`Sharing`] places it).
     rank: u32,
+}
+
+/// Where a block of a cluster sits in the cluster's tile and which share of each operand tile it loads: what the
+/// kernel's `CLUSTER` and `SHARE` and the block's rank imply, recomputed where used (constants but for the rank).
+#[derive(Clone, Copy)]
+struct Sharing {
+    /// The cluster's blocks in its tile, `cluster_m` × `cluster_n`: stacked along M (the B tile in common) or side
+    /// by side along N (the A tile in common); this block at (`rank_m`, `rank_n`).
     cluster_m: u32,
     cluster_n: u32,
     rank_m: u32,
@@ -1251,8 +1231,23 @@ struct Block<S: TileOrder, O: OutputElement> {
     b_share: u32,
     a_rows_per_block: u32,
     b_rows_per_block: u32,
-    /// Bytes of one M/N index's k-tile: a K-major row, or its share of an MN-major block (see the module docs).
-    row_bytes: u32,
+}
+
+impl Sharing {
+    #[inline(always)]
+    const fn of<const CLUSTER: u32, const SHARE: u32>(tile: GemmTile, rank: u32) -> Self {
+        let (cluster_m, cluster_n) = if SHARE == SHARE_A { (1, CLUSTER) } else { (CLUSTER, 1) };
+        let (rank_m, rank_n) = if SHARE == SHARE_A { (0, rank) } else { (rank, 0) };
+        let a_share = if SHARE == SHARE_A { CLUSTER } else { 1 };
+        let b_share = if SHARE == SHARE_B { CLUSTER } else { 1 };
+        let (a_rows_per_block, b_rows_per_block) = (tile.tile_m / a_share, tile.tile_n / b_share);
+        Self { cluster_m, cluster_n, rank_m, rank_n, a_share, b_share, a_rows_per_block, b_rows_per_block }
+    }
+}
+
+/// Bytes of one M/N index's k-tile in the ring: a K-major row, or its share of an MN-major block (see the module docs).
+const fn row_bytes(tile: GemmTile) -> u32 {
+    tile.tile_k * tile.element_bytes
 }
 
 /// The producer warp: TMA loads of each tile's (or unit's) k-tiles of A and B into the ring, one elected lane
@@ -1272,9 +1267,9 @@ unsafe fn produce<
 ) {
     let tile = C::TILE;
     let Block { smem, maps, out, scheduler, schedule, k_tiles, first, stride, rank, .. } = *block;
-    let Block { cluster_m, cluster_n, rank_m, rank_n, a_share, b_share, a_rows_per_block, b_rows_per_block, .. } =
-        *block;
-    let row_bytes = block.row_bytes;
+    let Sharing { cluster_m, cluster_n, rank_m, rank_n, a_share, b_share, a_rows_per_block, b_rows_per_block } =
+        Sharing::of::<CLUSTER, SHARE>(tile, rank);
+    let row_bytes = row_bytes(tile);
     let leader = warp::elect_one();
     let mut ring = RingState::new(tile.stages);
     // The block's share of the operand tile in common, and the mask that multicasts it to the whole cluster.
@@ -1347,7 +1342,8 @@ unsafe fn consume<
 ) {
     let tile = C::TILE;
     let Block { smem, out, stream_k, scheduler, schedule, k_tiles, first, stride, rank, .. } = *block;
-    let Block { cluster_m, cluster_n, rank_m, rank_n, row_bytes, .. } = *block;
+    let Sharing { cluster_m, cluster_n, rank_m, rank_n, .. } = Sharing::of::<CLUSTER, SHARE>(tile, rank);
+    let row_bytes = row_bytes(tile);
     let consumer = warpgroup - 1;
     let ping_pong = matches!(tile.schedule, GemmSchedule::PingPong);
     // Where this consumer's rows start in each tile: its share, or the top when it owns whole tiles. 64 M/N
