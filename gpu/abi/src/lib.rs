@@ -413,8 +413,9 @@ pub const ATTN_SM90_D64: AttnTile = AttnTile {
 /// Hopper attention forward, head dim 256 (FlashAttention-3's tile for it): 128 query rows × 80 keys per step, 2
 /// stages. A consumer's O fragment is 128 f32 per thread (m64n256), so S stays narrow: m64n80, 40 f32, and P·V takes
 /// 5 k16 steps. Shared memory: Q 64 KiB + K and V 2 × 2 × 40 KiB = 224 KiB of the 227 KiB, no room for a 64 KiB
-/// output buffer, so O is staged in Q's ([`AttnTile::o_in_q`]). One main loop: a loop of its own for the masked
-/// tiles is not measured at this head dim yet.
+/// output buffer, so O is staged in Q's ([`AttnTile::o_in_q`]). One main loop: with a loop of its own for the masked
+/// tiles, memcheck corrupts O (its instrumentation of the K hand-back made while P·V is in flight), and the form that
+/// avoids it gained only within noise (docs/perf-notes.md, sessions 33 and 34).
 pub const ATTN_SM90_D256: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 80,

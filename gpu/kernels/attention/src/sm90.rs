@@ -1141,8 +1141,10 @@ unsafe fn consume<C: Config>(
         }};
     }
     // The ablations keep one loop: two copies of `spec`'s recompute path spilled, and `nopingpong` with two loops
-    // computed a wrong O under compute-sanitizer memcheck (every run; never plain, under racecheck or synccheck; cause
-    // not found, docs/perf-notes.md, session 32). The ping-pong kernels with two loops pass all three tools.
+    // computed a wrong O under compute-sanitizer memcheck only: the tool's instrumentation of the leader's K hand-back,
+    // made while a P·V group is in flight, disturbs O's registers in some register allocations (moving the hand-back
+    // after the P·V wait cures it and costs d64/d128 up to 1.6%; docs/perf-notes.md, session 34). The kernels built
+    // here pass all three tools.
     if tile.masked_loop && C::PINGPONG && !C::SPECULATE {
         let unmasked_end = first_masked_tile.max(1).min(kv_tiles);
         for kv_tile in 1..unmasked_end {
