@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Two device calls for the attention backward patches of session 36 (docs/wip/README.md):
+# attn-bwd-staggered.patch (the deterministic mode's staggered order as kernels of its own) and, on top of it,
+# attn-bwd-d64-q128.patch (head dim 64 with 128-row query tiles). Needs, in gpu-pack/ (carried with `run`, carry
+# ["gpu-pack"]): stag.tar.xz and q128.tar.xz, folders `stag` and `q128` holding the stripped release `oxtile` and
+# tests/attention_backward binary (`attention_backward`) of main with the first patch, and with both.
+#
+#   bash docs/wip/attn-bwd-call.sh check   # ~5 min: both builds' tests/attention_backward (both deterministic
+#                                          # orders bit for bit, the fallback past residency); q128's under
+#                                          # memcheck, racecheck and synccheck
+#   bash docs/wip/attn-bwd-call.sh time    # ~7 min: `gpu-ab.sh --attn stag q128 2 --backward` on d64 and d128
+#                                          # rows: per build the plain kernel, the deterministic mode (staggered
+#                                          # where it can) and its ascending order (rows oxtile-bwd, -det, -det-asc)
+# Logs and JSON go to $OUT.
+set -uo pipefail
+export OXTILE_CUDA_TOOLS=/nonexistent   # no pip on the GPU machine; the static checks run in CI
+root=$(pwd)
+cd gpu-pack
+for t in stag q128; do xz -dc "$t.tar.xz" | tar -xf -; done
+nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv
+case "${1:-}" in
+check)
+  for t in stag q128; do
+    echo "=== $t: tests/attention_backward"
+    ( cd $t && timeout 300 ./attention_backward --include-ignored --test-threads=1 > "$OUT/tests-$t.log" 2>&1 )
+    grep -E "^(ok|FAIL)|test result|FAILED|panicked" "$OUT/tests-$t.log" | head -40
+  done
+  (
+    cd q128
+    export OXTILE_UNDER_SANITIZER=1
+    for tool in memcheck racecheck synccheck; do
+      extra=(); [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+      ( timeout 400 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 ./attention_backward --ignored \
+          --test-threads=1 > "$OUT/san-$tool.log" 2>&1; echo "rc=$?" >> "$OUT/san-$tool.log" ) &
+    done
+    wait
+    for tool in memcheck racecheck synccheck; do
+      echo "=== q128 under $tool"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$tool.log" | head -6
+    done
+  ) ;;
+time)
+  AB_OUT=$OUT/ab bash "$root/scripts/gpu-ab.sh" --attn stag/oxtile q128/oxtile 2 --backward --shapes \
+    4,32,4096,64,full 4,32,4096,64,causal 16,32,1024,64,full 4,16,4096,128,full 4,16,4096,128,causal \
+    1,16,16384,128,causal 2>&1 | tail -30
+  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT"/ab/*.log ;;
+*) echo "usage: $0 check|time" >&2; exit 2 ;;
+esac
