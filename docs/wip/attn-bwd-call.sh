@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Two device calls for the attention backward patches of session 36 (docs/wip/README.md):
-# attn-bwd-staggered.patch (the deterministic mode's staggered order as kernels of its own) and, on top of it,
-# attn-bwd-d64-q128.patch (head dim 64 with 128-row query tiles). Needs, in gpu-pack/ (carried with `run`, carry
-# ["gpu-pack"]): stag.tar.xz and q128.tar.xz, folders `stag` and `q128` holding the stripped release `oxtile` and
-# tests/attention_backward binary (`attention_backward`) of main with the first patch, and with both.
+# Three device calls for the attention backward patches of session 36 (docs/wip/README.md):
+# attn-bwd-staggered.patch (the deterministic mode's staggered order as kernels of its own), on top of it
+# attn-bwd-d64-q128.patch (head dim 64 with 128-row query tiles), and py-attention-backward.patch (oxtile.attention's
+# autograd on the backward kernels). Needs, in gpu-pack/ (carried with `run`, carry ["gpu-pack"]): stag.tar.xz and
+# q128.tar.xz, folders `stag` and `q128` holding the stripped release `oxtile` and tests/attention_backward binary
+# (`attention_backward`) of main with the first patch, and with both; for `python`, the wheel built with the third
+# patch (oxtile-*.whl) and that patch's python/tests copied to gpu-pack/pytests.
 #
 #   bash docs/wip/attn-bwd-call.sh check   # ~5 min: both builds' tests/attention_backward (both deterministic
 #                                          # orders bit for bit, the fallback past residency); q128's under
 #                                          # memcheck, racecheck and synccheck
+#   bash docs/wip/attn-bwd-call.sh python  # ~3 min: py-attention-backward.patch's wheel (gpu-pack/oxtile-*.whl)
+#                                          # and its python/tests (gpu-pack/pytests) with the GPU expected
 #   bash docs/wip/attn-bwd-call.sh time    # ~7 min: `gpu-ab.sh --attn stag q128 2 --backward` on d64 and d128
 #                                          # rows: per build the plain kernel, the deterministic mode (staggered
 #                                          # where it can) and its ascending order (rows oxtile-bwd, -det, -det-asc)
@@ -38,11 +42,18 @@ check)
       echo "=== q128 under $tool"
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$tool.log" | head -6
     done
-  ) ;;
+  )
+  ;;
 time)
   AB_OUT=$OUT/ab bash "$root/scripts/gpu-ab.sh" --attn stag/oxtile q128/oxtile 2 --backward --shapes \
     4,32,4096,64,full 4,32,4096,64,causal 16,32,1024,64,full 4,16,4096,128,full 4,16,4096,128,causal \
     1,16,16384,128,causal 2>&1 | tail -30
   echo "rows failing the reference check:"; grep -l "FAIL" "$OUT"/ab/*.log ;;
-*) echo "usage: $0 check|time" >&2; exit 2 ;;
+python)
+  site=$(mktemp -d)
+  python3 -m pip install --quiet --no-index --no-deps --target "$site" oxtile-*.whl || exit 1
+  PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
+    pytests > "$OUT/pytest.log" 2>&1
+  tail -30 "$OUT/pytest.log" ;;
+*) echo "usage: $0 check|time|python" >&2; exit 2 ;;
 esac
