@@ -20,6 +20,8 @@
 #                                          # rows: per build the plain kernel, the deterministic mode (staggered
 #                                          # where it can) and its ascending order (rows oxtile-bwd, -det, -det-asc);
 #                                          # then head dim 256 against cuDNN, adjacent in time
+#   bash docs/wip/attn-bwd-call.sh ncu     # ~2 min, optional: Nsight Compute on one launch of the d128 and d256
+#                                          # main kernels (speed of light, warp stalls, shared memory)
 # Logs and JSON go to $OUT.
 set -uo pipefail
 export OXTILE_CUDA_TOOLS=/nonexistent   # no pip on the GPU machine; the static checks run in CI
@@ -60,11 +62,23 @@ time)
   timeout 240 bash "$root/scripts/adjacent_attn_bwd.sh" "$(pwd)/d256/oxtile" "$OUT/d256" 4,16,4096,256,full \
     4,16,4096,256,causal 16,16,1024,256,full 2>&1 | tail -8
   grep -h "FAIL" "$OUT"/d256/ours_*.txt ;;
+ncu)
+  # Where the backward's time goes (for the next kernel change; optional): one launch each of the head-dim-128 and
+  # 256 main kernels under Nsight Compute, clocks left alone.
+  for spec in "4,16,4096,128,full attn_bwd_bf16_d128_sm90" "4,16,4096,256,full attn_bwd_bf16_d256_sm90"; do
+    set -- $spec
+    echo "=== $2 ($1)"
+    timeout 200 ncu --clock-control none -k "regex:^$2\$" -c 1 --section SpeedOfLight --section WarpStateStats \
+      --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section Occupancy \
+      ./d256/oxtile bench attn --backward --shapes "$1" --rounds 1 > "$OUT/ncu-$2.txt" 2>&1
+    grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Stall|Warp Cycles Per|Issue Slots|Shared|Bank" \
+      "$OUT/ncu-$2.txt" | head -40
+  done ;;
 python)
   site=$(mktemp -d)
   python3 -m pip install --quiet --no-index --no-deps --target "$site" oxtile-*.whl || exit 1
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 check|sanitize|time|python" >&2; exit 2 ;;
+*) echo "usage: $0 check|sanitize|time|python|ncu" >&2; exit 2 ;;
 esac
