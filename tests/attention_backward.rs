@@ -22,7 +22,7 @@
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use oxtile::ops::attention::{self, AttnElement, AttnOptions, AttnShape, AttnStrides};
-use oxtile::ops::attention_backward::{AttnBwdPlan, attention_backward, attention_backward_reference};
+use oxtile::ops::attention_backward::{AttnBwdPlan, DqOrder, attention_backward, attention_backward_reference};
 use oxtile::reference::attention::{AttnProblem, attention};
 use oxtile::reference::attention_backward::attention_backward_given_o;
 use oxtile::reference::{fresh_seed, randn};
@@ -426,14 +426,22 @@ fn fast_kernel_refuses_bad_arguments_before_launch() {
 #[ignore = "needs a CUDA GPU"]
 fn deterministic_mode_repeats_dq_bit_for_bit() {
     // Several key tiles add to every dQ tile (and, causal, a different number to each); with GQA the blocks of one
-    // key/value head serve several query heads. Five launches: dQ must not move by a bit, and match the reference.
+    // key/value head serve several query heads. In each order, five launches: dQ must not move by a bit, and match
+    // the reference. The shapes have fewer key blocks than query tiles (the staggered walks start mid-way and
+    // wrap) and more (several blocks start at one tile and take its turns by block), and seq_k > seq_q causal
+    // (blocks that share their first tile).
     let gpu = gpu();
     let stream = gpu.stream();
     let seed = fresh_seed();
     let shapes = if under_sanitizer() {
-        vec![AttnShape::new(1, 200, 300, 2, 1, 64)]
+        vec![AttnShape::new(1, 200, 300, 2, 1, 64), AttnShape::new(1, 100, 900, 1, 1, 64)]
     } else {
-        vec![AttnShape::new(2, 1024, 1024, 8, 2, 128), AttnShape::new(1, 777, 1500, 4, 4, 64)]
+        vec![
+            AttnShape::new(2, 1024, 1024, 8, 2, 128),
+            AttnShape::new(1, 777, 1500, 4, 4, 64),
+            AttnShape::new(1, 2000, 700, 2, 1, 128),
+            AttnShape::new(1, 300, 3000, 4, 2, 64),
+        ]
     };
     let mut lines = Vec::new();
     let mut failed = 0;
@@ -451,20 +459,6 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
             let mut o = stream.alloc_zeros::<bf16>(q_len).unwrap();
             let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
             attention::attention::<bf16>(&gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
-            let plan = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
-            assert!(plan.is_deterministic());
-            let mut first: Option<Vec<u16>> = None;
-            let mut repeatable = true;
-            let (mut dq, mut dk, mut dv) =
-                (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
-            for _ in 0..5 {
-                plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
-                let bits: Vec<u16> = stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect();
-                match &first {
-                    None => first = Some(bits),
-                    Some(first) => repeatable &= *first == bits,
-                }
-            }
             let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
             let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
             attention_backward_reference::<bf16>(
@@ -472,20 +466,87 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
             )
             .unwrap();
             let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
-            let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
-            let (error, written) = relative_error(&got, &reference);
-            let passed = repeatable && written && error <= fast_bound::<bf16>();
-            failed += !passed as usize;
-            lines.push(format!(
-                "{} bf16 {shape} {}: dq {error:.2e}{}{}",
-                if passed { "ok  " } else { "FAIL" },
-                if causal { "causal" } else { "full" },
-                if written { "" } else { " (unwritten elements)" },
-                if repeatable { "" } else { " (dQ differs between launches)" }
-            ));
+            // The order new_deterministic picks (staggered: these shapes' key blocks are all resident), then the
+            // ascending one.
+            let chosen = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
+            assert_eq!(chosen.dq_order(), Some(DqOrder::Staggered), "{shape}");
+            let ascending =
+                AttnBwdPlan::<bf16>::new_deterministic_in(&gpu, shape, options, &q, &k, &v, &d_o, DqOrder::Ascending)
+                    .unwrap();
+            for plan in [chosen, ascending] {
+                assert!(plan.is_deterministic());
+                let mut first: Option<Vec<u16>> = None;
+                let mut repeatable = true;
+                let (mut dq, mut dk, mut dv) =
+                    (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
+                for _ in 0..5 {
+                    plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+                    let bits: Vec<u16> = stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect();
+                    match &first {
+                        None => first = Some(bits),
+                        Some(first) => repeatable &= *first == bits,
+                    }
+                }
+                let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
+                let (error, written) = relative_error(&got, &reference);
+                let passed = repeatable && written && error <= fast_bound::<bf16>();
+                failed += !passed as usize;
+                lines.push(format!(
+                    "{} bf16 {shape} {} {:?}: dq {error:.2e}{}{}",
+                    if passed { "ok  " } else { "FAIL" },
+                    if causal { "causal" } else { "full" },
+                    plan.dq_order().unwrap(),
+                    if written { "" } else { " (unwritten elements)" },
+                    if repeatable { "" } else { " (dQ differs between launches)" }
+                ));
+            }
         }
     }
     let table = lines.join("\n");
     println!("{table}");
     assert_eq!(failed, 0, "seed {seed}:\n{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_staggered_order_is_taken_only_where_every_key_block_of_a_head_is_resident() {
+    // More key blocks per key/value head than the GPU holds at once (one block per SM at this tile's shared
+    // memory): the deterministic mode falls back to the ascending order, and asking for the staggered one is a
+    // typed error before any launch. The ascending plan still gives dQ bit for bit twice.
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let seed = fresh_seed();
+    let seq_k = 128 * (2 * gpu.sm_count() as usize + 1);
+    let shape = AttnShape::new(1, 100, seq_k, 1, 1, 64);
+    let q_len = shape.rows() * shape.head_dim;
+    let kv_len = shape.seq_k * shape.head_dim;
+    let draw = |len, seed| -> CudaSlice<bf16> {
+        stream.clone_htod(&randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect::<Vec<_>>()).unwrap()
+    };
+    let (q, k, v, d_o) = (draw(q_len, seed), draw(kv_len, seed + 1), draw(kv_len, seed + 2), draw(q_len, seed + 3));
+    let options = AttnOptions::default();
+    let refused = AttnBwdPlan::<bf16>::new_deterministic_in(&gpu, shape, options, &q, &k, &v, &d_o, DqOrder::Staggered);
+    let err = refused.err().expect("the staggered order refused");
+    assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("resident"), "{err}");
+    let plan = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
+    assert_eq!(plan.dq_order(), Some(DqOrder::Ascending));
+    let mut o = stream.alloc_zeros::<bf16>(q_len).unwrap();
+    let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
+    attention::attention::<bf16>(&gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
+    let (mut dq, mut dk, mut dv) =
+        (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+        runs.push(stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<u16>>());
+    }
+    assert!(runs[0] == runs[1], "seed {seed}: dQ differs between launches");
+    let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
+    let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
+    attention_backward_reference::<bf16>(&gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options)
+        .unwrap();
+    let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
+    let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
+    let (error, written) = relative_error(&got, &reference);
+    assert!(written && error <= fast_bound::<bf16>(), "seed {seed}: dq {error:.2e}, written {written}");
 }

@@ -668,7 +668,9 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
 /// accumulator by one bulk reduce-add per 64 columns (`cp.reduce.async.bulk`, SASS `UBLKRED`), never by a scattered
 /// `red.global.add.f32`; in the deterministic mode behind a semaphore per query tile, released by the one remaining
 /// `red` after a full wait for the bulk group and a proxy fence; they keep everything in registers (the hot-kernel
-/// check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap).
+/// check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap). The `_staggered` kernels,
+/// the same data path walked in the staggered order, are the plain ones plus only the order's arithmetic: its few
+/// 32-bit divisions, never a 64-bit one (a call into a division routine).
 #[test]
 fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     let mut checked = 0;
@@ -698,9 +700,16 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         // The staging tiles: 8-byte stores of value pairs, 16 per thread and column block.
         assert_eq!(s.count_with("STS", "64") as u32, 16 * column_blocks, "`{}`: dQ staging stores", kernel.name);
         assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
+        if let Some(plain) = kernel.name.strip_suffix("_staggered_sm90") {
+            let plain = stats(*kernels::ALL.iter().find(|k| k.name == format!("{plain}_sm90")).unwrap());
+            let extra = s.instructions.len() as i64 - plain.instructions.len() as i64;
+            assert!((1..=160).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
+            assert!(ptx.contains("%nctaid.x"), "`{}`: the schedule's key blocks from the grid", kernel.name);
+            assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
+        }
         checked += 1;
     }
-    assert_eq!(checked, 4);
+    assert_eq!(checked, 8);
     for kernel in [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16] {
         assert_eq!(stats(kernel).count("HGMMA"), 0);
     }

@@ -527,6 +527,11 @@ pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d12
 pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_sm90");
 pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_sm90");
 pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_sm90");
+/// The main kernels in the deterministic mode's staggered order (gpu/abi/src/dq_order.rs).
+pub const ATTN_BWD_BF16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d128_staggered_sm90");
+pub const ATTN_BWD_F16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_staggered_sm90");
+pub const ATTN_BWD_BF16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_staggered_sm90");
+pub const ATTN_BWD_F16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_staggered_sm90");
 pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention("attn_bwd_preprocess_bf16");
 pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention("attn_bwd_preprocess_f16");
 pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention("attn_bwd_convert_dq_bf16");
@@ -580,6 +585,10 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_F16_D128_SM90,
     ATTN_BWD_BF16_D64_SM90,
     ATTN_BWD_F16_D64_SM90,
+    ATTN_BWD_BF16_D128_STAGGERED_SM90,
+    ATTN_BWD_F16_D128_STAGGERED_SM90,
+    ATTN_BWD_BF16_D64_STAGGERED_SM90,
+    ATTN_BWD_F16_D64_STAGGERED_SM90,
     ATTN_BWD_PREPROCESS_BF16,
     ATTN_BWD_PREPROCESS_F16,
     ATTN_BWD_CONVERT_DQ_BF16,
@@ -686,7 +695,7 @@ mod tests {
         }
         let backward: Vec<&Kernel> =
             ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")).collect();
-        assert_eq!(backward.len(), 4);
+        assert_eq!(backward.len(), 8);
         for kernel in backward {
             check(kernel, &oxtile_abi::AttnBwdParams::SIZES);
         }

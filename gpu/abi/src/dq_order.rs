@@ -1,6 +1,8 @@
-//! The order of the attention backward's dQ additions (issue #26), shared by the kernel (which walks it) and the
-//! host (which picks it and simulates it in its tests). Not yet walked by the kernel: wired in, it slowed the
-//! default mode (docs/perf-notes.md, session 22); the kernel still adds in the ascending order below.
+//! The order of the attention backward's dQ additions (issue #26), shared by the kernels (which walk it) and the
+//! host (which picks it and simulates it in its tests). The plain backward kernels add in the ascending order
+//! (their deterministic mode is a kernel parameter); the `_staggered` kernels, deterministic only, walk and take
+//! turns in the staggered order, so that the plain kernels carry none of its arithmetic (wired into them, it
+//! slowed the default mode: docs/perf-notes.md, session 22).
 //!
 //! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
@@ -25,6 +27,12 @@
 //!   to higher-numbered blocks too, so every block of one (batch, head) must be resident at once:
 //!   `key_blocks` ≤ the blocks the GPU holds (the host checks; otherwise Ascending). A block waiting longer than
 //!   the bounded wait allows traps (an error, never a hang).
+//!
+//! What the simulation below does not model: a grid of several groups. A group dispatched partly at the end of a
+//! wave has its first blocks wait for turns of blocks not yet on the GPU, which arrive as earlier groups finish: a
+//! stall the ascending order does not have, up to a block's lifetime, paid where groups do not fill waves evenly.
+//! `oxtile bench attn --backward` times both orders on one problem (rows `oxtile-bwd-det` and
+//! `oxtile-bwd-det-asc`), which is what decides the host's rule.
 //!
 //! Why no deadlock (Staggered, all blocks of a group resident): every wait is for a turn taken at the same or an
 //! earlier step of the other block's walk ([`DqSchedule::step`]), and at equal steps for a block ahead in the turn
@@ -103,27 +111,39 @@ impl DqSchedule {
         }
     }
 
+    /// Whether every intermediate of this schedule's arithmetic fits in 32 bits, as the kernels compute it (a GPU
+    /// divides 32-bit integers in a few instructions, 64-bit ones in a call): key blocks × query tiles (the full
+    /// order's starts and first visitors), the keys of all blocks plus seq_q (the first tiles), and the rows of
+    /// all query tiles plus seq_k (the causal order's last visitors). The host takes the staggered order only
+    /// where this holds (with both sequences near 5.9 million tokens and beyond, it does not).
+    pub const fn fits_u32(&self) -> bool {
+        let max = u32::MAX as u64;
+        (self.key_blocks as u64) * (self.q_tiles as u64) <= max
+            && (self.key_blocks as u64) * (self.tile_kv as u64) + (self.seq_q as u64) <= max
+            && (self.q_tiles as u64) * (self.tile_q as u64) + (self.seq_k as u64) <= max
+    }
+
     /// Full attention, staggered: where block `block`'s walk starts, spreading the blocks evenly over the tiles.
     #[inline(always)]
     fn start(&self, block: u32) -> u32 {
-        ((block as u64 * self.q_tiles as u64) / self.key_blocks as u64) as u32
+        block * self.q_tiles / self.key_blocks
     }
 
     /// Full attention, staggered: the block with the largest start at or before `q_tile`, so the first to reach it
     /// (start(j) ≤ t ⟺ j < ⌈(t + 1) · key_blocks / q_tiles⌉).
     #[inline(always)]
     fn first_to_reach(&self, q_tile: u32) -> u32 {
-        let bound = ((q_tile as u64 + 1) * self.key_blocks as u64).div_ceil(self.q_tiles as u64);
-        (bound.min(self.key_blocks as u64) - 1) as u32
+        let bound = ((q_tile + 1) * self.key_blocks).div_ceil(self.q_tiles);
+        bound.min(self.key_blocks) - 1
     }
 
     /// Causal: the last block that sees query tile `q_tile` (blocks `0 ..=` it do: first tiles grow with the block).
     #[inline(always)]
     fn last_visitor(&self, q_tile: u32) -> u32 {
         // first_q_tile(j) ≤ t ⟺ j·tile_kv + seq_q − seq_k ≤ (t + 1)·tile_q − 1.
-        let reach = (q_tile as u64 + 1) * self.tile_q as u64 - 1 + self.seq_k as u64;
-        let last = reach.saturating_sub(self.seq_q as u64) / self.tile_kv as u64;
-        last.min(self.key_blocks as u64 - 1) as u32
+        let reach = (q_tile + 1) * self.tile_q - 1 + self.seq_k;
+        let last = reach.saturating_sub(self.seq_q) / self.tile_kv;
+        last.min(self.key_blocks - 1)
     }
 }
 
@@ -233,6 +253,45 @@ mod tests {
                         let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
                         turns.sort_unstable();
                         assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The kernels' 32-bit arithmetic gives the 64-bit formulas' walk and turns wherever `fits_u32` holds, up to
+    /// its edge; past it `fits_u32` says no.
+    #[test]
+    fn the_32_bit_arithmetic_holds_wherever_the_host_takes_it() {
+        let (tile_q, tile_kv) = (64u64, 128u64);
+        // (seq_q, seq_k): key blocks × query tiles just under 2^32, and just over it.
+        for (seq_q, seq_k, fits) in [(4_194_304, 8_388_480, true), (4_194_304, 8_388_736, false)] {
+            for causal in [false, true] {
+                let s = DqSchedule { causal, ..schedule(DqOrder::Staggered, causal, seq_q, seq_k) };
+                assert_eq!(s.fits_u32(), fits, "{s:?}");
+                if !fits {
+                    continue;
+                }
+                let (blocks, tiles) = (s.key_blocks as u64, s.q_tiles as u64);
+                let last_visitor = |t: u64| {
+                    (((t + 1) * tile_q - 1 + seq_k as u64).saturating_sub(seq_q as u64) / tile_kv).min(blocks - 1)
+                };
+                let first_to_reach = |t: u64| ((t + 1) * blocks).div_ceil(tiles).min(blocks) - 1;
+                for block in [0, 1, blocks / 3, blocks - 2, blocks - 1] {
+                    let start = block * tiles / blocks;
+                    if !causal {
+                        assert_eq!(s.q_tile(block as u32, 0) as u64, start, "{s:?} block {block}");
+                    }
+                    for t in [0, 1, tiles / 2, tiles - 2, tiles - 1] {
+                        if s.first_q_tile(block as u32) as u64 > t {
+                            continue;
+                        }
+                        let turn = if causal {
+                            last_visitor(t) - block
+                        } else {
+                            (first_to_reach(t) + blocks - block) % blocks
+                        };
+                        assert_eq!(s.turn(block as u32, t as u32) as u64, turn, "{s:?} block {block} tile {t}");
                     }
                 }
             }

@@ -23,7 +23,7 @@ use super::suite::AttnShape as SuiteShape;
 use super::timing::{DEFAULT_ROUNDS, TimingConfig, TurnEvent, effective_rounds, time_in_rounds};
 use crate::error::{Error, Result};
 use crate::ops::attention::{self, AttnElement, AttnOptions, AttnPlan, AttnShape, AttnVariant, RescaleStats};
-use crate::ops::attention_backward::{AttnBwdPlan, attention_backward_reference};
+use crate::ops::attention_backward::{AttnBwdPlan, DqOrder, attention_backward_reference};
 use crate::runtime::Gpu;
 use crate::types::Dtype;
 use crate::verify::CheckValue;
@@ -365,9 +365,24 @@ pub fn lse_difference(out: &[f32], reference: &[f32]) -> (f64, usize) {
     (max, bad)
 }
 
-/// The backward's rows (`oxtile bench attn --backward`): our Hopper backward alone, as it comes and in its
-/// deterministic mode (`AttnBwdPlan::new_deterministic`).
-pub const BACKWARD_CONTENDERS: [(&str, bool); 2] = [("oxtile-bwd", false), ("oxtile-bwd-det", true)];
+/// How a backward row makes its plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackwardMode {
+    /// `AttnBwdPlan::new`: dQ added in any order.
+    Plain,
+    /// `AttnBwdPlan::new_deterministic`: the staggered order where the problem allows it, else ascending.
+    Deterministic,
+    /// `AttnBwdPlan::new_deterministic_in` this order (a row of its own, to compare the orders in one process).
+    DeterministicIn(DqOrder),
+}
+
+/// The backward's rows (`oxtile bench attn --backward`): our Hopper backward alone, as it comes, in its
+/// deterministic mode, and in that mode's ascending order.
+pub const BACKWARD_CONTENDERS: [(&str, BackwardMode); 3] = [
+    ("oxtile-bwd", BackwardMode::Plain),
+    ("oxtile-bwd-det", BackwardMode::Deterministic),
+    ("oxtile-bwd-det-asc", BackwardMode::DeterministicIn(DqOrder::Ascending)),
+];
 
 /// The backward's check bound: max |out − ref| / max |ref| per gradient (tests/attention_backward.rs says why).
 pub fn backward_check_bound(dtype: Dtype) -> f64 {
@@ -454,7 +469,7 @@ fn backward_typed<T: AttnElement + CheckValue>(
     let mut rows = Vec::new();
     let mut plans: Vec<Vec<AttnBwdPlan<T>>> = Vec::new();
     let mut ready = Vec::new();
-    for (index, (name, deterministic)) in BACKWARD_CONTENDERS.into_iter().enumerate() {
+    for (index, (name, mode)) in BACKWARD_CONTENDERS.into_iter().enumerate() {
         observer.step(&format!("{problem} {name}: check"));
         let mut row = Row::new("attn-bwd", problem.shape.to_string(), name);
         row.kind = Some("oxtile".into());
@@ -465,10 +480,15 @@ fn backward_typed<T: AttnElement + CheckValue>(
         let made = sets
             .iter()
             .map(|s| {
-                if deterministic {
-                    AttnBwdPlan::<T>::new_deterministic(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o)
-                } else {
-                    AttnBwdPlan::<T>::new(gpu, shape, options, &s.q, &s.k, &s.v, &s.d_o)
+                let (q, k, v, d_o) = (&s.q, &s.k, &s.v, &s.d_o);
+                match mode {
+                    BackwardMode::Plain => AttnBwdPlan::<T>::new(gpu, shape, options, q, k, v, d_o),
+                    BackwardMode::Deterministic => {
+                        AttnBwdPlan::<T>::new_deterministic(gpu, shape, options, q, k, v, d_o)
+                    }
+                    BackwardMode::DeterministicIn(order) => {
+                        AttnBwdPlan::<T>::new_deterministic_in(gpu, shape, options, q, k, v, d_o, order)
+                    }
                 }
             })
             .collect::<Result<Vec<_>>>();

@@ -219,6 +219,15 @@ impl AttnOptions {
     }
 }
 
+/// The Hopper backward's main kernels of one element type and head dim.
+#[derive(Clone, Copy, Debug)]
+pub struct BackwardKernels {
+    /// Adds dQ in any order, or (given semaphores) in the ascending order of gpu/abi/src/dq_order.rs.
+    pub plain: Kernel,
+    /// Deterministic only, in the staggered order.
+    pub staggered: Kernel,
+}
+
 /// The 16-bit input types the attention kernels take (the GEMM's, with their tensor-map types).
 pub trait AttnElement: GemmElement + Copy {
     /// (head_dim, variant, kernel) for every Hopper kernel this type has.
@@ -227,8 +236,8 @@ pub trait AttnElement: GemmElement + Copy {
     const REFERENCE_KERNELS: &'static [(usize, Kernel)];
     /// (head_dim, kernel) of the plain GPU reference of the backward.
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)];
-    /// (head_dim, kernel) of the Hopper backward, and its preprocessing and dQ conversion kernels.
-    const BACKWARD_KERNELS: &'static [(usize, Kernel)];
+    /// The Hopper backward's main kernels per head dim, and its preprocessing and dQ conversion kernels.
+    const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)];
     const BACKWARD_PREPROCESS_KERNEL: Kernel;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel;
 }
@@ -251,8 +260,22 @@ impl AttnElement for bf16 {
     ];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_BF16_D128), (64, kernels::ATTN_BWD_REFERENCE_BF16_D64)];
-    const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_BWD_BF16_D128_SM90), (64, kernels::ATTN_BWD_BF16_D64_SM90)];
+    const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)] = &[
+        (
+            128,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_BF16_D128_SM90,
+                staggered: kernels::ATTN_BWD_BF16_D128_STAGGERED_SM90,
+            },
+        ),
+        (
+            64,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_BF16_D64_SM90,
+                staggered: kernels::ATTN_BWD_BF16_D64_STAGGERED_SM90,
+            },
+        ),
+    ];
     const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_BF16;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_BF16;
 }
@@ -270,8 +293,22 @@ impl AttnElement for f16 {
     ];
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
         &[(128, kernels::ATTN_BWD_REFERENCE_F16_D128), (64, kernels::ATTN_BWD_REFERENCE_F16_D64)];
-    const BACKWARD_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_BWD_F16_D128_SM90), (64, kernels::ATTN_BWD_F16_D64_SM90)];
+    const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)] = &[
+        (
+            128,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_F16_D128_SM90,
+                staggered: kernels::ATTN_BWD_F16_D128_STAGGERED_SM90,
+            },
+        ),
+        (
+            64,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_F16_D64_SM90,
+                staggered: kernels::ATTN_BWD_F16_D64_STAGGERED_SM90,
+            },
+        ),
+    ];
     const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_F16;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_F16;
 }

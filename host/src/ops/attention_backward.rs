@@ -16,10 +16,13 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+pub use oxtile_abi::dq_order::DqOrder;
+use oxtile_abi::dq_order::DqSchedule;
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdParams, AttnBwdTile, attn_bwd_padded_rows};
 
 use super::attention::{
-    AttnElement, AttnOptions, AttnShape, AttnStrides, CheckedProblem, Strides, check_problem, reference_kernel,
+    AttnElement, AttnOptions, AttnShape, AttnStrides, BackwardKernels, CheckedProblem, Strides, check_problem,
+    reference_kernel,
 };
 use super::{check_disjoint, input_ptr, output_ptr, strided_ptr, strided_ptr_mut};
 use crate::error::{Error, Result};
@@ -68,6 +71,65 @@ pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<Checked
     Ok(p)
 }
 
+/// The Hopper tile of a head dim.
+fn tile_for(head_dim: usize) -> AttnBwdTile {
+    if head_dim == 128 { ATTN_BWD_SM90_D128 } else { ATTN_BWD_SM90_D64 }
+}
+
+/// The main kernels of element type `T` at the problem's head dim.
+fn kernels_for<T: AttnElement>(shape: AttnShape) -> Result<BackwardKernels> {
+    T::BACKWARD_KERNELS
+        .iter()
+        .find(|(d, _)| *d == shape.head_dim)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| Error::unsupported(OP, format!("head dim {}", shape.head_dim)))
+}
+
+/// The staggered order's schedule of a problem's (batch, key/value head) groups, as the `_staggered` kernels
+/// build it from their grid and parameters.
+fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
+    let tile = tile_for(shape.head_dim);
+    let (seq_q, seq_k) = (shape.seq_q as u32, shape.seq_k as u32);
+    DqSchedule {
+        order: DqOrder::Staggered,
+        causal,
+        key_blocks: seq_k.div_ceil(tile.tile_kv),
+        q_tiles: attn_bwd_padded_rows(seq_q) / tile.tile_q,
+        tile_q: tile.tile_q,
+        tile_kv: tile.tile_kv,
+        seq_q,
+        seq_k,
+    }
+}
+
+/// Why a checked problem cannot take the staggered order, or None if it can: the kernel's 32-bit arithmetic must
+/// hold ([`DqSchedule::fits_u32`]), and every key block of one (batch, key/value head) must be resident at once,
+/// since in that order blocks also wait for higher-numbered ones (gpu/abi/src/dq_order.rs). The grid is (key
+/// blocks, key/value heads, batch), so the blocks of a group are dispatched together; with `key_blocks` no larger
+/// than what the occupancy API says the GPU holds at once, a group whose first blocks wait gets the rest as the
+/// groups before it (which wait only among themselves) finish. Work on other streams that keeps SMs busy delays
+/// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang).
+fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
+    let schedule = staggered_schedule(shape, causal);
+    if !schedule.fits_u32() {
+        return Ok(Some(format!(
+            "{} key blocks × {} query tiles: past the staggered order's 32-bit arithmetic",
+            schedule.key_blocks, schedule.q_tiles
+        )));
+    }
+    let tile = tile_for(shape.head_dim);
+    let per_sm =
+        function.occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?;
+    let capacity = per_sm.saturating_mul(gpu.sm_count());
+    if schedule.key_blocks > capacity {
+        return Ok(Some(format!(
+            "{} key blocks per key/value head, but only {capacity} blocks are resident at once",
+            schedule.key_blocks
+        )));
+    }
+    Ok(None)
+}
+
 /// Rows per (batch, head) in the workspaces: seq_q rounded up to whole query tiles.
 fn padded_rows(shape: AttnShape) -> usize {
     attn_bwd_padded_rows(shape.seq_q as u32) as usize
@@ -105,10 +167,14 @@ pub struct AttnBwdPlan<T: AttnElement> {
     /// q, k, v and dO: the buffers the tensor maps describe.
     bound: [u64; 4],
     workspace: Mutex<Workspace>,
+    /// The deterministic mode's order of the dQ additions; None: any order.
+    order: Option<DqOrder>,
     _element: std::marker::PhantomData<T>,
 }
 
 impl<T: AttnElement> AttnBwdPlan<T> {
+    /// A plan whose launches add dQ's parts in whatever order the blocks finish them (the fastest; dQ may differ
+    /// in its last bits between launches, dK and dV never do).
     pub fn new(
         gpu: &Gpu,
         shape: AttnShape,
@@ -118,9 +184,78 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         v: &impl DevicePtr<T>,
         d_o: &impl DevicePtr<T>,
     ) -> Result<Self> {
+        Self::build(gpu, shape, options, q, k, v, d_o, None)
+    }
+
+    /// As [`new`](Self::new), in the deterministic mode: the blocks add their parts of each dQ tile in a fixed
+    /// order, each waiting at a semaphore per (batch, head, query tile) for the ones before it, so dQ comes out bit
+    /// for bit the same from every launch. The order is [`DqOrder::Staggered`] where the problem allows it (every
+    /// key block of a key/value head resident at once: up to the GPU's resident blocks × 128 keys, some 17k keys
+    /// on an H200), else [`DqOrder::Ascending`], whose waits cost more where many blocks share a query tile.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_deterministic(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        d_o: &impl DevicePtr<T>,
+    ) -> Result<Self> {
         let problem = check_backward(shape, &options)?;
-        let kernel = reference_kernel(OP, T::BACKWARD_KERNELS, shape.head_dim)?;
-        let tile = if shape.head_dim == 128 { ATTN_BWD_SM90_D128 } else { ATTN_BWD_SM90_D64 };
+        let staggered = gpu.function(kernels_for::<T>(shape)?.staggered)?;
+        let order = match Self::staggered_refusal(gpu, &staggered, shape, problem.causal)? {
+            None => DqOrder::Staggered,
+            Some(_) => DqOrder::Ascending,
+        };
+        Self::build(gpu, shape, options, q, k, v, d_o, Some(order))
+    }
+
+    /// As [`new_deterministic`](Self::new_deterministic) in the given order; [`DqOrder::Staggered`] where the
+    /// problem does not allow it is refused ([`Error::Unsupported`], saying why).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_deterministic_in(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        d_o: &impl DevicePtr<T>,
+        order: DqOrder,
+    ) -> Result<Self> {
+        Self::build(gpu, shape, options, q, k, v, d_o, Some(order))
+    }
+
+    fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
+        function.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            tile_for(shape.head_dim).smem_bytes() as i32,
+        )?;
+        staggered_refusal(gpu, function, shape, causal)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        gpu: &Gpu,
+        shape: AttnShape,
+        options: AttnOptions,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        d_o: &impl DevicePtr<T>,
+        order: Option<DqOrder>,
+    ) -> Result<Self> {
+        let problem = check_backward(shape, &options)?;
+        let kernels = kernels_for::<T>(shape)?;
+        let kernel = if order == Some(DqOrder::Staggered) { kernels.staggered } else { kernels.plain };
+        let tile = tile_for(shape.head_dim);
+        let function = gpu.function(kernel)?;
+        if order == Some(DqOrder::Staggered)
+            && let Some(why) = Self::staggered_refusal(gpu, &function, shape, problem.causal)?
+        {
+            return Err(Error::unsupported(OP, format!("the staggered dQ order: {why}")));
+        }
         let stream = gpu.stream();
         let [q_len, k_len, v_len, o_len] = problem.extents;
         let (q_address, _q_use) = strided_ptr(OP, "q", q, stream, q_len, 16)?;
@@ -142,17 +277,17 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             operand(d_o_address, os, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
         ];
         let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
-        let function = gpu.function(kernel)?;
         function.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             tile.smem_bytes() as i32,
         )?;
         let rows = padded_rows_total(shape);
+        let tiles = rows / ATTN_BWD_SM90_D128.tile_q as usize;
         let workspace = Workspace {
             lse_log2: stream.alloc_zeros::<f32>(rows)?,
             dsum: stream.alloc_zeros::<f32>(rows)?,
             dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
-            dq_semaphores: None,
+            dq_semaphores: if order.is_some() { Some(stream.alloc_zeros::<u32>(tiles)?) } else { None },
         };
         Ok(AttnBwdPlan {
             problem,
@@ -164,34 +299,19 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             tensor_maps,
             bound: [q_address, k_address, v_address, d_o_address],
             workspace: Mutex::new(workspace),
+            order,
             _element: std::marker::PhantomData,
         })
     }
 
-    /// As [`new`](Self::new), in the deterministic mode: the blocks add their parts of each dQ tile in a fixed
-    /// order (key tiles ascending, then consumer warpgroup), each waiting at a semaphore per (batch, head, query
-    /// tile) for the ones before it, so dQ comes out bit for bit the same from every launch (dK and dV always do).
-    /// The waits cost time where blocks of one query tile run at once.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new_deterministic(
-        gpu: &Gpu,
-        shape: AttnShape,
-        options: AttnOptions,
-        q: &impl DevicePtr<T>,
-        k: &impl DevicePtr<T>,
-        v: &impl DevicePtr<T>,
-        d_o: &impl DevicePtr<T>,
-    ) -> Result<Self> {
-        let plan = Self::new(gpu, shape, options, q, k, v, d_o)?;
-        let tiles = padded_rows_total(shape) / ATTN_BWD_SM90_D128.tile_q as usize;
-        let semaphores = gpu.stream().alloc_zeros::<u32>(tiles)?;
-        plan.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dq_semaphores = Some(semaphores);
-        Ok(plan)
-    }
-
     /// Whether dQ is accumulated in a fixed order ([`new_deterministic`](Self::new_deterministic)).
     pub fn is_deterministic(&self) -> bool {
-        self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).dq_semaphores.is_some()
+        self.order.is_some()
+    }
+
+    /// The deterministic mode's order of the dQ additions, or None.
+    pub fn dq_order(&self) -> Option<DqOrder> {
+        self.order
     }
 
     pub fn problem(&self) -> &CheckedProblem {
@@ -357,7 +477,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
         // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
         // overlap nothing; the grid is (key tiles, kv heads, batch) with the tile's threads and shared memory (the
-        // limit raised in `new`).
+        // limit raised in `build`).
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
 

@@ -22,12 +22,15 @@
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
+use oxtile_abi::dq_order::{DqOrder, DqSchedule};
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdTile};
 use seq_macro::seq;
 
 use super::reference::{Bf16, Element, F16, warp_sum};
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_stride, lane_id, thread_idx_x};
+use crate::arch::sreg::{
+    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_stride, lane_id, thread_idx_x,
+};
 use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::opaque_here;
@@ -310,9 +313,14 @@ convert_kernel!(attn_bwd_convert_dq_f16, F16);
 /// 64-row query tile.
 const TILE_VALUES: usize = 32;
 
-/// One kernel configuration: the tile (shared with the host), the element type and its wgmma.
+/// One kernel configuration: the tile (shared with the host), the element type and its wgmma, and the order of
+/// the deterministic mode's dQ additions.
 trait Config {
     const TILE: AttnBwdTile;
+    /// False: the blocks walk their query tiles ascending and, given semaphores, add to each dQ tile by key block
+    /// ascending ([`DqOrder::Ascending`]). True: deterministic only, the walk and the turns of
+    /// [`DqOrder::Staggered`] (the `_staggered` kernels: each configuration's type with `STAGGERED = true`).
+    const STAGGERED: bool;
     /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of dK or dV.
     type Acc: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const ACC_ZERO: Self::Acc;
@@ -330,12 +338,14 @@ trait Config {
 
 macro_rules! config {
     ($name:ident, $tile:path, $ss:ident, $rs:ident, $pack:path, acc = $acc:literal) => {
-        struct $name;
+        /// A kernel configuration, in the ascending order (`false`) or the staggered one (`true`).
+        struct $name<const STAGGERED: bool>;
 
         const _: () = assert!(2 * $acc == $tile.head_dim);
 
-        impl Config for $name {
+        impl<const STAGGERED: bool> Config for $name<STAGGERED> {
             const TILE: AttnBwdTile = $tile;
+            const STAGGERED: bool = STAGGERED;
             type Acc = [f32; $acc];
             const ACC_ZERO: Self::Acc = [0.0; $acc];
 
@@ -395,7 +405,9 @@ macro_rules! attn_bwd_kernel_fn {
         /// 128-byte swizzled, boxes of (64, 1, 64, 1) for q and dO and (64, 1, 128, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
         /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / 128), heads_kv,
-        /// batch), the tile's threads and dynamic shared memory.
+        /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel waits for higher-numbered
+        /// blocks of its (batch, kv head) as well: it needs `dq_semaphores` set, the 32-bit arithmetic of
+        /// `DqSchedule::fits_u32`, and every key block of a (batch, kv head) resident at once (else a wait traps).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -436,19 +448,35 @@ macro_rules! attn_bwd_kernel_fn {
 
 attn_bwd_kernel!(
     /// bf16 attention backward, head dim 128.
-    attn_bwd_bf16_d128_sm90, Bf16D128
+    attn_bwd_bf16_d128_sm90, Bf16D128<false>
 );
 attn_bwd_kernel!(
     /// f16 attention backward, head dim 128.
-    attn_bwd_f16_d128_sm90, F16D128
+    attn_bwd_f16_d128_sm90, F16D128<false>
 );
 attn_bwd_kernel!(
     /// bf16 attention backward, head dim 64.
-    attn_bwd_bf16_d64_sm90, Bf16D64
+    attn_bwd_bf16_d64_sm90, Bf16D64<false>
 );
 attn_bwd_kernel!(
     /// f16 attention backward, head dim 64.
-    attn_bwd_f16_d64_sm90, F16D64
+    attn_bwd_f16_d64_sm90, F16D64<false>
+);
+attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 128, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_bf16_d128_staggered_sm90, Bf16D128<true>
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 128, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_f16_d128_staggered_sm90, F16D128<true>
+);
+attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 64, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_bf16_d64_staggered_sm90, Bf16D64<true>
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 64, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_f16_d64_staggered_sm90, F16D64<true>
 );
 
 struct Problem {
@@ -533,12 +561,14 @@ const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
 const CONSUMER_BASE: u32 = 1;
 
 /// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
-/// from the first that sees one of its keys (causal) to the last.
+/// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
+/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile.
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
     batch: u32,
     key0: u32,
+    /// The query tile this block's walk starts at.
     first_q_tile: u32,
     /// Query tiles per query head.
     q_tiles: u32,
@@ -546,8 +576,19 @@ struct Block {
 
 impl Block {
     #[inline(always)]
-    fn new(problem: &Problem, tile: AttnBwdTile) -> Block {
+    fn new<C: Config>(problem: &Problem) -> Block {
+        let tile = C::TILE;
         let key0 = block_idx_x() * tile.tile_kv;
+        if C::STAGGERED {
+            let schedule = staggered_schedule(problem, tile);
+            return Block {
+                kv_head: block_idx_y(),
+                batch: block_idx_z(),
+                key0,
+                first_q_tile: schedule.q_tile(block_idx_x(), 0),
+                q_tiles: schedule.visits(block_idx_x()),
+            };
+        }
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let first_q_tile = first_row / tile.tile_q;
@@ -568,9 +609,27 @@ impl Block {
 
     /// Item `index`: (query head, first query row of the tile).
     #[inline(always)]
-    fn item(&self, index: u32, problem: &Problem, tile: AttnBwdTile) -> (u32, u32) {
-        let (member, q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
+    fn item<C: Config>(&self, index: u32, problem: &Problem) -> (u32, u32) {
+        let tile = C::TILE;
+        let (member, mut q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
+        // Staggered, full attention: the walk wraps once past the last tile (a causal walk, as an ascending one,
+        // ends there; `DqSchedule::q_tile` is the same walk, as its tests check).
+        let tiles = problem.padded_rows / tile.tile_q;
+        if C::STAGGERED && q_tile >= tiles {
+            q_tile -= tiles;
+        }
         (self.kv_head * problem.group + member, q_tile * tile.tile_q)
+    }
+
+    /// The deterministic mode's place of this block's additions to the query tile starting at `q0`, among the
+    /// blocks of its (batch, key/value head): key blocks ascending, or [`DqSchedule::turn`] when staggered.
+    #[inline(always)]
+    fn turn<C: Config>(&self, q0: u32, problem: &Problem) -> u32 {
+        if C::STAGGERED {
+            staggered_schedule(problem, C::TILE).turn(block_idx_x(), q0 / C::TILE.tile_q)
+        } else {
+            block_idx_x()
+        }
     }
 
     /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
@@ -590,13 +649,30 @@ impl Block {
     }
 }
 
+/// The staggered order's schedule of this block's (batch, key/value head): the grid's key blocks against the
+/// padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
+/// ([`DqSchedule::fits_u32`]).
+#[inline(always)]
+fn staggered_schedule(problem: &Problem, tile: AttnBwdTile) -> DqSchedule {
+    DqSchedule {
+        order: DqOrder::Staggered,
+        causal: problem.causal,
+        key_blocks: grid_dim_x(),
+        q_tiles: problem.padded_rows / tile.tile_q,
+        tile_q: tile.tile_q,
+        tile_kv: tile.tile_kv,
+        seq_q: problem.seq_q,
+        seq_k: problem.seq_k,
+    }
+}
+
 #[inline(always)]
 unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
     let warpgroup = thread_idx_x() / AttnBwdTile::WARPGROUP_THREADS;
     let thread = thread_idx_x() % AttnBwdTile::WARPGROUP_THREADS;
-    let block = Block::new(problem, tile);
+    let block = Block::new::<C>(problem);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -613,7 +689,7 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     if warpgroup == 0 {
         setmaxnreg::dec::<24>();
         if thread == 0 {
-            unsafe { produce(tensor_maps, &smem, &block, problem) };
+            unsafe { produce::<C>(tensor_maps, &smem, &block, problem) };
         }
     } else {
         setmaxnreg::inc::<240>();
@@ -623,7 +699,7 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 
 /// The producer thread: K and V once, then each query tile's Q, dO, LSE and D into the ring.
 #[inline(always)]
-unsafe fn produce(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem: &Problem) {
+unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem: &Problem) {
     let tile = smem.tile;
     let [map_q, map_k, map_v, map_do] = tensor_maps;
     for map in tensor_maps {
@@ -641,7 +717,7 @@ unsafe fn produce(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem:
     }
     let mut ring = RingState::new(tile.stages);
     for index in 0..block.items(problem) {
-        let (head, q0) = block.item(index, problem, tile);
+        let (head, q0) = block.item::<C>(index, problem);
         let stage = ring.stage;
         let full = smem.q_full(stage);
         let row = block.workspace_row(head, q0, problem);
@@ -776,7 +852,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
     unsafe { mbarrier::wait(smem.kv_full(), 0) };
     let mut ring = RingState::new(tile.stages);
     for index in 0..block.items(problem) {
-        let (head, q0) = block.item(index, problem, tile);
+        let (head, q0) = block.item::<C>(index, problem);
         let stage = ring.stage;
         unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
 
@@ -821,12 +897,11 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         warpgroup.release(smem.q_empty(stage));
         let accum_tile =
             unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
-        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the key
-        // tiles before this block's, and after consumer 0 of this block for consumer 1 (the key tiles that see a
-        // query tile are always the first ones: the first query tile each sees grows with the key tile).
+        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the blocks
+        // whose turns come before this block's, and after consumer 0 of this block for consumer 1.
         let turn = Turn {
             semaphore: block.semaphore(head, q0, problem, tile),
-            count: tile.consumers * block_idx_x() + warpgroup.consumer,
+            count: tile.consumers * block.turn::<C>(q0, problem) + warpgroup.consumer,
         };
         unsafe { add_dq::<C>(&dq, &warpgroup, accum_tile, turn) };
         ring.advance();
