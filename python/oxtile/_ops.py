@@ -17,8 +17,8 @@ from . import _oxtile
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 _INPUTS = (torch.bfloat16, torch.float16)
 
-#: The oxtile issue of the attention backward kernel, which ``oxtile.attention``'s backward will call.
-ATTENTION_BACKWARD_ISSUE = 26
+#: Head dims the attention backward kernels take (the forward also takes 256).
+BACKWARD_HEAD_DIMS = (64, 128)
 
 
 def _cuda_device(op: str, tensors: dict) -> torch.device:
@@ -154,7 +154,9 @@ def _bshd(name: str, t: Tensor) -> tuple:
 
 
 @torch.library.custom_op("oxtile::attention", mutates_args=())
-def _attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: float) -> tuple[Tensor, Tensor]:
+def _attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: float,
+               deterministic: bool) -> tuple[Tensor, Tensor]:
+    # `deterministic` is the backward's mode, an input here so that autograd's context keeps it.
     _check_attention(q, k, v)
     device = _cuda_device("attention", {"q": q, "k": k, "v": v})
     (batch, seq_q, heads_q, head_dim), (_, seq_k, heads_kv, _) = q.shape, k.shape
@@ -169,40 +171,77 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: flo
 
 
 @_attention.register_fake
-def _attention_fake(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: float) -> tuple[Tensor, Tensor]:
+def _attention_fake(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: float,
+                    deterministic: bool) -> tuple[Tensor, Tensor]:
     _check_attention(q, k, v)
     batch, seq_q, heads_q, head_dim = q.shape
     return (q.new_empty((batch, seq_q, heads_q, head_dim)),
             q.new_empty((batch, heads_q, seq_q), dtype=torch.float32))
 
 
+def _check_attention_backward(grad_o: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor) -> None:
+    _check_attention(q, k, v)
+    batch, seq_q, heads_q, head_dim = q.shape
+    if o.shape != q.shape or grad_o.shape != q.shape or o.dtype != q.dtype or grad_o.dtype != q.dtype:
+        raise ValueError(
+            f"oxtile.attention_backward: o {tuple(o.shape)} {o.dtype} and grad_o {tuple(grad_o.shape)} "
+            f"{grad_o.dtype} must have q's shape {tuple(q.shape)} and dtype {q.dtype}"
+        )
+    if lse.shape != (batch, heads_q, seq_q) or lse.dtype != torch.float32:
+        raise ValueError(
+            f"oxtile.attention_backward: lse {tuple(lse.shape)} {lse.dtype} must be float32 "
+            f"{(batch, heads_q, seq_q)}, as oxtile.attention returns it"
+        )
+    if head_dim not in BACKWARD_HEAD_DIMS:
+        raise ValueError(f"oxtile.attention_backward: head_dim {head_dim}; the backward kernels take 64 or 128")
+
+
 @torch.library.custom_op("oxtile::attention_backward", mutates_args=())
 def _attention_backward(grad_o: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, causal: bool,
-                        softmax_scale: float) -> tuple[Tensor, Tensor, Tensor]:
-    raise NotImplementedError(
-        "oxtile.attention has no backward yet: the Hopper attention backward kernel (dQ, dK, dV from the forward's "
-        f"O and LSE) is oxtile issue #{ATTENTION_BACKWARD_ISSUE}; until it lands, train with "
-        "torch.nn.functional.scaled_dot_product_attention, or call oxtile.attention under torch.no_grad()"
-    )
+                        softmax_scale: float, deterministic: bool) -> tuple[Tensor, Tensor, Tensor]:
+    _check_attention_backward(grad_o, q, k, v, o, lse)
+    device = _cuda_device("attention_backward", {"grad_o": grad_o, "q": q, "k": k, "v": v, "o": o, "lse": lse})
+    # The kernels take dO in O's layout and write dQ, dK, dV in q's, k's and v's: everything packed here (a copy
+    # only of what is not: strided views of a fused projection, transposed layouts, a non-contiguous grad_o).
+    q, k, v, o, grad_o, lse = (t.contiguous() for t in (q, k, v, o, grad_o, lse))
+    (batch, seq_q, heads_q, head_dim), (_, seq_k, heads_kv, _) = q.shape, k.shape
+    with torch.cuda.device(device):
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        _oxtile.attention_backward(device.index, stream, _NAMES[q.dtype],
+                                   (batch, seq_q, seq_k, heads_q, heads_kv, head_dim),
+                                   _bshd("q", q), _bshd("k", k), _bshd("v", v), _bshd("o", o), lse.data_ptr(),
+                                   _bshd("grad_o", grad_o), _bshd("dq", dq), _bshd("dk", dk), _bshd("dv", dv),
+                                   causal, softmax_scale, deterministic)
+    return dq, dk, dv
 
 
 @_attention_backward.register_fake
-def _attention_backward_fake(grad_o, q, k, v, o, lse, causal, softmax_scale):
-    # Shapes only, so graphs that contain the backward (torch.compile of a training step) trace; running it raises.
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+def _attention_backward_fake(grad_o, q, k, v, o, lse, causal, softmax_scale, deterministic):
+    _check_attention_backward(grad_o, q, k, v, o, lse)
+    # Packed, as the real op returns them (empty_like would keep a strided input's strides).
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, softmax_scale = inputs
+    q, k, v, causal, softmax_scale, deterministic = inputs
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
-    ctx.causal, ctx.softmax_scale = causal, softmax_scale
+    ctx.causal, ctx.softmax_scale, ctx.deterministic = causal, softmax_scale, deterministic
+    # The backward kernels take the gradient of O only: the LSE is returned as a statistic, not differentiable
+    # (requires_grad False, as flash-attn's), so that no graph, eager or compiled, carries a gradient for it.
+    ctx.mark_non_differentiable(lse)
+    # O unused by the loss gives None, not zeros.
+    ctx.set_materialize_grads(False)
 
 
-def _attention_grad(ctx, grad_o: Tensor, grad_lse: Optional[Tensor]):
+def _attention_grad(ctx, grad_o: Optional[Tensor], grad_lse: Optional[Tensor]):
+    if grad_o is None:
+        return None, None, None, None, None, None
     q, k, v, o, lse = ctx.saved_tensors
-    grad_q, grad_k, grad_v = torch.ops.oxtile.attention_backward(grad_o, q, k, v, o, lse, ctx.causal, ctx.softmax_scale)
-    return grad_q, grad_k, grad_v, None, None
+    grad_q, grad_k, grad_v = torch.ops.oxtile.attention_backward(
+        grad_o, q, k, v, o, lse, ctx.causal, ctx.softmax_scale, ctx.deterministic)
+    return grad_q, grad_k, grad_v, None, None, None
 
 
 torch.library.register_autograd("oxtile::attention", _attention_grad, setup_context=_attention_setup)
@@ -215,7 +254,7 @@ def _softmax_scale(q: Tensor, softmax_scale: Optional[float]) -> float:
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_scale: Optional[float] = None,
-              return_lse: bool = False):
+              return_lse: bool = False, deterministic: bool = False):
     """softmax(q·kᵀ·scale)·v on oxtile's Hopper attention kernel, in flash-attn's convention.
 
     q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv, head_dim]: CUDA tensors on one GPU,
@@ -225,7 +264,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     j <= i + seq_k - seq_q); a row that sees no key gives zeros. `softmax_scale` defaults to 1/sqrt(head_dim) and
     must be positive. Returns O [batch, seq_q, heads_q, head_dim] in the inputs' dtype and, with `return_lse`, also
     the natural-log log-sum-exp of each row's scaled scores, float32 [batch, heads_q, seq_q]. Runs on the current
-    stream. Its backward raises NotImplementedError until the backward kernel exists (oxtile issue #26).
+    stream.
+
+    Autograd: the gradients of q, k and v come from oxtile's Hopper backward kernels (head dims 64 and 128), packed
+    whatever the inputs' strides (strided inputs are copied for the backward). The returned LSE is not
+    differentiable (requires_grad False). dK and dV are bit for bit the same from every call; with `deterministic`,
+    dQ is too (its parts are added in a fixed order, at some cost in time).
     """
-    o, lse = torch.ops.oxtile.attention(q, k, v, bool(causal), _softmax_scale(q, softmax_scale))
+    o, lse = torch.ops.oxtile.attention(q, k, v, bool(causal), _softmax_scale(q, softmax_scale), bool(deterministic))
     return (o, lse) if return_lse else o

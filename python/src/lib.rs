@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use half::{bf16, f16};
 use oxtile::external::ExternalBuffer;
 use oxtile::ops::attention::{self as attn, AttnElement, AttnOptions, AttnShape, AttnStrides, CheckedProblem, Strides};
+use oxtile::ops::attention_backward::{self as attn_bwd, AttnBwdPlan};
 use oxtile::ops::gemm::{self, GemmElement, GemmLayout, GemmOptions, GemmOutput, GemmShape, Order};
 use oxtile::{Error, Gpu};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -215,6 +216,96 @@ impl AttnJob {
     }
 }
 
+/// Attention backward: dQ, dK and dV of the forward that gave O (`o`) and LSE (`lse`, f32 [B, Hq, Sq] contiguous)
+/// from q, k and v, for the upstream gradient `d_o`; `shape` and `dtype` as [`attention`]'s. dO must have O's
+/// strides and dQ, dK, dV q's, k's and v's (the Python layer allocates them so; checked here). `deterministic`:
+/// dQ added in a fixed order (`AttnBwdPlan::new_deterministic`), bit for bit the same from every call. The problem
+/// is checked before any GPU is touched (a head dim without a backward kernel, 256, is refused when the kernel is
+/// looked up), then each address and the op's own checks (alignment, overlap, context) before the launches on
+/// `stream`. The workspaces (the f32 dQ accumulator: 4 bytes per element of q, padded to whole query tiles) are
+/// allocated and freed on `stream` by each call, outside PyTorch's caching allocator.
+#[pyfunction]
+#[pyo3(signature = (device, stream, dtype, shape, q, k, v, o, lse, d_o, dq, dk, dv, causal, scale, deterministic))]
+#[allow(clippy::too_many_arguments)]
+fn attention_backward(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    dtype: &str,
+    shape: (usize, usize, usize, usize, usize, usize),
+    q: Tensor4,
+    k: Tensor4,
+    v: Tensor4,
+    o: Tensor4,
+    lse: u64,
+    d_o: Tensor4,
+    dq: Tensor4,
+    dk: Tensor4,
+    dv: Tensor4,
+    causal: bool,
+    scale: Option<f32>,
+    deterministic: bool,
+) -> PyResult<()> {
+    let (batch, seq_q, seq_k, heads_q, heads_kv, head_dim) = shape;
+    let shape = AttnShape::new(batch, seq_q, seq_k, heads_q, heads_kv, head_dim);
+    let layout = AttnStrides { q: strides(q), k: strides(k), v: strides(v), o: strides(o) };
+    for (name, gradient, of, like) in
+        [("d_o", d_o, "o", layout.o), ("dq", dq, "q", layout.q), ("dk", dk, "k", layout.k), ("dv", dv, "v", layout.v)]
+    {
+        if strides(gradient) != like {
+            return Err(PyValueError::new_err(format!(
+                "attention_backward: {name} must have {of}'s strides {like:?}, got {:?}",
+                strides(gradient)
+            )));
+        }
+    }
+    let options = AttnOptions { causal, scale, strides: Some(layout), ..AttnOptions::default() };
+    attn_bwd::check_backward(shape, &options).map_err(to_py)?;
+    let job = AttnBwdJob { device, stream, shape, options, tensors: [q, k, v, o, d_o, dq, dk, dv], lse, deterministic };
+    match dtype {
+        "bf16" => run(py, move || job.run::<bf16>()),
+        "f16" => run(py, move || job.run::<f16>()),
+        _ => Err(PyValueError::new_err(format!("attention_backward takes bf16 or f16 tensors, not {dtype}"))),
+    }
+}
+
+struct AttnBwdJob {
+    device: usize,
+    stream: usize,
+    shape: AttnShape,
+    options: AttnOptions,
+    /// q, k, v, o, dO, dQ, dK, dV.
+    tensors: [Tensor4; 8],
+    lse: u64,
+    deterministic: bool,
+}
+
+impl AttnBwdJob {
+    fn run<T: AttnElement>(self) -> oxtile::Result<()> {
+        let gpu = gpu_on_stream(self.device, self.stream)?;
+        let [q, k, v, o, d_o, dq, dk, dv] = self.tensors;
+        let buffer = |what, (address, len, _): Tensor4| {
+            // SAFETY: as in GemmJob::run.
+            unsafe { ExternalBuffer::<T>::new(&gpu, "attention_backward", what, address, len) }
+        };
+        let (q, k, v, o, d_o) =
+            (buffer("q", q)?, buffer("k", k)?, buffer("v", v)?, buffer("o", o)?, buffer("d_o", d_o)?);
+        let (mut dq, mut dk, mut dv) = (buffer("dq", dq)?, buffer("dk", dk)?, buffer("dv", dv)?);
+        // SAFETY: as above.
+        let lse =
+            unsafe { ExternalBuffer::<f32>::new(&gpu, "attention_backward", "lse", self.lse, self.shape.rows())? };
+        let (shape, options) = (self.shape, self.options);
+        if self.deterministic {
+            let plan = AttnBwdPlan::<T>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o)?;
+            plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv)
+        } else {
+            attn_bwd::attention_backward::<T>(
+                &gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv, options,
+            )
+        }
+    }
+}
+
 /// Name, compute capability and SM count of GPU `device`, as oxtile sees it (opens it at the first call).
 #[pyfunction]
 fn device_info<'py>(py: Python<'py>, device: usize) -> PyResult<Bound<'py, PyDict>> {
@@ -230,6 +321,7 @@ fn device_info<'py>(py: Python<'py>, device: usize) -> PyResult<Bound<'py, PyDic
 fn _oxtile(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(matmul, module)?)?;
     module.add_function(wrap_pyfunction!(attention, module)?)?;
+    module.add_function(wrap_pyfunction!(attention_backward, module)?)?;
     module.add_function(wrap_pyfunction!(device_info, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -22,17 +22,20 @@ def test_imports_and_exports():
 def test_signatures_follow_flash_attn_and_torch():
     assert list(inspect.signature(oxtile.matmul).parameters) == ["a", "b", "out_dtype"]
     attention = inspect.signature(oxtile.attention).parameters
-    assert list(attention) == ["q", "k", "v", "causal", "softmax_scale", "return_lse"]
-    assert [attention[p].default for p in ("causal", "softmax_scale", "return_lse")] == [False, None, False]
+    assert list(attention) == ["q", "k", "v", "causal", "softmax_scale", "return_lse", "deterministic"]
+    defaults = [attention[p].default for p in ("causal", "softmax_scale", "return_lse", "deterministic")]
+    assert defaults == [False, None, False, False]
 
 
 def test_custom_ops_are_registered_with_their_schemas():
     schemas = {name: str(getattr(torch.ops.oxtile, name).default._schema)
                for name in ("matmul", "attention", "attention_backward")}
     assert schemas["matmul"] == "oxtile::matmul(Tensor a, Tensor b, ScalarType out_dtype) -> Tensor"
-    assert schemas["attention"] == (
-        "oxtile::attention(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale) -> (Tensor, Tensor)")
-    assert schemas["attention_backward"].startswith("oxtile::attention_backward(Tensor grad_o, Tensor q")
+    assert schemas["attention"] == ("oxtile::attention(Tensor q, Tensor k, Tensor v, bool causal, float softmax_scale, "
+                                    "bool deterministic) -> (Tensor, Tensor)")
+    assert schemas["attention_backward"] == (
+        "oxtile::attention_backward(Tensor grad_o, Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, bool causal, "
+        "float softmax_scale, bool deterministic) -> (Tensor, Tensor, Tensor)")
 
 
 @pytest.mark.parametrize("dtype,out_dtype", [(bf16, bf16), (bf16, torch.float32), (f16, f16), (f16, torch.float32)])
@@ -65,14 +68,46 @@ def test_fake_tracing_keeps_the_ops_in_the_graph():
     assert targets.count("oxtile.attention.default") == 1
 
 
-def test_attention_backward_has_a_fake_and_raises_naming_its_issue():
-    q = torch.empty(1, 64, 2, 64, dtype=bf16, device="meta")
-    lse = torch.empty(1, 2, 64, dtype=torch.float32, device="meta")
-    fake = torch.ops.oxtile.attention_backward(q, q, q, q, q, lse, False, 0.125)
-    assert [t.shape for t in fake] == [q.shape] * 3
+def test_attention_backward_fake_gives_the_inputs_shapes():
+    q = torch.empty(1, 64, 8, 64, dtype=bf16, device="meta")
+    k = torch.empty(1, 100, 2, 64, dtype=bf16, device="meta")
+    lse = torch.empty(1, 8, 64, dtype=torch.float32, device="meta")
+    fake = torch.ops.oxtile.attention_backward(q, q, k, k, q, lse, False, 0.125, False)
+    assert [(t.shape, t.dtype) for t in fake] == [(q.shape, bf16), (k.shape, bf16), (k.shape, bf16)]
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(head_dim=256), "the backward kernels take 64 or 128"),
+    (dict(lse_dtype=bf16), "lse"),
+    (dict(grad_o_dtype=torch.float16), "grad_o"),
+])
+def test_attention_backward_checks_before_the_gpu(change, message):
+    head_dim = change.get("head_dim", 64)
+    q = torch.empty(1, 64, 2, head_dim, dtype=bf16, device="meta")
+    grad_o = torch.empty(1, 64, 2, head_dim, dtype=change.get("grad_o_dtype", bf16), device="meta")
+    lse = torch.empty(1, 2, 64, dtype=change.get("lse_dtype", torch.float32), device="meta")
+    with pytest.raises(ValueError, match=message):
+        torch.ops.oxtile.attention_backward(grad_o, q, q, q, q, lse, False, 0.125, False)
+
+
+def test_attention_backward_takes_cuda_tensors():
     cpu = torch.zeros(1, 64, 2, 64, dtype=bf16)
-    with pytest.raises(NotImplementedError, match=f"issue #{oxtile._ops.ATTENTION_BACKWARD_ISSUE}"):
-        torch.ops.oxtile.attention_backward(cpu, cpu, cpu, cpu, cpu, torch.zeros(1, 2, 64), False, 0.125)
+    with pytest.raises(ValueError, match="grad_o is on cpu"):
+        torch.ops.oxtile.attention_backward(cpu, cpu, cpu, cpu, cpu, torch.zeros(1, 2, 64), False, 0.125, False)
+
+
+def test_the_training_step_traces_with_the_backward():
+    def step(q, k, v):
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        o = oxtile.attention(q, k, v, causal=True)
+        o.sum().backward()
+        return q.grad, k.grad, v.grad
+
+    q, k = torch.randn(1, 32, 4, 64, dtype=bf16), torch.randn(1, 32, 2, 64, dtype=bf16)
+    graph = make_fx(step, tracing_mode="fake")(q, k, k)
+    targets = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    assert targets.count("oxtile.attention.default") == 1
+    assert targets.count("oxtile.attention_backward.default") == 1
 
 
 @pytest.mark.parametrize("call,message", [
@@ -136,3 +171,20 @@ def test_default_softmax_scale_is_one_over_sqrt_head_dim():
         q = torch.empty(1, 8, 2, head_dim, dtype=bf16, device="meta")
         assert oxtile._ops._softmax_scale(q, None) == pytest.approx(1 / math.sqrt(head_dim))
         assert oxtile._ops._softmax_scale(q, 0.5) == 0.5
+
+
+def test_attention_backward_fake_returns_packed_gradients_as_the_op_does():
+    # A bhsd view: the real op returns packed gradients, so must the fake (torch.compile trusts its strides).
+    q = torch.empty(2, 4, 100, 64, dtype=bf16, device="meta").transpose(1, 2)
+    lse = torch.empty(2, 4, 100, dtype=torch.float32, device="meta")
+    grads = torch.ops.oxtile.attention_backward(q.contiguous(), q, q, q, q.contiguous(), lse, False, 0.125, False)
+    assert all(g.is_contiguous() and g.shape == q.shape for g in grads)
+
+
+def test_the_lse_is_returned_without_a_gradient_so_compiled_training_traces():
+    from functorch.compile import aot_function, nop
+
+    q = torch.randn(1, 32, 2, 64, dtype=bf16, device="meta", requires_grad=True)
+    compiled = aot_function(lambda q, k, v: oxtile.attention(q, k, v, causal=True, return_lse=True), nop)
+    o, lse = compiled(q, q, q)
+    assert o.requires_grad and not lse.requires_grad

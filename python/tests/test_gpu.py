@@ -191,15 +191,103 @@ def test_attention_matches_float64(batch, seq_q, seq_k, heads_q, heads_kv, head_
 def test_attention_opcheck():
     gen = torch.Generator(device="cuda").manual_seed(3)
     q, k, v = qkv_tensors(1, 64, 64, 2, 2, 64, bf16, "packed", gen)
-    torch.library.opcheck(torch.ops.oxtile.attention.default, (q, k, v, True, 0.125))
+    torch.library.opcheck(torch.ops.oxtile.attention.default, (q, k, v, True, 0.125, False))
 
 
-def test_attention_backward_raises_naming_its_issue():
+def reference_gradients(q, k, v, grad_o, causal, scale):
+    """dQ, dK, dV in float64 by autograd through plain attention (GQA by repeating k and v; a row that sees no key
+    has probabilities 0, as the kernels give it)."""
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    group = q.shape[2] // k.shape[2]
+    kk, vv = k64.repeat_interleave(group, dim=2), v64.repeat_interleave(group, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q64, kk) * scale
+    seq_q, seq_k = q.shape[1], k.shape[1]
+    hidden = torch.zeros(seq_q, seq_k, dtype=torch.bool, device=q.device)
+    if causal:
+        i = torch.arange(seq_q, device=q.device)[:, None]
+        j = torch.arange(seq_k, device=q.device)[None, :]
+        hidden = j > i + seq_k - seq_q
+    sees = ~hidden.all(dim=1)  # rows with at least one key
+    s = s.masked_fill(hidden | ~sees[:, None], float("-inf")).masked_fill(~sees[:, None], 0.0)
+    p = torch.softmax(s, dim=-1) * sees[:, None]
+    o = torch.einsum("bhqk,bkhd->bqhd", p, vv)
+    o.backward(grad_o.double())
+    return q64.grad, k64.grad, v64.grad
+
+
+# The backward's bound, as `oxtile bench attn --backward` checks it: max |out - ref| / max |ref| per gradient.
+BACKWARD_BOUND = {bf16: 2.0 ** -6, f16: 2.0 ** -8}
+
+BACKWARD_CASES = [
+    # batch, seq_q, seq_k, heads_q, heads_kv, head_dim, causal, dtype, layout
+    (2, 257, 257, 4, 4, 128, False, bf16, "packed"),
+    (1, 200, 300, 8, 2, 64, True, bf16, "packed"),  # GQA; causal bottom-right with Sq < Sk
+    (1, 300, 100, 4, 2, 64, True, f16, "packed"),  # the first 200 rows see no key
+    (1, 200, 200, 4, 4, 128, True, bf16, "qkv"),  # strided views: copied for the backward
+    (2, 129, 129, 4, 2, 64, False, f16, "bhsd"),
+    (1, 1, 1, 1, 1, 128, False, bf16, "packed"),  # one key: dQ and dK are 0 exactly, dV = dO
+]
+
+
+def backward_errors(got, expected):
+    """max |out - ref| per gradient, over the largest reference value of dV and its own (as tests/attention_backward.rs
+    measures it): with one visible key dQ and dK are 0 exactly and come out as rounding, which only a floor sees as
+    small."""
+    floor = expected[2].abs().max()
+    return [((g.double() - r).abs().max() / torch.maximum(r.abs().max(), floor).clamp_min(1e-30)).item()
+            for g, r in zip(got, expected)]
+
+
+@pytest.mark.parametrize("batch,seq_q,seq_k,heads_q,heads_kv,head_dim,causal,dtype,layout", BACKWARD_CASES)
+def test_attention_backward_matches_float64(batch, seq_q, seq_k, heads_q, heads_kv, head_dim, causal, dtype, layout):
+    gen = torch.Generator(device="cuda").manual_seed(batch * 1000 + seq_q + seq_k + heads_q * 7 + head_dim + 11)
+    q, k, v = (t.detach().requires_grad_() for t in
+               qkv_tensors(batch, seq_q, seq_k, heads_q, heads_kv, head_dim, dtype, layout, gen))
+    grad_o = torch.randn(batch, seq_q, heads_q, head_dim, dtype=dtype, device="cuda", generator=gen)
+    # A scale other than the default on every other case: the backward must use the forward's.
+    scale = head_dim ** -0.5 * (0.7 if seq_q % 2 else 1.0)
+    o = oxtile.attention(q, k, v, causal=causal, softmax_scale=scale)
+    # dQ, dK and dV are allocated next: NaN blocks of their sizes, so an element the kernels skip stays NaN.
+    poison(((batch, seq_q, heads_q, head_dim), dtype), ((batch, seq_k, heads_kv, head_dim), dtype),
+           ((batch, seq_k, heads_kv, head_dim), dtype))
+    o.backward(grad_o)
+    expected = reference_gradients(q, k, v, grad_o, causal, scale)
+    got = (q.grad, k.grad, v.grad)
+    for name, g, r in zip(("dq", "dk", "dv"), got, expected):
+        assert g.shape == r.shape and g.dtype == dtype, name
+        assert torch.isfinite(g).all(), f"{name}: not finite (unwritten or overflowed)"
+    for name, error in zip(("dq", "dk", "dv"), backward_errors(got, expected)):
+        assert error <= BACKWARD_BOUND[dtype], f"{name}: {error:.2e} > {BACKWARD_BOUND[dtype]:.2e}"
+
+
+def test_attention_backward_deterministic_repeats_dq_bit_for_bit():
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    q, k, v = qkv_tensors(2, 1000, 1000, 8, 2, 128, bf16, "packed", gen)
+    grad_o = torch.randn(2, 1000, 8, 128, dtype=bf16, device="cuda", generator=gen)
+    runs = []
+    for _ in range(3):
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        oxtile.attention(*leaves, causal=True, deterministic=True).backward(grad_o)
+        runs.append([t.grad for t in leaves])
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run):
+            assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+    expected = reference_gradients(q, k, v, grad_o, True, 128 ** -0.5)
+    assert max(backward_errors(runs[0], expected)) <= BACKWARD_BOUND[bf16]
+
+
+def test_attention_backward_refuses_what_it_cannot_do():
     gen = torch.Generator(device="cuda").manual_seed(4)
     q, k, v = (t.requires_grad_() for t in qkv_tensors(1, 64, 64, 2, 2, 64, bf16, "packed", gen))
-    o = oxtile.attention(q, k, v)
-    with pytest.raises(NotImplementedError, match="issue #26"):
-        o.sum().backward()
+    # The LSE is a statistic, not differentiable: a loss through it has no gradient from it, one through O does.
+    o, lse = oxtile.attention(q, k, v, return_lse=True)
+    assert o.requires_grad and not lse.requires_grad
+    (o * lse.transpose(1, 2)[..., None]).sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+    # Head dim 256 has a forward, no backward.
+    q, k, v = (t.requires_grad_() for t in qkv_tensors(1, 64, 64, 2, 2, 256, bf16, "packed", gen))
+    with pytest.raises(ValueError, match="64 or 128"):
+        oxtile.attention(q, k, v).sum().backward()
 
 
 def test_runs_on_the_current_stream():
