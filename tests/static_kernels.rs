@@ -662,10 +662,11 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
 }
 
 /// The attention backward's main kernels issue every product by wgmma, from one copy of the loop: per query tile
-/// Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (head_dim / 16 m64n64k16 each), dV += Pᵀ·dO and dK += dSᵀ·Q (4 m64n{head_dim}k16 each,
-/// A from registers), and dQ = dS·K (4 m64n64k16 per 64 columns of head dim, both operands transposed); they stage
-/// dQ in shared memory (one 8-byte store per value pair: 16 per thread and 64 columns) and add it to the f32
-/// accumulator by one bulk reduce-add per 64 columns (`cp.reduce.async.bulk`, SASS `UBLKRED`), never by a scattered
+/// Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (head_dim / 16 m64n{tile_q}k16 each), dV += Pᵀ·dO and dK += dSᵀ·Q (tile_q / 16
+/// m64n{head_dim}k16 each, A from registers), and dQ = dS·K (4 m64n64k16 per piece of 64 queries × 64 columns of head
+/// dim, both operands transposed); they stage dQ in shared memory (one 8-byte store per value pair: 16 per thread and
+/// piece) and add it to the f32 accumulator by one bulk reduce-add per piece (`cp.reduce.async.bulk`, SASS
+/// `UBLKRED`), never by a scattered
 /// `red.global.add.f32`; in the deterministic mode behind a semaphore per query tile, released by the one remaining
 /// `red` after a full wait for the bulk group and a proxy fence; they keep everything in registers (the hot-kernel
 /// check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap). The `_staggered` kernels,
@@ -676,12 +677,16 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     let mut checked = 0;
     for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")) {
         let s = stats(*kernel);
-        let head_dim = if kernel.name.contains("_d128_") { 128 } else { 64 };
-        let column_blocks = head_dim / 64;
-        let expected = 2 * (head_dim / 16) + 2 * 4 + 4 * column_blocks;
+        let tile =
+            if kernel.name.contains("_d128_") { oxtile_abi::ATTN_BWD_SM90_D128 } else { oxtile_abi::ATTN_BWD_SM90_D64 };
+        let (head_dim, pieces) = (tile.head_dim, tile.dq_pieces());
+        let expected = 2 * (head_dim / 16) + 2 * (tile.tile_q / 16) + 4 * pieces;
         assert_eq!(s.count("HGMMA"), expected, "`{}`: HGMMA", kernel.name);
+        let scores = format!("HGMMA.64x{}x16.F32", tile.tile_q);
+        let score_products = s.instructions.iter().filter(|i| i.starts_with(&scores) && !i.contains("tnsp")).count();
+        assert_eq!(score_products as u32, 2 * (head_dim / 16), "`{}`: Sᵀ and dPᵀ at the tile's width", kernel.name);
         let transposed = s.instructions.iter().filter(|i| i.starts_with("HGMMA") && i.contains("tnspA")).count();
-        assert_eq!(transposed as u32, 4 * column_blocks, "`{}`: dS·K with A read MN-major", kernel.name);
+        assert_eq!(transposed as u32, 4 * pieces, "`{}`: dS·K with A read MN-major", kernel.name);
         assert_eq!(s.count_with("REDG", "F32"), 0, "`{}`: no scattered dQ reductions", kernel.name);
         // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
         assert_eq!(s.count("REDG"), 1, "`{}`: semaphore releases", kernel.name);
@@ -689,16 +694,16 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         // without the deterministic mode's wait and release around it (the mode is a uniform kernel parameter).
         let bulk = s.opcodes().filter(|op| *op == "UBLKRED.G.S.ADD.F32.RN").count() as u32;
         assert_eq!(s.count("UBLKRED"), bulk, "`{}`: only f32 bulk additions", kernel.name);
-        assert_eq!(bulk, 2 * column_blocks, "`{}`: dQ bulk reductions", kernel.name);
+        assert_eq!(bulk, 2 * pieces, "`{}`: dQ bulk reductions", kernel.name);
         let ptx = entry_ptx(*kernel);
         let reduce = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32";
-        assert_eq!(ptx.matches(reduce).count() as u32, 2 * column_blocks, "`{}`", kernel.name);
+        assert_eq!(ptx.matches(reduce).count() as u32, 2 * pieces, "`{}`", kernel.name);
         // The deterministic chain: the full wait (not only `.read`) for the reductions, then the proxy fence,
         // then the release; a proxy fence after the acquire as well.
         assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count(), 1, "`{}`: the full wait", kernel.name);
         assert_eq!(ptx.matches("fence.proxy.async.global;").count(), 2, "`{}`: proxy fences", kernel.name);
-        // The staging tiles: 8-byte stores of value pairs, 16 per thread and column block.
-        assert_eq!(s.count_with("STS", "64") as u32, 16 * column_blocks, "`{}`: dQ staging stores", kernel.name);
+        // The staging pieces: 8-byte stores of value pairs, 16 per thread and piece.
+        assert_eq!(s.count_with("STS", "64") as u32, 16 * pieces, "`{}`: dQ staging stores", kernel.name);
         assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
         if let Some(plain) = kernel.name.strip_suffix("_staggered_sm90") {
             let plain = stats(*kernels::ALL.iter().find(|k| k.name == format!("{plain}_sm90")).unwrap());

@@ -155,8 +155,15 @@ mod tests {
 
     use super::*;
 
+    /// Query tiles of the two backward tiles: 64 rows (head dim 128) and 128 (head dim 64).
+    const TILES_Q: [u32; 2] = [64, 128];
+
     fn schedule(order: DqOrder, causal: bool, seq_q: u32, seq_k: u32) -> DqSchedule {
-        let (tile_q, tile_kv) = (64, 128);
+        schedule_with(order, causal, seq_q, seq_k, 64)
+    }
+
+    fn schedule_with(order: DqOrder, causal: bool, seq_q: u32, seq_k: u32, tile_q: u32) -> DqSchedule {
+        let tile_kv = 128;
         DqSchedule {
             order,
             causal,
@@ -234,8 +241,8 @@ mod tests {
     fn every_tile_takes_each_visitor_once_in_turns_zero_to_its_visitors() {
         for order in [DqOrder::Ascending, DqOrder::Staggered] {
             for causal in [false, true] {
-                for (seq_q, seq_k) in SHAPES {
-                    let s = schedule(order, causal, seq_q, seq_k);
+                for (tile_q, (seq_q, seq_k)) in TILES_Q.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
+                    let s = schedule_with(order, causal, seq_q, seq_k, tile_q);
                     for block in 0..s.key_blocks {
                         let walk: Vec<u32> = (0..s.visits(block)).map(|step| s.q_tile(block, step)).collect();
                         let mut sorted = walk.clone();
@@ -303,9 +310,9 @@ mod tests {
     #[test]
     fn staggered_turns_hardly_wait_and_neither_order_deadlocks() {
         for causal in [false, true] {
-            for (seq_q, seq_k) in SHAPES {
+            for (tile_q, (seq_q, seq_k)) in TILES_Q.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
                 for latency in [0, 1, 3] {
-                    let ascending = schedule(DqOrder::Ascending, causal, seq_q, seq_k);
+                    let ascending = schedule_with(DqOrder::Ascending, causal, seq_q, seq_k, tile_q);
                     let staggered = DqSchedule { order: DqOrder::Staggered, ..ascending };
                     // No waiting: the longest walk; or where a tile has more visitors than there are steps, its
                     // additions one after another.

@@ -464,16 +464,18 @@ const _: () = {
 /// the key/value head. Operands are `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
 ///
 /// Shared memory, in order: K, V, then per stage Q and dO, then one dSᵀ tile per consumer (its keys × `tile_q`
-/// queries, 16-bit, 128-byte swizzled: the A operand of dQ = dS·K read MN-major), then per consumer one dQ
-/// staging tile per column block (`tile_q` queries × 64 columns, f32, the run one bulk reduce-add adds to the
-/// accumulator), then per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V
-/// full, then Q full and Q empty per stage.
+/// queries, 16-bit, each 64 queries a 128-byte swizzled tile: the A operand of dQ = dS·K read MN-major), then per
+/// consumer its dQ staging pieces ([`Self::dq_pieces`] of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of
+/// f32 each, for each 64-row unit of the query tile its column blocks), then per stage the `tile_q` log2-unit LSE
+/// and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then per stage the
+/// staggered order's turn (u32).
 ///
-/// The f32 dQ accumulator in global memory is tiled to match: per (batch, head) its padded rows
-/// ([`attn_bwd_padded_rows`]) in query tiles, each tile `head_dim / 64` runs of [`Self::dq_tile_bytes`] (one per
-/// column block), each run the staging tile's bytes: `tile_q` rows of 64 f32, whose 32-byte units are permuted
-/// within each row (gpu/device/src/smem_layout.rs, `SW32_64X64_B32`). A query tile starts where it would in a
-/// row-major [rows, head_dim] array, so the accumulator's size is unchanged.
+/// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
+/// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
+/// piece (one per column block), each run a staging piece's bytes: 64 rows of 64 f32, whose 32-byte units are
+/// permuted within each row (gpu/device/src/smem_layout.rs, `SW32_64X64_B32`). A unit starts where it would in a
+/// row-major [rows, head_dim] array, so the accumulator's size is unchanged, and a query tile's pieces, in
+/// staging order, are one contiguous run of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnBwdTile {
     pub tile_q: u32,
@@ -488,6 +490,11 @@ impl AttnBwdTile {
     pub const WARPGROUP_THREADS: u32 = 128;
     /// Elements of one 128-byte swizzled row: the TMA box width and the column block of the shared layouts.
     pub const BOX_COLS: u32 = 64;
+    /// Rows of one unit of the dQ accumulator's layout, and of one deterministic-mode semaphore: whole query tiles
+    /// of every tile are whole units.
+    pub const DQ_UNIT_ROWS: u32 = 64;
+    /// One staging piece, and one run of the dQ accumulator: 64 queries × 64 columns of head dim, f32.
+    pub const DQ_PIECE_BYTES: u32 = Self::DQ_UNIT_ROWS * Self::BOX_COLS * 4;
     const BARRIER_BYTES: u32 = 8;
 
     pub const fn threads(&self) -> u32 {
@@ -539,14 +546,22 @@ impl AttnBwdTile {
         self.smem_do_offset(self.stages) + consumer * self.smem_ds_bytes()
     }
 
-    /// One dQ staging tile, and one run of the dQ accumulator: `tile_q` queries × 64 columns of head dim, f32.
-    pub const fn dq_tile_bytes(&self) -> u32 {
-        self.tile_q * Self::BOX_COLS * 4
+    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block,
+    /// unit-major (the accumulator's order).
+    pub const fn dq_pieces(&self) -> u32 {
+        self.tile_q / Self::DQ_UNIT_ROWS * self.column_blocks()
     }
 
-    /// Consumer `consumer`'s staging tile of column block `block`.
-    pub const fn smem_dq_offset(&self, consumer: u32, block: u32) -> u32 {
-        self.smem_ds_offset(self.consumers) + (consumer * self.column_blocks() + block) * self.dq_tile_bytes()
+    /// Consumer `consumer`'s staging piece `piece` (unit `piece / column_blocks`, column block
+    /// `piece % column_blocks`).
+    pub const fn smem_dq_offset(&self, consumer: u32, piece: u32) -> u32 {
+        self.smem_ds_offset(self.consumers) + (consumer * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
+    }
+
+    /// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
+    /// seq_q rounded up to whole query tiles, so every tile the kernel reads or adds to is in bounds.
+    pub const fn padded_rows(&self, seq_q: u32) -> u32 {
+        seq_q.div_ceil(self.tile_q) * self.tile_q
     }
 
     /// A stage's row statistics: `tile_q` f32.
@@ -569,8 +584,14 @@ impl AttnBwdTile {
         self.smem_dsum_offset(self.stages)
     }
 
+    /// The deterministic mode's turn at a stage's query tile in the staggered order (u32, written by the
+    /// producer), after the barriers.
+    pub const fn smem_turn_offset(&self, stage: u32) -> u32 {
+        self.barriers_offset() + (1 + 2 * self.stages) * Self::BARRIER_BYTES + 4 * stage
+    }
+
     pub const fn smem_bytes(&self) -> u32 {
-        self.barriers_offset() + (1 + 2 * self.stages) * Self::BARRIER_BYTES
+        self.smem_turn_offset(self.stages)
     }
 
     /// Bytes one stage receives: Q, dO, LSE and dO·O of a query tile.
@@ -584,20 +605,16 @@ impl AttnBwdTile {
 pub const ATTN_BWD_SM90_D128: AttnBwdTile =
     AttnBwdTile { tile_q: 64, tile_kv: 128, head_dim: 128, stages: 2, consumers: 2, element_bytes: 2 };
 
-/// Hopper attention backward, head dim 64: as [`ATTN_BWD_SM90_D128`] with a deeper ring.
+/// Hopper attention backward, head dim 64: 128 keys per block against query tiles of 128 rows (FlashAttention-3's
+/// tile there: Sᵀ and dPᵀ are m64n128, and a query tile's fixed costs are spread over twice the products), 2 stages
+/// (a third does not fit).
 pub const ATTN_BWD_SM90_D64: AttnBwdTile =
-    AttnBwdTile { tile_q: 64, tile_kv: 128, head_dim: 64, stages: 3, consumers: 2, element_bytes: 2 };
-
-/// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
-/// seq_q rounded up to whole query tiles, so every tile the kernel reads or adds to is in bounds.
-pub const fn attn_bwd_padded_rows(seq_q: u32) -> u32 {
-    seq_q.div_ceil(ATTN_BWD_SM90_D128.tile_q) * ATTN_BWD_SM90_D128.tile_q
-}
+    AttnBwdTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 2, consumers: 2, element_bytes: 2 };
 
 const _: () = assert!(ATTN_BWD_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(ATTN_BWD_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
-// Every operand tile starts on a 1024-byte swizzle-atom boundary; both tiles share the padding of the workspaces;
-// each consumer's keys are the M of one m64 wgmma and its dSᵀ rows are one 128-byte swizzled row of queries.
+// Every operand tile starts on a 1024-byte swizzle-atom boundary; each consumer's keys are the M of one m64 wgmma
+// and its dSᵀ rows are one 128-byte swizzled row per 64 queries.
 const _: () = {
     let tiles = [ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D64];
     let mut i = 0;
@@ -605,13 +622,14 @@ const _: () = {
         let t = tiles[i];
         assert!(t.smem_kv_bytes().is_multiple_of(1024) && t.smem_q_bytes().is_multiple_of(1024));
         assert!(t.smem_ds_bytes().is_multiple_of(1024) && t.smem_ds_offset(0).is_multiple_of(1024));
-        assert!(t.tile_q == ATTN_BWD_SM90_D128.tile_q && t.tile_q == AttnBwdTile::BOX_COLS);
+        // Query tiles of one or two 64-row units (the kernel's score fragments are m64n64 or m64n128).
+        assert!(t.tile_q == AttnBwdTile::DQ_UNIT_ROWS || t.tile_q == 2 * AttnBwdTile::DQ_UNIT_ROWS);
         assert!(t.consumer_keys() == 64 && t.smem_rows_bytes().is_multiple_of(16));
         assert!(t.threads() == 384);
         // dQ staging: the bulk reduce-add wants 16-byte aligned runs of a multiple of 16 bytes; the consumers
-        // stage at most two column blocks (one while the next one's product runs).
-        assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && t.dq_tile_bytes().is_multiple_of(1024));
-        assert!(t.column_blocks() >= 1 && t.column_blocks() <= 2);
+        // stage at most two pieces (one while the next one's product runs).
+        assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && AttnBwdTile::DQ_PIECE_BYTES.is_multiple_of(1024));
+        assert!(t.dq_pieces() >= 1 && t.dq_pieces() <= 2);
         i += 1;
     }
 };

@@ -157,7 +157,7 @@ macro_rules! attn_bwd_sm90_params {
             tensor_map_v: val(u64),
             tensor_map_do: val(u64),
             /// The preprocessing kernel's per-row workspaces, [batch, heads_q, padded rows] f32 each
-            /// (`attn_bwd_padded_rows`): the forward's LSE times log2(e) (+∞ for a row without a visible key and
+            /// (`AttnBwdTile::padded_rows`): the forward's LSE times log2(e) (+∞ for a row without a visible key and
             /// for padding rows) and dO·O.
             lse_log2: ptr(*const f32),
             dsum: ptr(*const f32),

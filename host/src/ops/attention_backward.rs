@@ -18,7 +18,7 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 pub use oxtile_abi::dq_order::DqOrder;
 use oxtile_abi::dq_order::DqSchedule;
-use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdParams, AttnBwdTile, attn_bwd_padded_rows};
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdParams, AttnBwdTile};
 
 use super::attention::{
     AttnElement, AttnOptions, AttnShape, AttnStrides, BackwardKernels, CheckedProblem, Strides, check_problem,
@@ -94,7 +94,7 @@ fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
         order: DqOrder::Staggered,
         causal,
         key_blocks: seq_k.div_ceil(tile.tile_kv),
-        q_tiles: attn_bwd_padded_rows(seq_q) / tile.tile_q,
+        q_tiles: tile.padded_rows(seq_q) / tile.tile_q,
         tile_q: tile.tile_q,
         tile_kv: tile.tile_kv,
         seq_q,
@@ -130,17 +130,16 @@ fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causa
     Ok(None)
 }
 
-/// Rows per (batch, head) in the workspaces: seq_q rounded up to whole query tiles.
+/// Rows per (batch, head) in the workspaces: seq_q rounded up to whole query tiles (`AttnBwdTile::padded_rows`,
+/// in `usize` so that a seq_q near 2^32 cannot wrap before `check_backward` refuses it).
 fn padded_rows(shape: AttnShape) -> usize {
-    attn_bwd_padded_rows(shape.seq_q as u32) as usize
+    let tile_q = tile_for(shape.head_dim).tile_q as usize;
+    shape.seq_q.div_ceil(tile_q) * tile_q
 }
 
 /// Rows of the per-row workspaces over all batches and heads.
 fn padded_rows_total(shape: AttnShape) -> usize {
-    shape.batch
-        * shape.heads_q
-        * shape.seq_q.div_ceil(ATTN_BWD_SM90_D128.tile_q as usize)
-        * ATTN_BWD_SM90_D128.tile_q as usize
+    shape.batch * shape.heads_q * padded_rows(shape)
 }
 
 /// The backward's scratch memory: per padded query row, its LSE in log2 units and D = dO·O, and the f32 dQ
@@ -149,7 +148,8 @@ struct Workspace {
     lse_log2: CudaSlice<f32>,
     dsum: CudaSlice<f32>,
     dq_accum: CudaSlice<f32>,
-    /// The deterministic mode's semaphores, one per (batch, head, query tile).
+    /// The deterministic mode's semaphores, one per (batch, head, 64-row unit): a query tile counts its turns on its
+    /// first unit's.
     dq_semaphores: Option<CudaSlice<u32>>,
 }
 
@@ -282,12 +282,12 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             tile.smem_bytes() as i32,
         )?;
         let rows = padded_rows_total(shape);
-        let tiles = rows / ATTN_BWD_SM90_D128.tile_q as usize;
+        let units = rows / AttnBwdTile::DQ_UNIT_ROWS as usize;
         let workspace = Workspace {
             lse_log2: stream.alloc_zeros::<f32>(rows)?,
             dsum: stream.alloc_zeros::<f32>(rows)?,
             dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
-            dq_semaphores: if order.is_some() { Some(stream.alloc_zeros::<u32>(tiles)?) } else { None },
+            dq_semaphores: if order.is_some() { Some(stream.alloc_zeros::<u32>(units)?) } else { None },
         };
         Ok(AttnBwdPlan {
             problem,
@@ -631,10 +631,14 @@ mod tests {
 
     #[test]
     fn padded_rows_cover_whole_query_tiles() {
-        assert_eq!(padded_rows(AttnShape::new(1, 1, 1, 1, 1, 64)), 64);
-        assert_eq!(padded_rows(AttnShape::new(1, 64, 1, 1, 1, 64)), 64);
-        assert_eq!(padded_rows(AttnShape::new(1, 65, 1, 1, 1, 64)), 128);
+        // Head dim 128: 64-row query tiles; head dim 64: 128-row ones.
+        assert_eq!(padded_rows(AttnShape::new(1, 1, 1, 1, 1, 128)), 64);
+        assert_eq!(padded_rows(AttnShape::new(1, 64, 1, 1, 1, 128)), 64);
+        assert_eq!(padded_rows(AttnShape::new(1, 65, 1, 1, 1, 128)), 128);
+        assert_eq!(padded_rows(AttnShape::new(1, 1, 1, 1, 1, 64)), 128);
+        assert_eq!(padded_rows(AttnShape::new(1, 129, 1, 1, 1, 64)), 256);
         assert_eq!(padded_rows_total(AttnShape::new(2, 77, 5, 3, 1, 128)), 2 * 3 * 128);
+        assert_eq!(padded_rows_total(AttnShape::new(2, 77, 5, 3, 1, 64)), 2 * 3 * 128);
     }
 
     #[test]
@@ -666,8 +670,11 @@ mod tests {
     fn tiles_fit_the_workspaces_and_the_head_dims() {
         for (tile, head_dim) in [(ATTN_BWD_SM90_D128, 128), (ATTN_BWD_SM90_D64, 64)] {
             assert_eq!(tile.head_dim, head_dim);
-            assert_eq!(tile.tile_q, ATTN_BWD_SM90_D128.tile_q);
-            assert_eq!(attn_bwd_padded_rows(1), tile.tile_q);
+            assert_eq!(tile_for(head_dim as usize), tile);
+            // Whole query tiles are whole units of the dQ accumulator and of the semaphores.
+            assert_eq!(tile.padded_rows(1), tile.tile_q);
+            assert!(tile.tile_q.is_multiple_of(AttnBwdTile::DQ_UNIT_ROWS));
+            assert_eq!(tile.dq_pieces() * AttnBwdTile::DQ_PIECE_BYTES, tile.tile_q * head_dim * 4);
         }
     }
 }

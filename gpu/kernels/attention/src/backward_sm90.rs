@@ -7,16 +7,17 @@
 //!    D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for padding rows, so its
 //!    probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
 //! 2. [`attn_bwd`], one block per 128 keys of one (key/value head, batch): K and V stay in shared memory while the
-//!    producer warp has TMA stream query tiles of 64 rows (Q, dO, and the rows' LSE and D) through a ring, for each
+//!    producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dim 128, 128 at head dim 64; Q, dO, and
+//!    the rows' LSE and D) through a ring, for each
 //!    query head of the key/value head in turn (GQA: dK and dV are summed in registers over the group, no atomics).
 //!    Each of the two consumer warpgroups owns 64 keys and, per query tile:
-//!    Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n64k16, both operands K-major in shared memory);
+//!    Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n{tile_q}k16, both operands K-major in shared memory);
 //!    Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) per query column; dSᵀ = Pᵀ ∘ (dPᵀ − D);
 //!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
-//!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major, 64 columns
-//!    of head dim at a time) staged in shared memory, 64 queries × 64 columns of f32 per tile, and added to the
-//!    f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) per tile from one thread: the
-//!    accumulator is tiled so that each staging tile is one contiguous run of it ([`dq_accum_index`]).
+//!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major), one piece
+//!    of 64 queries × 64 columns of head dim at a time (two per tile), each staged in shared memory as f32 and
+//!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from one thread:
+//!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
 //! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type and q's layout.
 //!
@@ -136,10 +137,11 @@ unsafe fn preprocess<E: Element>(
             lse_log2.add(warp).write(log2);
             dsum.add(warp).write(if valid { dot } else { 0.0 });
         }
-        // The first row of each query tile zeroes the tile's semaphore (deterministic mode).
-        let tile_q = ATTN_BWD_SM90_D128.tile_q as usize;
-        if !dq_semaphores.is_null() && i % tile_q == 0 {
-            unsafe { dq_semaphores.add(warp / tile_q).write(0) };
+        // The first row of each 64-row unit zeroes the unit's semaphore (deterministic mode; a query tile counts
+        // its turns on its first unit's).
+        let unit = AttnBwdTile::DQ_UNIT_ROWS as usize;
+        if !dq_semaphores.is_null() && i % unit == 0 {
+            unsafe { dq_semaphores.add(warp / unit).write(0) };
         }
     }
 }
@@ -148,8 +150,8 @@ unsafe fn preprocess<E: Element>(
 macro_rules! preprocess_kernel {
     ($name:ident, $element:ty) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per query tile, its u32 of `dq_semaphores`
-        /// zeroed unless that is null. Any block size that is a multiple of 32; the grid covers
+        /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per 64-row unit, its u32
+        /// of `dq_semaphores` zeroed unless that is null. Any block size that is a multiple of 32; the grid covers
         /// `batch · heads · padded_rows` warps.
         ///
         /// # Safety
@@ -216,17 +218,17 @@ preprocess_kernel!(attn_bwd_preprocess_f16, F16);
 // 3. dQ conversion.
 
 /// Index in the dQ accumulator of column `column` of padded row `row` (over all (batch, head) in order), in
-/// `AttnBwdTile`'s tiled layout: the row's query tile starts where it would in a row-major [rows, head_dim] array
-/// and holds one run per 64-column block, the main kernel's staging tile ([`SW32_64X64_B32`], in f32 units) as it
-/// was added.
+/// `AttnBwdTile`'s tiled layout: the row's 64-row unit starts where it would in a row-major [rows, head_dim] array
+/// and holds one run per 64-column block, a staging piece of the main kernel ([`SW32_64X64_B32`], in f32 units) as
+/// it was added.
 #[inline(always)]
 fn dq_accum_index(row: usize, column: usize, head_dim: usize) -> usize {
-    let tile_q = ATTN_BWD_SM90_D128.tile_q as usize;
-    let run = (ATTN_BWD_SM90_D128.dq_tile_bytes() / 4) as usize;
+    let unit_rows = AttnBwdTile::DQ_UNIT_ROWS as usize;
+    let run = (AttnBwdTile::DQ_PIECE_BYTES / 4) as usize;
     let box_cols = AttnBwdTile::BOX_COLS as usize;
-    let (tile, local) = (row / tile_q, row % tile_q);
+    let (unit, local) = (row / unit_rows, row % unit_rows);
     let in_run = SW32_64X64_B32.crd2idx_u32(&[local as u32, (column % box_cols) as u32]) / 4;
-    tile * tile_q * head_dim + (column / box_cols) * run + in_run as usize
+    unit * unit_rows * head_dim + (column / box_cols) * run + in_run as usize
 }
 
 /// dQ = scale · dq_accum over the seq_q real rows, in the input type, with q's strides: one element pair per
@@ -309,9 +311,8 @@ convert_kernel!(attn_bwd_convert_dq_f16, F16);
 // ---------------------------------------------------------------------------------------------------------------
 // 2. The main kernel.
 
-/// Scores (and probability gradients) per thread: the m64n64 accumulator fragment of one consumer's 64 keys × one
-/// 64-row query tile.
-const TILE_VALUES: usize = 32;
+/// Values per thread of one m64n64 f32 fragment: a dQ piece (64 queries × 64 columns of head dim).
+const PIECE_VALUES: usize = 32;
 
 /// One kernel configuration: the tile (shared with the host), the element type and its wgmma, and the order of
 /// the deterministic mode's dQ additions.
@@ -324,9 +325,17 @@ trait Config {
     /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of dK or dV.
     type Acc: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const ACC_ZERO: Self::Acc;
+    /// `tile_q / 2` f32 per thread: the m64n{tile_q} fragment of one consumer's 64 keys × the query tile (Sᵀ, dPᵀ),
+    /// and the same packed to 16-bit pairs (`tile_q / 4` u32: the A fragments of the k16 steps over the queries).
+    type Scores: Copy + AsRef<[f32]> + AsMut<[f32]>;
+    const SCORES_ZERO: Self::Scores;
+    type Packed: Copy + AsRef<[u32]> + AsMut<[u32]>;
+    const PACKED_ZERO: Self::Packed;
+    /// D (+)= A·B, m64n{tile_q}k16, both operands K-major in shared memory.
+    unsafe fn mma_scores(acc: &mut Self::Scores, desc_a: u64, desc_b: u64, accumulate: bool);
     /// D (+)= A·B, m64n64k16, both operands in shared memory (MN-major where the flag is 1).
     unsafe fn mma_ss<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
-        acc: &mut [f32; TILE_VALUES],
+        acc: &mut [f32; PIECE_VALUES],
         desc_a: u64,
         desc_b: u64,
         accumulate: bool,
@@ -337,21 +346,39 @@ trait Config {
 }
 
 macro_rules! config {
-    ($name:ident, $tile:path, $ss:ident, $rs:ident, $pack:path, acc = $acc:literal) => {
+    (
+        $name:ident,
+        $tile:path,
+        $scores_ss:ident,
+        $ss:ident,
+        $rs:ident,
+        $pack:path,
+        acc = $acc:literal,
+        scores = $scores:literal
+    ) => {
         /// A kernel configuration, in the ascending order (`false`) or the staggered one (`true`).
         struct $name<const STAGGERED: bool>;
 
-        const _: () = assert!(2 * $acc == $tile.head_dim);
+        const _: () = assert!(2 * $acc == $tile.head_dim && 2 * $scores == $tile.tile_q);
 
         impl<const STAGGERED: bool> Config for $name<STAGGERED> {
             const TILE: AttnBwdTile = $tile;
             const STAGGERED: bool = STAGGERED;
             type Acc = [f32; $acc];
             const ACC_ZERO: Self::Acc = [0.0; $acc];
+            type Scores = [f32; $scores];
+            const SCORES_ZERO: Self::Scores = [0.0; $scores];
+            type Packed = [u32; $scores / 2];
+            const PACKED_ZERO: Self::Packed = [0; $scores / 2];
+
+            #[inline(always)]
+            unsafe fn mma_scores(acc: &mut Self::Scores, desc_a: u64, desc_b: u64, accumulate: bool) {
+                unsafe { wgmma::$scores_ss::<0, 0>(acc, desc_a, desc_b, accumulate) }
+            }
 
             #[inline(always)]
             unsafe fn mma_ss<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
-                acc: &mut [f32; TILE_VALUES],
+                acc: &mut [f32; PIECE_VALUES],
                 desc_a: u64,
                 desc_b: u64,
                 accumulate: bool,
@@ -376,13 +403,42 @@ config!(
     Bf16D128,
     ATTN_BWD_SM90_D128,
     mma_m64n64k16_f32_bf16,
+    mma_m64n64k16_f32_bf16,
     mma_rs_m64n128k16_f32_bf16,
     convert::pack_bf16x2,
-    acc = 64
+    acc = 64,
+    scores = 32
 );
-config!(F16D128, ATTN_BWD_SM90_D128, mma_m64n64k16_f32_f16, mma_rs_m64n128k16_f32_f16, convert::pack_f16x2, acc = 64);
-config!(Bf16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_bf16, mma_rs_m64n64k16_f32_bf16, convert::pack_bf16x2, acc = 32);
-config!(F16D64, ATTN_BWD_SM90_D64, mma_m64n64k16_f32_f16, mma_rs_m64n64k16_f32_f16, convert::pack_f16x2, acc = 32);
+config!(
+    F16D128,
+    ATTN_BWD_SM90_D128,
+    mma_m64n64k16_f32_f16,
+    mma_m64n64k16_f32_f16,
+    mma_rs_m64n128k16_f32_f16,
+    convert::pack_f16x2,
+    acc = 64,
+    scores = 32
+);
+config!(
+    Bf16D64,
+    ATTN_BWD_SM90_D64,
+    mma_m64n128k16_f32_bf16,
+    mma_m64n64k16_f32_bf16,
+    mma_rs_m64n64k16_f32_bf16,
+    convert::pack_bf16x2,
+    acc = 32,
+    scores = 64
+);
+config!(
+    F16D64,
+    ATTN_BWD_SM90_D64,
+    mma_m64n128k16_f32_f16,
+    mma_m64n64k16_f32_f16,
+    mma_rs_m64n64k16_f32_f16,
+    convert::pack_f16x2,
+    acc = 32,
+    scores = 64
+);
 
 /// Defines one exported kernel over [`attn_bwd`], its parameters those of `oxtile_abi::attn_bwd_sm90_params!`.
 macro_rules! attn_bwd_kernel {
@@ -402,7 +458,7 @@ macro_rules! attn_bwd_kernel_fn {
         /// # Safety
         /// The parameters are as `oxtile_abi::attn_bwd_sm90_params!` documents them: the tensor maps are over q and
         /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
-        /// 128-byte swizzled, boxes of (64, 1, 64, 1) for q and dO and (64, 1, 128, 1) for k and v; the workspaces
+        /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, 128, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
         /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / 128), heads_kv,
         /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel waits for higher-numbered
@@ -527,8 +583,12 @@ impl SmemMap {
     fn ds(&self, consumer: u32) -> u32 {
         self.base + self.tile.smem_ds_offset(consumer)
     }
-    fn dq(&self, consumer: u32, block: u32) -> u32 {
-        self.base + self.tile.smem_dq_offset(consumer, block)
+    /// Bytes of one 64-query block of a dSᵀ tile (a 128-byte row per key).
+    fn ds_block_bytes(&self) -> u32 {
+        self.tile.consumer_keys() * 128
+    }
+    fn dq(&self, consumer: u32, piece: u32) -> u32 {
+        self.base + self.tile.smem_dq_offset(consumer, piece)
     }
     fn lse(&self, stage: u32) -> u32 {
         self.base + self.tile.smem_lse_offset(stage)
@@ -547,6 +607,9 @@ impl SmemMap {
     }
     fn q_empty(&self, stage: u32) -> u32 {
         self.barrier(1 + self.tile.stages + stage)
+    }
+    fn turn(&self, stage: u32) -> u32 {
+        self.base + self.tile.smem_turn_offset(stage)
     }
 }
 
@@ -621,25 +684,21 @@ impl Block {
         (self.kv_head * problem.group + member, q_tile * tile.tile_q)
     }
 
-    /// The deterministic mode's place of this block's additions to the query tile starting at `q0`, among the
-    /// blocks of its (batch, key/value head): key blocks ascending, or [`DqSchedule::turn`] when staggered.
+    /// The staggered order's place of this block's additions to the query tile starting at `q0` among the blocks of
+    /// its (batch, key/value head), [`DqSchedule::turn`]. (The ascending order's is the block index.)
     #[inline(always)]
-    fn turn<C: Config>(&self, q0: u32, problem: &Problem) -> u32 {
-        if C::STAGGERED {
-            staggered_schedule(problem, C::TILE).turn(block_idx_x(), q0 / C::TILE.tile_q)
-        } else {
-            block_idx_x()
-        }
+    fn staggered_turn(&self, q0: u32, problem: &Problem, tile: AttnBwdTile) -> u32 {
+        staggered_schedule(problem, tile).turn(block_idx_x(), q0 / tile.tile_q)
     }
 
     /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
     #[inline(always)]
-    fn semaphore(&self, head: u32, q0: u32, problem: &Problem, tile: AttnBwdTile) -> *mut u32 {
+    fn semaphore(&self, head: u32, q0: u32, problem: &Problem) -> *mut u32 {
         if problem.dq_semaphores.is_null() {
             return core::ptr::null_mut();
         }
         let row = self.workspace_row(head, q0, problem);
-        unsafe { problem.dq_semaphores.add(row / tile.tile_q as usize) }
+        unsafe { problem.dq_semaphores.add(row / AttnBwdTile::DQ_UNIT_ROWS as usize) }
     }
 
     /// Row of (batch, head, q0) in the per-row workspaces.
@@ -721,8 +780,14 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
         let stage = ring.stage;
         let full = smem.q_full(stage);
         let row = block.workspace_row(head, q0, problem);
+        // Computed before the wait for the stage, off the path from its release to its refill.
+        let turn = if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { 0 };
         unsafe {
             mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1);
+            if C::STAGGERED {
+                // Ordered before the consumers' reads by this arrival (release) and their wait (acquire).
+                smem::store_u32(smem.turn(stage), turn);
+            }
             mbarrier::arrive_expect_tx(full, tile.stage_bytes());
             for column_block in 0..tile.column_blocks() {
                 let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
@@ -757,7 +822,7 @@ impl Warpgroup<'_> {
     /// acc = A·Bᵀ over the head dimension for this warpgroup's 64 keys: A = K or V (`a` its first column block),
     /// B = Q or dO of a stage (`b` likewise), both K-major; one wgmma per 16 head-dim columns.
     #[inline(always)]
-    fn issue_keys_by_queries<C: Config>(&self, acc: &mut [f32; TILE_VALUES], a: u32, b: u32) {
+    fn issue_keys_by_queries<C: Config>(&self, acc: &mut C::Scores, a: u32, b: u32) {
         let (kv_block_bytes, q_block_bytes) = (self.smem.kv_block_bytes(), self.smem.q_block_bytes());
         // K and V do not move: descriptors computed from addresses opaque here are computed at each use, one add
         // each, instead of all of them once before the loop over query tiles and held (spilled) across it.
@@ -768,7 +833,7 @@ impl Warpgroup<'_> {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
                 let step_a = wgmma::desc_advance(desc_a, block * kv_block_bytes + k_offset);
                 let step_b = wgmma::desc_advance(desc_b, block * q_block_bytes + k_offset);
-                unsafe { C::mma_ss::<0, 0>(acc, step_a, step_b, STEP > 0) };
+                unsafe { C::mma_scores(acc, step_a, step_b, STEP > 0) };
             }
         });
     }
@@ -776,29 +841,36 @@ impl Warpgroup<'_> {
     /// acc += Aᵀ-fragment · B over the query tile: A (this warpgroup's keys × the tile's queries) packed in
     /// registers, B = dO or Q of a stage (`b` its first column block) read MN-major; one wgmma per 16 queries.
     #[inline(always)]
-    fn issue_keys_by_head_dim<C: Config>(&self, acc: &mut C::Acc, a: &[u32; TILE_VALUES / 2], b: u32) {
+    fn issue_keys_by_head_dim<C: Config>(&self, acc: &mut C::Acc, a: &C::Packed, b: u32) {
         // B is MN-major: head-dim blocks (N) of `tile_q` query rows (k), `q_block_bytes` apart.
         let b_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_q)) };
         let desc_b = wgmma::desc(b, b_major);
+        let a = a.as_ref();
         // `seq!` repeats its body in one scope: each step's descriptor gets a name of its own (a shadowing
         // `let desc_b` would advance from the previous step's, not from the tile's start).
-        seq!(STEP in 0..4 {
-            let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
-            let step = [a[4 * STEP], a[4 * STEP + 1], a[4 * STEP + 2], a[4 * STEP + 3]];
-            unsafe { C::mma_rs(acc, &step, step_b) };
+        seq!(STEP in 0..8 {
+            if STEP < C::TILE.tile_q / 16 {
+                let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+                let step = [a[4 * STEP], a[4 * STEP + 1], a[4 * STEP + 2], a[4 * STEP + 3]];
+                unsafe { C::mma_rs(acc, &step, step_b) };
+            }
         });
     }
 
-    /// acc = dS · K[:, 64 · column_block ..][.. 64] for the tile's 64 queries over this warpgroup's 64 keys: A = dSᵀ
-    /// from this warpgroup's shared tile, B = K, both read MN-major; one wgmma per 16 keys.
+    /// acc = dS · K[:, 64 · column_block ..][.. 64] for dQ piece `piece` (`unit` = piece / column blocks: the
+    /// tile's 64 queries from 64 · unit on; `column_block` = piece % column blocks) over this warpgroup's 64 keys:
+    /// A = dSᵀ from this warpgroup's shared tile, B = K, both read MN-major; one wgmma per 16 keys.
     #[inline(always)]
-    fn issue_dq<C: Config>(&self, acc: &mut [f32; TILE_VALUES], column_block: u32) {
+    fn issue_dq<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], piece: u32) {
+        let (unit, column_block) = (piece / C::TILE.column_blocks(), piece % C::TILE.column_blocks());
         // Both tiles stay put; opaque addresses keep their descriptors from being held across the loop (see
         // `issue_keys_by_queries`).
-        // dSᵀ: one block of `tile_q` queries (M) per key row (k); K: head-dim blocks (N) of `tile_kv` key rows (k).
+        // dSᵀ: blocks of 64 queries (M), `ds_block_bytes` apart, one row per key (k); K: head-dim blocks (N) of
+        // `tile_kv` key rows (k).
         let ds_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.tile_q / 64, C::TILE.consumer_keys())) };
         let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
-        let desc_a = wgmma::desc(opaque_here(self.smem.ds(self.consumer)), ds_major);
+        let ds = self.smem.ds(self.consumer) + unit * self.smem.ds_block_bytes();
+        let desc_a = wgmma::desc(opaque_here(ds), ds_major);
         let desc_b = wgmma::desc(opaque_here(self.smem.k(column_block) + self.keys_offset), k_major);
         seq!(STEP in 0..4 {
             let step_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
@@ -857,20 +929,20 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
 
         // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ.
-        let mut s = [0.0f32; TILE_VALUES];
-        let mut dp = [0.0f32; TILE_VALUES];
+        let mut s = C::SCORES_ZERO;
+        let mut dp = C::SCORES_ZERO;
         wgmma::fence();
         warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0));
         warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0));
         wgmma::commit_group();
         wgmma::wait_group::<0>();
-        wgmma::fence_operands(&mut s);
-        wgmma::fence_operands(&mut dp);
+        wgmma::fence_operands(s.as_mut());
+        wgmma::fence_operands(dp.as_mut());
 
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
         // and their K rows add nothing to dQ, so only the causal mask needs applying.
         let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
-        unsafe { gradients_of_scores(&mut s, &mut dp, &warpgroup, stage, key0, q0, masked, problem) };
+        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack::<C>(&dp);
 
@@ -879,12 +951,12 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         // (only the leader has any; the others return at once), so there is no branch in front of the barrier.
         tma::wait_group_read::<0>();
         warpgroup.sync();
-        unsafe { store_ds(&ds, &warpgroup) };
+        unsafe { store_ds::<C>(&ds, &warpgroup) };
         smem::fence_proxy_async_shared();
         warpgroup.sync();
 
-        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first 64 columns of dQ = dS·K.
-        let mut dq = [0.0f32; TILE_VALUES];
+        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first piece of dQ = dS·K.
+        let mut dq = [0.0f32; PIECE_VALUES];
         wgmma::fence();
         warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
         warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
@@ -894,14 +966,17 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dv.as_mut());
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
+        // The staggered order's turn at this tile, which the producer computed into the stage (in the consumers
+        // its divisions spill the 128-row tile's registers), read before the stage is handed back.
+        let staggered_turn = if C::STAGGERED { unsafe { smem::load_u32(smem.turn(stage)) } } else { 0 };
         warpgroup.release(smem.q_empty(stage));
         let accum_tile =
             unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
         // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the blocks
         // whose turns come before this block's, and after consumer 0 of this block for consumer 1.
         let turn = Turn {
-            semaphore: block.semaphore(head, q0, problem, tile),
-            count: tile.consumers * block.turn::<C>(q0, problem) + warpgroup.consumer,
+            semaphore: block.semaphore(head, q0, problem),
+            count: tile.consumers * if C::STAGGERED { staggered_turn } else { block_idx_x() } + warpgroup.consumer,
         };
         unsafe { add_dq::<C>(&dq, &warpgroup, accum_tile, turn) };
         ring.advance();
@@ -915,9 +990,9 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
 /// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ; LSE and D per query column, from the stage's rows.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gradients_of_scores(
-    s: &mut [f32; TILE_VALUES],
-    dp: &mut [f32; TILE_VALUES],
+unsafe fn gradients_of_scores<C: Config>(
+    s: &mut C::Scores,
+    dp: &mut C::Scores,
     warpgroup: &Warpgroup,
     stage: u32,
     key0: u32,
@@ -927,53 +1002,68 @@ unsafe fn gradients_of_scores(
 ) {
     let (lse, dsum) = (warpgroup.smem.lse(stage), warpgroup.smem.dsum(stage));
     let scale_log2 = problem.scale_log2;
-    seq!(BLOCK in 0..8 {
-        let column = 8 * BLOCK + warpgroup.column;
-        let (lse0, lse1) = unsafe { smem::load_f32x2(lse + 4 * column) };
-        let (d0, d1) = unsafe { smem::load_f32x2(dsum + 4 * column) };
-        seq!(HALF in 0..2 {
-            seq!(PAIR in 0..2 {
-                let i = 4 * BLOCK + 2 * HALF + PAIR;
-                let (row_lse, row_d) = if PAIR == 0 { (lse0, d0) } else { (lse1, d1) };
-                let mut probability = mufu::ex2_approx(core::intrinsics::fmaf32(s[i], scale_log2, -row_lse));
-                if masked {
-                    // Key j is hidden from query row i when j > i + seq_k − seq_q.
-                    let key = key0 + warpgroup.row + 8 * HALF;
-                    let query = q0 + column + PAIR;
-                    if key + problem.seq_q > query + problem.seq_k {
-                        probability = 0.0;
+    let (s, dp) = (s.as_mut(), dp.as_mut());
+    // One block per 8 query columns: 8 or 16.
+    seq!(BLOCK in 0..16 {
+        if 4 * BLOCK < s.len() {
+            let column = 8 * BLOCK + warpgroup.column;
+            let (lse0, lse1) = unsafe { smem::load_f32x2(lse + 4 * column) };
+            let (d0, d1) = unsafe { smem::load_f32x2(dsum + 4 * column) };
+            seq!(HALF in 0..2 {
+                seq!(PAIR in 0..2 {
+                    let i = 4 * BLOCK + 2 * HALF + PAIR;
+                    let (row_lse, row_d) = if PAIR == 0 { (lse0, d0) } else { (lse1, d1) };
+                    let mut probability = mufu::ex2_approx(core::intrinsics::fmaf32(s[i], scale_log2, -row_lse));
+                    if masked {
+                        // Key j is hidden from query row i when j > i + seq_k − seq_q.
+                        let key = key0 + warpgroup.row + 8 * HALF;
+                        let query = q0 + column + PAIR;
+                        if key + problem.seq_q > query + problem.seq_k {
+                            probability = 0.0;
+                        }
                     }
-                }
-                s[i] = probability;
-                dp[i] = probability * (dp[i] - row_d);
+                    s[i] = probability;
+                    dp[i] = probability * (dp[i] - row_d);
+                });
             });
-        });
+        }
     });
 }
 
 /// A tile of probabilities (or their gradients) as the 16-bit A fragments of the k16 steps over the queries:
 /// values 2i and 2i + 1 are neighbours in a row.
 #[inline(always)]
-fn pack<C: Config>(values: &[f32; TILE_VALUES]) -> [u32; TILE_VALUES / 2] {
-    let mut packed = [0u32; TILE_VALUES / 2];
-    seq!(I in 0..16 {
-        packed[I] = C::pack2(values[2 * I], values[2 * I + 1]);
-    });
+fn pack<C: Config>(values: &C::Scores) -> C::Packed {
+    let mut packed = C::PACKED_ZERO;
+    {
+        let (values, to) = (values.as_ref(), packed.as_mut());
+        seq!(I in 0..32 {
+            if I < to.len() {
+                to[I] = C::pack2(values[2 * I], values[2 * I + 1]);
+            }
+        });
+    }
     packed
 }
 
-/// Writes this thread's packed dSᵀ values into the warpgroup's shared tile: one 128-byte swizzled row per key,
-/// the tile's 64 queries along it (addressed by the layout algebra's [`SW128_64X64_B16`]).
+/// Writes this thread's packed dSᵀ values into the warpgroup's shared tile: per 64 queries one 64 × 64 block, a
+/// 128-byte swizzled row per key with the block's queries along it (addressed by the layout algebra's
+/// [`SW128_64X64_B16`]).
 #[inline(always)]
-unsafe fn store_ds(ds: &[u32; TILE_VALUES / 2], warpgroup: &Warpgroup) {
+unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup) {
     let base = warpgroup.smem.ds(warpgroup.consumer);
+    let block_bytes = warpgroup.smem.ds_block_bytes();
+    let ds = ds.as_ref();
     // The offsets depend on the thread only; computed from values opaque here, they are computed here instead of
     // once before the loop over query tiles and held (spilled, at its register pressure) until now.
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
-    seq!(I in 0..16 {
-        let (half, column) = value_position(2 * I);
-        let offset = SW128_64X64_B16.crd2idx_u32(&[row + 8 * half, first_column + column]);
-        unsafe { smem::store_u32(base + offset, ds[I]) };
+    seq!(I in 0..32 {
+        if I < ds.len() {
+            let (half, column) = value_position(2 * I);
+            let (block, column) = (column / 64, column % 64);
+            let offset = block * block_bytes + SW128_64X64_B16.crd2idx_u32(&[row + 8 * half, first_column + column]);
+            unsafe { smem::store_u32(base + offset, ds[I]) };
+        }
     });
 }
 
@@ -984,9 +1074,10 @@ struct Turn {
     count: u32,
 }
 
-/// Adds the tile's dQ partial over this warpgroup's keys to the accumulator tile at `accum_tile`: each 64-column
-/// block staged in shared memory by every thread (`dq` holds the first block's values; at head dim 128 the
-/// second block's product runs while they are stored), then one bulk reduce-add per block from the leader.
+/// Adds the tile's dQ partial over this warpgroup's keys to the accumulator tile at `accum_tile`: each piece (64
+/// queries × 64 columns) staged in shared memory by every thread (`dq` holds the first piece's values; where there
+/// are two, the second piece's product runs while they are stored), then one bulk reduce-add per piece from the
+/// leader, into consecutive runs of the accumulator.
 /// Returns with the reductions in flight; the next tile's first barrier waits for their reads of the staging
 /// tiles.
 ///
@@ -1000,17 +1091,17 @@ struct Turn {
 /// async-proxy accesses ordered after its acquire) → B's reductions. So each element sees the additions in turn
 /// order, and the f32 sums round the same in every launch.
 #[inline(always)]
-unsafe fn add_dq<C: Config>(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, accum_tile: *mut f32, turn: Turn) {
+unsafe fn add_dq<C: Config>(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, accum_tile: *mut f32, turn: Turn) {
     let tile = C::TILE;
-    let two_blocks = tile.column_blocks() == 2;
-    let mut second = [0.0f32; TILE_VALUES];
-    if two_blocks {
+    let two_pieces = tile.dq_pieces() == 2;
+    let mut second = [0.0f32; PIECE_VALUES];
+    if two_pieces {
         wgmma::fence();
         warpgroup.issue_dq::<C>(&mut second, 1);
         wgmma::commit_group();
     }
     unsafe { stage_dq(dq, warpgroup, 0) };
-    if two_blocks {
+    if two_pieces {
         wgmma::wait_group::<0>();
         wgmma::fence_operands(&mut second);
         unsafe { stage_dq(&second, warpgroup, 1) };
@@ -1027,10 +1118,10 @@ unsafe fn add_dq<C: Config>(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, accu
             if deterministic {
                 atomic::fence_proxy_async_global();
             }
-            let run = tile.dq_tile_bytes();
-            for column_block in 0..tile.column_blocks() {
-                let to = unsafe { accum_tile.add((column_block * run / 4) as usize) };
-                unsafe { tma::reduce_add_bulk_f32(to, warpgroup.smem.dq(warpgroup.consumer, column_block), run) };
+            let run = AttnBwdTile::DQ_PIECE_BYTES;
+            for piece in 0..tile.dq_pieces() {
+                let to = unsafe { accum_tile.add((piece * run / 4) as usize) };
+                unsafe { tma::reduce_add_bulk_f32(to, warpgroup.smem.dq(warpgroup.consumer, piece), run) };
             }
             tma::commit_group();
             if deterministic {
@@ -1042,12 +1133,12 @@ unsafe fn add_dq<C: Config>(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, accu
     }
 }
 
-/// Writes this thread's values of one 64-column block of the dQ partial (rows = the tile's queries) into the
-/// warpgroup's staging tile of that block: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets
-/// (whose permutation spreads each half-warp's store over all 32 banks).
+/// Writes this thread's values of one piece of the dQ partial (64 queries × 64 columns) into the warpgroup's
+/// staging piece: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets (whose permutation spreads
+/// each half-warp's store over all 32 banks).
 #[inline(always)]
-unsafe fn stage_dq(dq: &[f32; TILE_VALUES], warpgroup: &Warpgroup, column_block: u32) {
-    let base = warpgroup.smem.dq(warpgroup.consumer, column_block);
+unsafe fn stage_dq(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, piece: u32) {
+    let base = warpgroup.smem.dq(warpgroup.consumer, piece);
     // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
     seq!(I in 0..16 {
