@@ -1,5 +1,5 @@
 //! Attention backward on the GPU: the plain reference kernel against the float64 CPU gradients on small odd shapes
-//! (S = 1, odd lengths, seq_q ≠ seq_k causal, GQA and MQA, both head dims and input types), and its argument checks;
+//! (S = 1, odd lengths, seq_q ≠ seq_k causal, GQA and MQA, head dims 64, 128 and 256, both input types), and its argument checks;
 //! the Hopper kernels (`attention_backward`) against the float64 gradients on the same kind of shapes and against the
 //! reference kernel on large ones, and their argument checks.
 //!
@@ -110,6 +110,7 @@ fn reference_kernel_matches_float64_gradients() {
         AttnShape::new(1, 129, 77, 3, 1, 128),
         AttnShape::new(1, 200, 200, 2, 2, 128),
         AttnShape::new(2, 33, 31, 8, 1, 64),
+        AttnShape::new(1, 90, 70, 4, 2, 256),
     ];
     let mut lines = Vec::new();
     let mut failed = 0;
@@ -263,6 +264,9 @@ fn fast_kernel_matches_float64_on_odd_and_edge_sizes() {
         AttnShape::new(1, 129, 129, 2, 1, 128),
         AttnShape::new(1, 64, 128, 1, 1, 128),
         AttnShape::new(1, 200, 200, 2, 2, 64),
+        AttnShape::new(1, 1, 1, 1, 1, 256),
+        AttnShape::new(1, 129, 129, 2, 1, 256),
+        AttnShape::new(2, 64, 64, 2, 2, 256),
     ] {
         cases.push((shape, false));
         cases.push((shape, true));
@@ -282,6 +286,8 @@ fn fast_kernel_matches_float64_when_seq_q_and_seq_k_differ() {
         AttnShape::new(1, 1, 300, 2, 1, 128),
         AttnShape::new(1, 300, 1, 2, 1, 64),
         AttnShape::new(1, 190, 260, 2, 2, 128),
+        AttnShape::new(1, 100, 190, 2, 1, 256),
+        AttnShape::new(1, 190, 65, 2, 2, 256),
     ] {
         cases.push((shape, false));
         cases.push((shape, true));
@@ -298,6 +304,8 @@ fn fast_kernel_sums_dk_and_dv_over_grouped_and_multi_query_heads() {
         AttnShape::new(2, 65, 130, 4, 2, 64),
         AttnShape::new(1, 150, 150, 8, 1, 64),
         AttnShape::new(1, 70, 200, 3, 1, 128),
+        AttnShape::new(1, 100, 140, 4, 2, 256),
+        AttnShape::new(1, 70, 130, 4, 1, 256),
     ] {
         cases.push((shape, false));
         cases.push((shape, true));
@@ -358,12 +366,17 @@ fn large_shapes_match_the_reference_kernel() {
     let gpu = gpu();
     let seed = fresh_seed();
     let shapes = if under_sanitizer() {
-        vec![AttnShape::new(1, 300, 300, 2, 1, 128), AttnShape::new(1, 257, 257, 2, 2, 64)]
+        vec![
+            AttnShape::new(1, 300, 300, 2, 1, 128),
+            AttnShape::new(1, 257, 257, 2, 2, 64),
+            AttnShape::new(1, 200, 230, 2, 1, 256),
+        ]
     } else {
         vec![
             AttnShape::new(2, 2048, 2048, 16, 16, 128),
             AttnShape::new(1, 4096, 4096, 8, 2, 64),
             AttnShape::new(1, 1000, 3000, 8, 8, 128),
+            AttnShape::new(1, 2048, 2048, 8, 2, 256),
         ]
     };
     let mut lines = Vec::new();
@@ -434,13 +447,18 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
     let stream = gpu.stream();
     let seed = fresh_seed();
     let shapes = if under_sanitizer() {
-        vec![AttnShape::new(1, 200, 300, 2, 1, 64), AttnShape::new(1, 100, 900, 1, 1, 64)]
+        vec![
+            AttnShape::new(1, 200, 300, 2, 1, 64),
+            AttnShape::new(1, 100, 900, 1, 1, 64),
+            AttnShape::new(1, 150, 400, 2, 1, 256),
+        ]
     } else {
         vec![
             AttnShape::new(2, 1024, 1024, 8, 2, 128),
             AttnShape::new(1, 777, 1500, 4, 4, 64),
             AttnShape::new(1, 2000, 700, 2, 1, 128),
             AttnShape::new(1, 300, 3000, 4, 2, 64),
+            AttnShape::new(1, 1000, 1500, 4, 2, 256),
         ]
     };
     let mut lines = Vec::new();

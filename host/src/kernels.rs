@@ -519,6 +519,8 @@ pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::attention("attn_bwd_ref
 pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::attention("attn_bwd_reference_f16_d128").cold();
 pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::attention("attn_bwd_reference_bf16_d64").cold();
 pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::attention("attn_bwd_reference_f16_d64").cold();
+pub const ATTN_BWD_REFERENCE_BF16_D256: Kernel = Kernel::attention("attn_bwd_reference_bf16_d256").cold();
+pub const ATTN_BWD_REFERENCE_F16_D256: Kernel = Kernel::attention("attn_bwd_reference_f16_d256").cold();
 
 /// Hopper attention backward (gpu/kernels/attention/src/backward_sm90.rs): the main kernel per element type and
 /// head dim, and the preprocessing (dO·O, log2-unit LSE, the dQ accumulator zeroed) and dQ conversion per element
@@ -527,11 +529,15 @@ pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d12
 pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_sm90");
 pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_sm90");
 pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_sm90");
+pub const ATTN_BWD_BF16_D256_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d256_sm90");
+pub const ATTN_BWD_F16_D256_SM90: Kernel = Kernel::attention("attn_bwd_f16_d256_sm90");
 /// The main kernels in the deterministic mode's staggered order (gpu/abi/src/dq_order.rs).
 pub const ATTN_BWD_BF16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d128_staggered_sm90");
 pub const ATTN_BWD_F16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_staggered_sm90");
 pub const ATTN_BWD_BF16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_staggered_sm90");
 pub const ATTN_BWD_F16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_staggered_sm90");
+pub const ATTN_BWD_BF16_D256_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d256_staggered_sm90");
+pub const ATTN_BWD_F16_D256_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d256_staggered_sm90");
 pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention("attn_bwd_preprocess_bf16");
 pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention("attn_bwd_preprocess_f16");
 pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention("attn_bwd_convert_dq_bf16");
@@ -581,14 +587,20 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_REFERENCE_F16_D128,
     ATTN_BWD_REFERENCE_BF16_D64,
     ATTN_BWD_REFERENCE_F16_D64,
+    ATTN_BWD_REFERENCE_BF16_D256,
+    ATTN_BWD_REFERENCE_F16_D256,
     ATTN_BWD_BF16_D128_SM90,
     ATTN_BWD_F16_D128_SM90,
     ATTN_BWD_BF16_D64_SM90,
     ATTN_BWD_F16_D64_SM90,
+    ATTN_BWD_BF16_D256_SM90,
+    ATTN_BWD_F16_D256_SM90,
     ATTN_BWD_BF16_D128_STAGGERED_SM90,
     ATTN_BWD_F16_D128_STAGGERED_SM90,
     ATTN_BWD_BF16_D64_STAGGERED_SM90,
     ATTN_BWD_F16_D64_STAGGERED_SM90,
+    ATTN_BWD_BF16_D256_STAGGERED_SM90,
+    ATTN_BWD_F16_D256_STAGGERED_SM90,
     ATTN_BWD_PREPROCESS_BF16,
     ATTN_BWD_PREPROCESS_F16,
     ATTN_BWD_CONVERT_DQ_BF16,
@@ -695,7 +707,7 @@ mod tests {
         }
         let backward: Vec<&Kernel> =
             ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")).collect();
-        assert_eq!(backward.len(), 8);
+        assert_eq!(backward.len(), 12);
         for kernel in backward {
             check(kernel, &oxtile_abi::AttnBwdParams::SIZES);
         }

@@ -8,7 +8,8 @@
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
 //! tile's dQ accumulator. Without the deterministic mode the additions race (f32 sums in any order). With it, each
 //! dQ tile takes the additions of its visitors in a fixed order, the *turns*: a block's consumer warpgroup waits
-//! until the tile's semaphore counts every earlier turn (`consumers · turn + consumer`), adds, and counts itself in.
+//! until the tile's semaphore counts every earlier turn (`consumers · turn + consumer`; where the consumers split
+//! the head dim and add disjoint columns, both wait for `consumers · turn`), adds, and counts itself in.
 //!
 //! Two orders:
 //! - [`DqOrder::Ascending`]: every block walks its tiles in ascending order and the turns go by key block,
@@ -155,15 +156,23 @@ mod tests {
 
     use super::*;
 
-    /// Query tiles of the two backward tiles: 64 rows (head dim 128) and 128 (head dim 64).
-    const TILES_Q: [u32; 2] = [64, 128];
+    /// (query rows, keys) of every backward tile: 64 × 128 (head dim 128), 128 × 128 (64), 64 × 64 (256).
+    const TILES: [(u32, u32); 3] = {
+        let tiles = crate::ATTN_BWD_SM90_TILES;
+        [(tiles[0].tile_q, tiles[0].tile_kv), (tiles[1].tile_q, tiles[1].tile_kv), (tiles[2].tile_q, tiles[2].tile_kv)]
+    };
 
     fn schedule(order: DqOrder, causal: bool, seq_q: u32, seq_k: u32) -> DqSchedule {
-        schedule_with(order, causal, seq_q, seq_k, 64)
+        schedule_with(order, causal, seq_q, seq_k, (64, 128))
     }
 
-    fn schedule_with(order: DqOrder, causal: bool, seq_q: u32, seq_k: u32, tile_q: u32) -> DqSchedule {
-        let tile_kv = 128;
+    fn schedule_with(
+        order: DqOrder,
+        causal: bool,
+        seq_q: u32,
+        seq_k: u32,
+        (tile_q, tile_kv): (u32, u32),
+    ) -> DqSchedule {
         DqSchedule {
             order,
             causal,
@@ -241,8 +250,8 @@ mod tests {
     fn every_tile_takes_each_visitor_once_in_turns_zero_to_its_visitors() {
         for order in [DqOrder::Ascending, DqOrder::Staggered] {
             for causal in [false, true] {
-                for (tile_q, (seq_q, seq_k)) in TILES_Q.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
-                    let s = schedule_with(order, causal, seq_q, seq_k, tile_q);
+                for (tile, (seq_q, seq_k)) in TILES.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
+                    let s = schedule_with(order, causal, seq_q, seq_k, tile);
                     for block in 0..s.key_blocks {
                         let walk: Vec<u32> = (0..s.visits(block)).map(|step| s.q_tile(block, step)).collect();
                         let mut sorted = walk.clone();
@@ -310,9 +319,9 @@ mod tests {
     #[test]
     fn staggered_turns_hardly_wait_and_neither_order_deadlocks() {
         for causal in [false, true] {
-            for (tile_q, (seq_q, seq_k)) in TILES_Q.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
+            for (tile, (seq_q, seq_k)) in TILES.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
                 for latency in [0, 1, 3] {
-                    let ascending = schedule_with(DqOrder::Ascending, causal, seq_q, seq_k, tile_q);
+                    let ascending = schedule_with(DqOrder::Ascending, causal, seq_q, seq_k, tile);
                     let staggered = DqSchedule { order: DqOrder::Staggered, ..ascending };
                     // No waiting: the longest walk; or where a tile has more visitors than there are steps, its
                     // additions one after another.

@@ -459,16 +459,18 @@ const _: () = {
 
 /// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/attention/src/backward_sm90.rs): a
 /// producer warpgroup feeding `consumers` math warpgroups. Each block owns `tile_kv` keys of one (batch, key/value
-/// head), `tile_kv / consumers` per consumer warpgroup; K and V stay in shared memory while query tiles of `tile_q`
-/// rows (Q, dO and their rows' log-sum-exp and dO·O) stream through a `stages`-deep ring, for every query head of
-/// the key/value head. Operands are `head_dim / 64` column blocks of 128-byte swizzled rows (one TMA box each).
+/// head), which its consumers split as `split` says ([`BwdSplit`]); K and V stay in shared memory while query
+/// tiles of `tile_q` rows (Q, dO and their rows' log-sum-exp and dO·O) stream through a `stages`-deep ring, for
+/// every query head of the key/value head. Operands are `head_dim / 64` column blocks of 128-byte swizzled rows
+/// (one TMA box each).
 ///
-/// Shared memory, in order: K, V, then per stage Q and dO, then one dSᵀ tile per consumer (its keys × `tile_q`
-/// queries, 16-bit, each 64 queries a 128-byte swizzled tile: the A operand of dQ = dS·K read MN-major), then per
-/// consumer its dQ staging pieces ([`Self::dq_pieces`] of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of
-/// f32 each, for each 64-row unit of the query tile its column blocks), then per stage the `tile_q` log2-unit LSE
-/// and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then per stage the
-/// staggered order's turn (u32).
+/// Shared memory, in order: K, V, then per stage Q and dO, then the score tiles ([`Self::score_tiles`], each
+/// [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit, each 64 queries a 128-byte swizzled tile with a row
+/// per key: one dSᵀ per consumer where the consumers split the keys, the shared Pᵀ and dSᵀ where they split the
+/// head dim), then per consumer its dQ staging pieces ([`Self::dq_pieces`] of [`Self::DQ_PIECE_BYTES`]: 64
+/// queries × 64 columns of f32 each, for each 64-row unit of the query tile the consumer's column blocks), then
+/// per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and
+/// Q empty per stage, then per stage the staggered order's turn (u32).
 ///
 /// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
 /// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
@@ -484,6 +486,21 @@ pub struct AttnBwdTile {
     pub stages: u32,
     pub consumers: u32,
     pub element_bytes: u32,
+    pub split: BwdSplit,
+}
+
+/// How the consumer warpgroups of an attention-backward block share its work. Either way each consumer's keys are
+/// the M (64) of every wgmma it issues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BwdSplit {
+    /// Each consumer owns `tile_kv / consumers` keys, all their head-dim columns of dK and dV, and the scores of
+    /// its keys against the whole query tile (kept in registers as the A operands of dV and dK).
+    Keys,
+    /// The consumers share the block's keys: each owns `head_dim / consumers` columns of dK, dV and dQ, and the
+    /// scores of the keys against `tile_q / consumers` of the tile's queries, which go to the shared Pᵀ and dSᵀ
+    /// tiles that every consumer's dV, dK and dQ products read (FlashAttention-3's arrangement at head dim 256,
+    /// where one consumer's dK and dV of 64 keys would take 256 registers per thread).
+    HeadDim,
 }
 
 impl AttnBwdTile {
@@ -506,9 +523,44 @@ impl AttnBwdTile {
         self.head_dim / Self::BOX_COLS
     }
 
-    /// Keys each consumer warpgroup owns (the M of its wgmma: 64).
+    /// Keys each consumer warpgroup works on (the M of its wgmma: 64).
     pub const fn consumer_keys(&self) -> u32 {
-        self.tile_kv / self.consumers
+        match self.split {
+            BwdSplit::Keys => self.tile_kv / self.consumers,
+            BwdSplit::HeadDim => self.tile_kv,
+        }
+    }
+
+    /// Queries of each tile whose scores (Sᵀ, dPᵀ) each consumer computes.
+    pub const fn consumer_queries(&self) -> u32 {
+        match self.split {
+            BwdSplit::Keys => self.tile_q,
+            BwdSplit::HeadDim => self.tile_q / self.consumers,
+        }
+    }
+
+    /// Head-dim columns of dK, dV and dQ each consumer computes.
+    pub const fn consumer_columns(&self) -> u32 {
+        match self.split {
+            BwdSplit::Keys => self.head_dim,
+            BwdSplit::HeadDim => self.head_dim / self.consumers,
+        }
+    }
+
+    /// The first column block (of 64 head-dim columns) of consumer `consumer`'s dK, dV and dQ.
+    pub const fn consumer_first_block(&self, consumer: u32) -> u32 {
+        match self.split {
+            BwdSplit::Keys => 0,
+            BwdSplit::HeadDim => consumer * self.consumer_columns() / Self::BOX_COLS,
+        }
+    }
+
+    /// 16-bit score tiles in shared memory: one dSᵀ per consumer (split keys), or the shared Pᵀ (0) and dSᵀ (1).
+    pub const fn score_tiles(&self) -> u32 {
+        match self.split {
+            BwdSplit::Keys => self.consumers,
+            BwdSplit::HeadDim => 2,
+        }
     }
 
     /// One Q (or dO) tile.
@@ -537,25 +589,39 @@ impl AttnBwdTile {
         self.smem_q_offset(self.stages) + stage * self.smem_q_bytes()
     }
 
-    /// One consumer's dSᵀ tile: its keys × `tile_q` queries, 16-bit.
+    /// One score tile: [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit.
     pub const fn smem_ds_bytes(&self) -> u32 {
         self.consumer_keys() * self.tile_q * self.element_bytes
     }
 
-    pub const fn smem_ds_offset(&self, consumer: u32) -> u32 {
-        self.smem_do_offset(self.stages) + consumer * self.smem_ds_bytes()
+    /// Score tile `index` (see [`Self::score_tiles`]).
+    pub const fn smem_ds_offset(&self, index: u32) -> u32 {
+        self.smem_do_offset(self.stages) + index * self.smem_ds_bytes()
     }
 
-    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block,
-    /// unit-major (the accumulator's order).
+    /// Column blocks of each consumer's dQ.
+    pub const fn consumer_blocks(&self) -> u32 {
+        self.consumer_columns() / Self::BOX_COLS
+    }
+
+    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block
+    /// of the consumer's, unit-major (the accumulator's order).
     pub const fn dq_pieces(&self) -> u32 {
-        self.tile_q / Self::DQ_UNIT_ROWS * self.column_blocks()
+        self.tile_q / Self::DQ_UNIT_ROWS * self.consumer_blocks()
     }
 
-    /// Consumer `consumer`'s staging piece `piece` (unit `piece / column_blocks`, column block
-    /// `piece % column_blocks`).
+    /// Consumer `consumer`'s staging piece `piece` (unit `piece / consumer_blocks`, its column block
+    /// `piece % consumer_blocks`).
     pub const fn smem_dq_offset(&self, consumer: u32, piece: u32) -> u32 {
-        self.smem_ds_offset(self.consumers) + (consumer * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
+        self.smem_ds_offset(self.score_tiles()) + (consumer * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
+    }
+
+    /// The run of a query tile's dQ accumulator (in units of [`Self::DQ_PIECE_BYTES`] from the tile's first row)
+    /// that consumer `consumer` adds its staging piece `piece` to: the piece's unit's runs, one per column block of
+    /// the head dim, then the consumer's column block.
+    pub const fn dq_run(&self, consumer: u32, piece: u32) -> u32 {
+        let (unit, block) = (piece / self.consumer_blocks(), piece % self.consumer_blocks());
+        unit * self.column_blocks() + self.consumer_first_block(consumer) + block
     }
 
     /// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
@@ -602,30 +668,66 @@ impl AttnBwdTile {
 
 /// Hopper attention backward, head dim 128: 128 keys per block (64 per consumer warpgroup) against query tiles of
 /// 64 rows, 2 stages.
-pub const ATTN_BWD_SM90_D128: AttnBwdTile =
-    AttnBwdTile { tile_q: 64, tile_kv: 128, head_dim: 128, stages: 2, consumers: 2, element_bytes: 2 };
+pub const ATTN_BWD_SM90_D128: AttnBwdTile = AttnBwdTile {
+    tile_q: 64,
+    tile_kv: 128,
+    head_dim: 128,
+    stages: 2,
+    consumers: 2,
+    element_bytes: 2,
+    split: BwdSplit::Keys,
+};
 
 /// Hopper attention backward, head dim 64: 128 keys per block against query tiles of 128 rows (FlashAttention-3's
 /// tile there: Sᵀ and dPᵀ are m64n128, and a query tile's fixed costs are spread over twice the products), 2 stages
 /// (a third does not fit).
-pub const ATTN_BWD_SM90_D64: AttnBwdTile =
-    AttnBwdTile { tile_q: 128, tile_kv: 128, head_dim: 64, stages: 2, consumers: 2, element_bytes: 2 };
+pub const ATTN_BWD_SM90_D64: AttnBwdTile = AttnBwdTile {
+    tile_q: 128,
+    tile_kv: 128,
+    head_dim: 64,
+    stages: 2,
+    consumers: 2,
+    element_bytes: 2,
+    split: BwdSplit::Keys,
+};
 
-const _: () = assert!(ATTN_BWD_SM90_D128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
-const _: () = assert!(ATTN_BWD_SM90_D64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+/// Hopper attention backward, head dim 256: 64 keys per block shared by both consumer warpgroups, each owning 128
+/// columns of dK, dV and dQ and the scores of 32 of the tile's 64 queries (Sᵀ, dPᵀ m64n32); one stage, as
+/// FlashAttention-3 has at this head dim: K and V (64 KB), a stage's Q and dO (64 KB), the shared Pᵀ and dSᵀ
+/// (16 KB) and four dQ staging pieces (64 KB) leave no room for a second stage (another 64 KB).
+pub const ATTN_BWD_SM90_D256: AttnBwdTile = AttnBwdTile {
+    tile_q: 64,
+    tile_kv: 64,
+    head_dim: 256,
+    stages: 1,
+    consumers: 2,
+    element_bytes: 2,
+    split: BwdSplit::HeadDim,
+};
+
+/// Every Hopper attention-backward tile.
+pub const ATTN_BWD_SM90_TILES: [AttnBwdTile; 3] = [ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D256];
+
 // Every operand tile starts on a 1024-byte swizzle-atom boundary; each consumer's keys are the M of one m64 wgmma
-// and its dSᵀ rows are one 128-byte swizzled row per 64 queries.
+// and the score tiles' rows are one 128-byte swizzled row per 64 queries.
 const _: () = {
-    let tiles = [ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D64];
     let mut i = 0;
-    while i < tiles.len() {
-        let t = tiles[i];
+    while i < ATTN_BWD_SM90_TILES.len() {
+        let t = ATTN_BWD_SM90_TILES[i];
+        assert!(t.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
         assert!(t.smem_kv_bytes().is_multiple_of(1024) && t.smem_q_bytes().is_multiple_of(1024));
         assert!(t.smem_ds_bytes().is_multiple_of(1024) && t.smem_ds_offset(0).is_multiple_of(1024));
-        // Query tiles of one or two 64-row units (the kernel's score fragments are m64n64 or m64n128).
+        // Query tiles of one or two 64-row units (the kernel's score fragments are m64n32, m64n64 or m64n128).
         assert!(t.tile_q == AttnBwdTile::DQ_UNIT_ROWS || t.tile_q == 2 * AttnBwdTile::DQ_UNIT_ROWS);
         assert!(t.consumer_keys() == 64 && t.smem_rows_bytes().is_multiple_of(16));
         assert!(t.threads() == 384);
+        // Each consumer's columns are whole column blocks, and its queries whole 8-row swizzle atoms of Q and dO
+        // (the B operands of its scores start at its first query) and of the score tiles' 16-byte units.
+        assert!(t.consumer_columns().is_multiple_of(AttnBwdTile::BOX_COLS));
+        assert!(t.consumer_queries().is_multiple_of(8) && t.consumer_queries() * t.consumers >= t.tile_q);
+        // Consumers that split the head dim share one 64-query block of the score tiles (their queries are
+        // columns of one 128-byte row per key), and one 64-row unit of dQ per tile.
+        assert!(matches!(t.split, BwdSplit::Keys) || t.tile_q == AttnBwdTile::DQ_UNIT_ROWS);
         // dQ staging: the bulk reduce-add wants 16-byte aligned runs of a multiple of 16 bytes; the consumers
         // stage at most two pieces (one while the next one's product runs).
         assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && AttnBwdTile::DQ_PIECE_BYTES.is_multiple_of(1024));

@@ -258,8 +258,11 @@ impl AttnElement for bf16 {
         (64, kernels::ATTN_REFERENCE_BF16_D64),
         (256, kernels::ATTN_REFERENCE_BF16_D256),
     ];
-    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_BWD_REFERENCE_BF16_D128), (64, kernels::ATTN_BWD_REFERENCE_BF16_D64)];
+    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] = &[
+        (128, kernels::ATTN_BWD_REFERENCE_BF16_D128),
+        (64, kernels::ATTN_BWD_REFERENCE_BF16_D64),
+        (256, kernels::ATTN_BWD_REFERENCE_BF16_D256),
+    ];
     const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)] = &[
         (
             128,
@@ -273,6 +276,13 @@ impl AttnElement for bf16 {
             BackwardKernels {
                 plain: kernels::ATTN_BWD_BF16_D64_SM90,
                 staggered: kernels::ATTN_BWD_BF16_D64_STAGGERED_SM90,
+            },
+        ),
+        (
+            256,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_BF16_D256_SM90,
+                staggered: kernels::ATTN_BWD_BF16_D256_STAGGERED_SM90,
             },
         ),
     ];
@@ -291,8 +301,11 @@ impl AttnElement for f16 {
         (64, kernels::ATTN_REFERENCE_F16_D64),
         (256, kernels::ATTN_REFERENCE_F16_D256),
     ];
-    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] =
-        &[(128, kernels::ATTN_BWD_REFERENCE_F16_D128), (64, kernels::ATTN_BWD_REFERENCE_F16_D64)];
+    const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)] = &[
+        (128, kernels::ATTN_BWD_REFERENCE_F16_D128),
+        (64, kernels::ATTN_BWD_REFERENCE_F16_D64),
+        (256, kernels::ATTN_BWD_REFERENCE_F16_D256),
+    ];
     const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)] = &[
         (
             128,
@@ -306,6 +319,13 @@ impl AttnElement for f16 {
             BackwardKernels {
                 plain: kernels::ATTN_BWD_F16_D64_SM90,
                 staggered: kernels::ATTN_BWD_F16_D64_STAGGERED_SM90,
+            },
+        ),
+        (
+            256,
+            BackwardKernels {
+                plain: kernels::ATTN_BWD_F16_D256_SM90,
+                staggered: kernels::ATTN_BWD_F16_D256_STAGGERED_SM90,
             },
         ),
     ];

@@ -2,8 +2,9 @@
 //!
 //! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/attention/src/backward_sm90.rs):
 //!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
-//!   kernel (one block per 128 keys of a key/value head: dK and dV in registers, dQ added to the accumulator in
-//!   global memory), and the conversion of the accumulator to dQ. The plan owns the workspaces.
+//!   kernel (one block per 128 keys of a key/value head, 64 at head dim 256: dK and dV in registers, dQ added to
+//!   the accumulator in global memory), and the conversion of the accumulator to dQ. The plan owns the workspaces.
+//!   Head dims 64, 128 and 256.
 //! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
 //!   gpu/kernels/attention/src/reference_backward.rs), which the float64 CPU reference
 //!   (`reference::attention_backward`) checks on small problems and which checks the Hopper kernels on large ones.
@@ -18,7 +19,7 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 pub use oxtile_abi::dq_order::DqOrder;
 use oxtile_abi::dq_order::DqSchedule;
-use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdParams, AttnBwdTile};
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_TILES, AttnBwdParams, AttnBwdTile};
 
 use super::attention::{
     AttnElement, AttnOptions, AttnShape, AttnStrides, BackwardKernels, CheckedProblem, Strides, check_problem,
@@ -71,9 +72,9 @@ pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<Checked
     Ok(p)
 }
 
-/// The Hopper tile of a head dim.
+/// The Hopper tile of a head dim the backward takes (`kernels_for` has refused any other first; 64 otherwise).
 fn tile_for(head_dim: usize) -> AttnBwdTile {
-    if head_dim == 128 { ATTN_BWD_SM90_D128 } else { ATTN_BWD_SM90_D64 }
+    ATTN_BWD_SM90_TILES.into_iter().find(|tile| tile.head_dim as usize == head_dim).unwrap_or(ATTN_BWD_SM90_D64)
 }
 
 /// The main kernels of element type `T` at the problem's head dim.
@@ -190,8 +191,9 @@ impl<T: AttnElement> AttnBwdPlan<T> {
     /// As [`new`](Self::new), in the deterministic mode: the blocks add their parts of each dQ tile in a fixed
     /// order, each waiting at a semaphore per (batch, head, query tile) for the ones before it, so dQ comes out bit
     /// for bit the same from every launch. The order is [`DqOrder::Staggered`] where the problem allows it (every
-    /// key block of a key/value head resident at once: up to the GPU's resident blocks × 128 keys, some 17k keys
-    /// on an H200), else [`DqOrder::Ascending`], whose waits cost more where many blocks share a query tile.
+    /// key block of a key/value head resident at once: up to the GPU's resident blocks × the block's keys, some 17k
+    /// keys on an H200 at head dims 64 and 128, 8k at 256), else [`DqOrder::Ascending`], whose waits cost more where
+    /// many blocks share a query tile.
     #[allow(clippy::too_many_arguments)]
     pub fn new_deterministic(
         gpu: &Gpu,
@@ -623,6 +625,8 @@ pub fn attention_backward_reference<T: AttnElement>(
 
 #[cfg(test)]
 mod tests {
+    use oxtile_abi::{ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, BwdSplit};
+
     use super::*;
 
     fn refused(shape: AttnShape, options: AttnOptions) -> Error {
@@ -667,14 +671,27 @@ mod tests {
     }
 
     #[test]
-    fn tiles_fit_the_workspaces_and_the_head_dims() {
-        for (tile, head_dim) in [(ATTN_BWD_SM90_D128, 128), (ATTN_BWD_SM90_D64, 64)] {
+    fn tiles_fit_the_workspaces_and_every_dq_run_is_added_to() {
+        for (tile, head_dim) in [(ATTN_BWD_SM90_D128, 128), (ATTN_BWD_SM90_D64, 64), (ATTN_BWD_SM90_D256, 256)] {
             assert_eq!(tile.head_dim, head_dim);
             assert_eq!(tile_for(head_dim as usize), tile);
             // Whole query tiles are whole units of the dQ accumulator and of the semaphores.
             assert_eq!(tile.padded_rows(1), tile.tile_q);
             assert!(tile.tile_q.is_multiple_of(AttnBwdTile::DQ_UNIT_ROWS));
-            assert_eq!(tile.dq_pieces() * AttnBwdTile::DQ_PIECE_BYTES, tile.tile_q * head_dim * 4);
+            // Every run of a query tile's dQ accumulator is added to once per consumer (each has the tile's dQ
+            // over its keys) or, where the consumers split the head dim, once per block (each has its columns).
+            let runs = tile.tile_q / AttnBwdTile::DQ_UNIT_ROWS * tile.column_blocks();
+            let mut additions = vec![0u32; runs as usize];
+            for consumer in 0..tile.consumers {
+                for piece in 0..tile.dq_pieces() {
+                    additions[tile.dq_run(consumer, piece) as usize] += 1;
+                }
+            }
+            let per_run = match tile.split {
+                BwdSplit::Keys => tile.consumers,
+                BwdSplit::HeadDim => 1,
+            };
+            assert!(additions.iter().all(|&n| n == per_run), "head dim {head_dim}: {additions:?}");
         }
     }
 }

@@ -281,6 +281,15 @@ mma_ss!(
     /// D(64×80, f32) += A(64×16, f16) · B(16×80, f16): 40 accumulators per thread.
     mma_m64n80k16_f32_f16, overwrite = mma_m64n80k16_f32_f16_overwrite, "m64n80k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39]
 );
+mma_ss!(
+    /// D(64×32, f32) += A(64×16, bf16) · B(16×32, bf16): 16 accumulators per thread (the attention backward's
+    /// scores at head dim 256, a consumer's 64 keys × 32 queries).
+    mma_m64n32k16_f32_bf16, "m64n32k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]
+);
+mma_ss!(
+    /// D(64×32, f32) += A(64×16, f16) · B(16×32, f16): 16 accumulators per thread.
+    mma_m64n32k16_f32_f16, "m64n32k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]
+);
 
 /// Defines `fn $name::<MN_MAJOR_B>(acc, a, desc_b, accumulate)`: one `wgmma.mma_async` with A from registers
 /// (four packed 16-bit pairs per thread, the m64k16 A fragment, whose layout is the m64n16 accumulator's, so an

@@ -1,17 +1,17 @@
 //! Hopper attention backward: dQ, dK and dV of O = softmax(scale · Q·Kᵀ) · V from the forward's O and row
 //! log-sum-exp, FlashAttention-3's data path with the products taken "swapped" (keys as the M of every wgmma), so
-//! that P and dS stay in registers as the A operands of dV and dK.
+//! that P and dS stay in registers as the A operands of dV and dK (but at head dim 256, below).
 //!
 //! Three kernels per problem, launched in this order by host/src/ops/attention_backward.rs:
 //! 1. [`preprocess`], one warp per query row (every (batch, head) padded to whole query tiles): the row's
 //!    D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for padding rows, so its
 //!    probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
-//! 2. [`attn_bwd`], one block per 128 keys of one (key/value head, batch): K and V stay in shared memory while the
-//!    producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dim 128, 128 at head dim 64; Q, dO, and
-//!    the rows' LSE and D) through a ring, for each
-//!    query head of the key/value head in turn (GQA: dK and dV are summed in registers over the group, no atomics).
-//!    Each of the two consumer warpgroups owns 64 keys and, per query tile:
-//!    Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n{tile_q}k16, both operands K-major in shared memory);
+//! 2. [`attn_bwd`], one block per `tile_kv` keys of one (key/value head, batch): K and V stay in shared memory
+//!    while the producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dims 128 and 256, 128 at head
+//!    dim 64; Q, dO, and the rows' LSE and D) through a ring, for each query head of the key/value head in turn
+//!    (GQA: dK and dV are summed in registers over the group, no atomics).
+//!    At head dims 64 and 128 each of the two consumer warpgroups owns 64 of the block's 128 keys and, per query
+//!    tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n{tile_q}k16, both operands K-major in shared memory);
 //!    Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) per query column; dSᵀ = Pᵀ ∘ (dPᵀ − D);
 //!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
 //!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major), one piece
@@ -19,12 +19,18 @@
 //!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from one thread:
 //!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
+//!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
+//!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
+//!    each consumer computes Sᵀ and dPᵀ for 32 of a tile's 64 queries (m64n32k16), writes its half of Pᵀ and dSᵀ to
+//!    tiles both consumers share, and after a barrier between them takes 128 columns of dV += Pᵀ·dO, dK += dSᵀ·Q
+//!    (both operands from shared memory) and dQ = dS·K (two pieces); the ring has one stage (a second does not
+//!    fit).
 //! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type and q's layout.
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
 use oxtile_abi::dq_order::{DqOrder, DqSchedule};
-use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, AttnBwdTile};
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
 
 use super::reference::{Bf16, Element, F16, warp_sum};
@@ -322,16 +328,17 @@ trait Config {
     /// ascending ([`DqOrder::Ascending`]). True: deterministic only, the walk and the turns of
     /// [`DqOrder::Staggered`] (the `_staggered` kernels: each configuration's type with `STAGGERED = true`).
     const STAGGERED: bool;
-    /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of dK or dV.
+    /// `consumer_columns / 2` f32 per thread: the m64n{consumer_columns} accumulator fragment of dK or dV.
     type Acc: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const ACC_ZERO: Self::Acc;
-    /// `tile_q / 2` f32 per thread: the m64n{tile_q} fragment of one consumer's 64 keys × the query tile (Sᵀ, dPᵀ),
-    /// and the same packed to 16-bit pairs (`tile_q / 4` u32: the A fragments of the k16 steps over the queries).
+    /// `consumer_queries / 2` f32 per thread: the m64n{consumer_queries} fragment of one consumer's 64 keys × its
+    /// queries of the tile (Sᵀ, dPᵀ), and the same packed to 16-bit pairs (`consumer_queries / 4` u32: the A
+    /// fragments of the k16 steps over the queries).
     type Scores: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const SCORES_ZERO: Self::Scores;
     type Packed: Copy + AsRef<[u32]> + AsMut<[u32]>;
     const PACKED_ZERO: Self::Packed;
-    /// D (+)= A·B, m64n{tile_q}k16, both operands K-major in shared memory.
+    /// D (+)= A·B, m64n{consumer_queries}k16, both operands K-major in shared memory.
     unsafe fn mma_scores(acc: &mut Self::Scores, desc_a: u64, desc_b: u64, accumulate: bool);
     /// D (+)= A·B, m64n64k16, both operands in shared memory (MN-major where the flag is 1).
     unsafe fn mma_ss<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
@@ -340,8 +347,11 @@ trait Config {
         desc_b: u64,
         accumulate: bool,
     );
-    /// D += A·B, m64n{head_dim}k16, A from registers, B MN-major in shared memory.
+    /// D += A·B, m64n{consumer_columns}k16, A from registers, B MN-major in shared memory.
     unsafe fn mma_rs(acc: &mut Self::Acc, a: &[u32; 4], desc_b: u64);
+    /// D += A·B, m64n{consumer_columns}k16, A K-major and B MN-major in shared memory (dV and dK where the
+    /// consumers split the head dim: A the shared Pᵀ or dSᵀ).
+    unsafe fn mma_ss_columns(acc: &mut Self::Acc, desc_a: u64, desc_b: u64);
     fn pack2(lo: f32, hi: f32) -> u32;
 }
 
@@ -352,6 +362,7 @@ macro_rules! config {
         $scores_ss:ident,
         $ss:ident,
         $rs:ident,
+        $columns_ss:ident,
         $pack:path,
         acc = $acc:literal,
         scores = $scores:literal
@@ -359,7 +370,7 @@ macro_rules! config {
         /// A kernel configuration, in the ascending order (`false`) or the staggered one (`true`).
         struct $name<const STAGGERED: bool>;
 
-        const _: () = assert!(2 * $acc == $tile.head_dim && 2 * $scores == $tile.tile_q);
+        const _: () = assert!(2 * $acc == $tile.consumer_columns() && 2 * $scores == $tile.consumer_queries());
 
         impl<const STAGGERED: bool> Config for $name<STAGGERED> {
             const TILE: AttnBwdTile = $tile;
@@ -392,6 +403,11 @@ macro_rules! config {
             }
 
             #[inline(always)]
+            unsafe fn mma_ss_columns(acc: &mut Self::Acc, desc_a: u64, desc_b: u64) {
+                unsafe { wgmma::$columns_ss::<0, 1>(acc, desc_a, desc_b, true) }
+            }
+
+            #[inline(always)]
             fn pack2(lo: f32, hi: f32) -> u32 {
                 $pack(lo, hi)
             }
@@ -405,6 +421,7 @@ config!(
     mma_m64n64k16_f32_bf16,
     mma_m64n64k16_f32_bf16,
     mma_rs_m64n128k16_f32_bf16,
+    mma_m64n128k16_f32_bf16,
     convert::pack_bf16x2,
     acc = 64,
     scores = 32
@@ -415,6 +432,7 @@ config!(
     mma_m64n64k16_f32_f16,
     mma_m64n64k16_f32_f16,
     mma_rs_m64n128k16_f32_f16,
+    mma_m64n128k16_f32_f16,
     convert::pack_f16x2,
     acc = 64,
     scores = 32
@@ -425,9 +443,21 @@ config!(
     mma_m64n128k16_f32_bf16,
     mma_m64n64k16_f32_bf16,
     mma_rs_m64n64k16_f32_bf16,
+    mma_m64n64k16_f32_bf16,
     convert::pack_bf16x2,
     acc = 32,
     scores = 64
+);
+config!(
+    Bf16D256,
+    ATTN_BWD_SM90_D256,
+    mma_m64n32k16_f32_bf16,
+    mma_m64n64k16_f32_bf16,
+    mma_rs_m64n128k16_f32_bf16,
+    mma_m64n128k16_f32_bf16,
+    convert::pack_bf16x2,
+    acc = 64,
+    scores = 16
 );
 config!(
     F16D64,
@@ -435,9 +465,21 @@ config!(
     mma_m64n128k16_f32_f16,
     mma_m64n64k16_f32_f16,
     mma_rs_m64n64k16_f32_f16,
+    mma_m64n64k16_f32_f16,
     convert::pack_f16x2,
     acc = 32,
     scores = 64
+);
+config!(
+    F16D256,
+    ATTN_BWD_SM90_D256,
+    mma_m64n32k16_f32_f16,
+    mma_m64n64k16_f32_f16,
+    mma_rs_m64n128k16_f32_f16,
+    mma_m64n128k16_f32_f16,
+    convert::pack_f16x2,
+    acc = 64,
+    scores = 16
 );
 
 /// Defines one exported kernel over [`attn_bwd`], its parameters those of `oxtile_abi::attn_bwd_sm90_params!`.
@@ -458,9 +500,9 @@ macro_rules! attn_bwd_kernel_fn {
         /// # Safety
         /// The parameters are as `oxtile_abi::attn_bwd_sm90_params!` documents them: the tensor maps are over q and
         /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
-        /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, 128, 1) for k and v; the workspaces
+        /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
-        /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / 128), heads_kv,
+        /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / tile_kv), heads_kv,
         /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel waits for higher-numbered
         /// blocks of its (batch, kv head) as well: it needs `dq_semaphores` set, the 32-bit arithmetic of
         /// `DqSchedule::fits_u32`, and every key block of a (batch, kv head) resident at once (else a wait traps).
@@ -519,6 +561,14 @@ attn_bwd_kernel!(
     attn_bwd_f16_d64_sm90, F16D64<false>
 );
 attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 256.
+    attn_bwd_bf16_d256_sm90, Bf16D256<false>
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 256.
+    attn_bwd_f16_d256_sm90, F16D256<false>
+);
+attn_bwd_kernel!(
     /// bf16 attention backward, head dim 128, deterministic in the staggered order (`dq_semaphores` set).
     attn_bwd_bf16_d128_staggered_sm90, Bf16D128<true>
 );
@@ -533,6 +583,14 @@ attn_bwd_kernel!(
 attn_bwd_kernel!(
     /// f16 attention backward, head dim 64, deterministic in the staggered order (`dq_semaphores` set).
     attn_bwd_f16_d64_staggered_sm90, F16D64<true>
+);
+attn_bwd_kernel!(
+    /// bf16 attention backward, head dim 256, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_bf16_d256_staggered_sm90, Bf16D256<true>
+);
+attn_bwd_kernel!(
+    /// f16 attention backward, head dim 256, deterministic in the staggered order (`dq_semaphores` set).
+    attn_bwd_f16_d256_staggered_sm90, F16D256<true>
 );
 
 struct Problem {
@@ -580,10 +638,12 @@ impl SmemMap {
     fn d_o(&self, stage: u32, block: u32) -> u32 {
         self.base + self.tile.smem_do_offset(stage) + block * self.q_block_bytes()
     }
-    fn ds(&self, consumer: u32) -> u32 {
-        self.base + self.tile.smem_ds_offset(consumer)
+    /// Score tile `index`: consumer `index`'s dSᵀ where the consumers split the keys; where they split the head
+    /// dim, the shared Pᵀ (0) and dSᵀ (1).
+    fn ds(&self, index: u32) -> u32 {
+        self.base + self.tile.smem_ds_offset(index)
     }
-    /// Bytes of one 64-query block of a dSᵀ tile (a 128-byte row per key).
+    /// Bytes of one 64-query block of a score tile (a 128-byte row per key).
     fn ds_block_bytes(&self) -> u32 {
         self.tile.consumer_keys() * 128
     }
@@ -820,7 +880,8 @@ struct Warpgroup<'a> {
 
 impl Warpgroup<'_> {
     /// acc = A·Bᵀ over the head dimension for this warpgroup's 64 keys: A = K or V (`a` its first column block),
-    /// B = Q or dO of a stage (`b` likewise), both K-major; one wgmma per 16 head-dim columns.
+    /// B = Q or dO of a stage from this warpgroup's first query (`b`, in the first column block), both K-major; one
+    /// wgmma per 16 head-dim columns.
     #[inline(always)]
     fn issue_keys_by_queries<C: Config>(&self, acc: &mut C::Scores, a: u32, b: u32) {
         let (kv_block_bytes, q_block_bytes) = (self.smem.kv_block_bytes(), self.smem.q_block_bytes());
@@ -828,7 +889,7 @@ impl Warpgroup<'_> {
         // each, instead of all of them once before the loop over query tiles and held (spilled) across it.
         let desc_a = wgmma::desc(opaque_here(a + self.keys_offset), K_MAJOR);
         let desc_b = wgmma::desc(b, K_MAJOR);
-        seq!(STEP in 0..8 {
+        seq!(STEP in 0..16 {
             if STEP < C::TILE.head_dim / 16 {
                 let (block, k_offset) = (STEP / 4, (STEP % 4) * K_STEP_BYTES);
                 let step_a = wgmma::desc_advance(desc_a, block * kv_block_bytes + k_offset);
@@ -857,19 +918,43 @@ impl Warpgroup<'_> {
         });
     }
 
-    /// acc = dS · K[:, 64 · column_block ..][.. 64] for dQ piece `piece` (`unit` = piece / column blocks: the
-    /// tile's 64 queries from 64 · unit on; `column_block` = piece % column blocks) over this warpgroup's 64 keys:
-    /// A = dSᵀ from this warpgroup's shared tile, B = K, both read MN-major; one wgmma per 16 keys.
+    /// acc += A·B over the query tile for this warpgroup's columns, where the consumers split the head dim: A = a
+    /// shared score tile (`a`: Pᵀ or dSᵀ, the block's keys × the tile's queries, K-major), B = dO or Q of a stage
+    /// from this warpgroup's first column block (`b`), read MN-major; one wgmma per 16 queries.
+    #[inline(always)]
+    fn issue_keys_by_columns<C: Config>(&self, acc: &mut C::Acc, a: u32, b: u32) {
+        let b_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.consumer_blocks(), C::TILE.tile_q)) };
+        let desc_a = wgmma::desc(opaque_here(a), K_MAJOR);
+        let desc_b = wgmma::desc(b, b_major);
+        seq!(STEP in 0..4 {
+            if STEP < C::TILE.tile_q / 16 {
+                let step_a = wgmma::desc_advance(desc_a, STEP * K_STEP_BYTES);
+                let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+                unsafe { C::mma_ss_columns(acc, step_a, step_b) };
+            }
+        });
+    }
+
+    /// acc = dS · K[:, 64 · column_block ..][.. 64] for dQ piece `piece` of a consumer that owns its keys (`unit` =
+    /// piece / column blocks: the tile's 64 queries from 64 · unit on; `column_block` = piece % column blocks), see
+    /// [`Self::issue_dq_at`].
     #[inline(always)]
     fn issue_dq<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], piece: u32) {
         let (unit, column_block) = (piece / C::TILE.column_blocks(), piece % C::TILE.column_blocks());
+        let ds = self.smem.ds(self.consumer) + unit * self.smem.ds_block_bytes();
+        self.issue_dq_at::<C>(acc, ds, column_block);
+    }
+
+    /// acc = dS · K[:, 64 · column_block ..][.. 64] over this warpgroup's 64 keys for 64 queries: A = dSᵀ from the
+    /// score tile block at `ds`, B = K, both read MN-major; one wgmma per 16 keys.
+    #[inline(always)]
+    fn issue_dq_at<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], ds: u32, column_block: u32) {
         // Both tiles stay put; opaque addresses keep their descriptors from being held across the loop (see
         // `issue_keys_by_queries`).
         // dSᵀ: blocks of 64 queries (M), `ds_block_bytes` apart, one row per key (k); K: head-dim blocks (N) of
         // `tile_kv` key rows (k).
         let ds_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.tile_q / 64, C::TILE.consumer_keys())) };
         let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
-        let ds = self.smem.ds(self.consumer) + unit * self.smem.ds_block_bytes();
         let desc_a = wgmma::desc(opaque_here(ds), ds_major);
         let desc_b = wgmma::desc(opaque_here(self.smem.k(column_block) + self.keys_offset), k_major);
         seq!(STEP in 0..4 {
@@ -883,6 +968,14 @@ impl Warpgroup<'_> {
     #[inline(always)]
     fn sync(&self) {
         barrier::named_sync_id_unaligned(CONSUMER_BASE + self.consumer, AttnBwdTile::WARPGROUP_THREADS);
+    }
+
+    /// A barrier among every consumer thread (the shared score tiles' hand-overs where the consumers split the
+    /// head dim), the named barrier after the consumers' own.
+    #[inline(always)]
+    fn sync_consumers<C: Config>(&self) {
+        let consumers = C::TILE.consumers;
+        barrier::named_sync_id_unaligned(CONSUMER_BASE + consumers, consumers * AttnBwdTile::WARPGROUP_THREADS);
     }
 
     /// This thread is done with the stage guarded by the empty barrier `bar`: every consumer thread arrives, as
@@ -903,9 +996,14 @@ const fn value_position(i: usize) -> (u32, u32) {
     (half as u32, 8 * block as u32 + pair as u32)
 }
 
-/// The consumer warpgroup `consumer`: its 64 keys against every query tile of the block.
+/// The consumer warpgroup `consumer`: its 64 keys against every query tile of the block (or, where the consumers
+/// split the head dim, [`consume_columns`]).
 #[inline(always)]
 unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
+    if C::TILE.split == BwdSplit::HeadDim {
+        unsafe { consume_columns::<C>(smem, block, consumer, thread, problem) };
+        return;
+    }
     let tile = C::TILE;
     let (warp, lane) = (thread / 32, thread % 32);
     let warpgroup = Warpgroup {
@@ -942,7 +1040,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
         // and their K rows add nothing to dQ, so only the causal mask needs applying.
         let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
-        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, masked, problem) };
+        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack::<C>(&dp);
 
@@ -951,7 +1049,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         // (only the leader has any; the others return at once), so there is no branch in front of the barrier.
         tma::wait_group_read::<0>();
         warpgroup.sync();
-        unsafe { store_ds::<C>(&ds, &warpgroup) };
+        unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds(consumer), 0) };
         smem::fence_proxy_async_shared();
         warpgroup.sync();
 
@@ -966,28 +1064,123 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dv.as_mut());
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
-        // The staggered order's turn at this tile, which the producer computed into the stage (in the consumers
-        // its divisions spill the 128-row tile's registers), read before the stage is handed back.
-        let staggered_turn = if C::STAGGERED { unsafe { smem::load_u32(smem.turn(stage)) } } else { 0 };
-        warpgroup.release(smem.q_empty(stage));
-        let accum_tile =
-            unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
-        // Deterministic mode: this warpgroup's turn at the tile comes after every consumer warpgroup of the blocks
-        // whose turns come before this block's, and after consumer 0 of this block for consumer 1.
-        let turn = Turn {
-            semaphore: block.semaphore(head, q0, problem),
-            count: tile.consumers * if C::STAGGERED { staggered_turn } else { block_idx_x() } + warpgroup.consumer,
-        };
-        unsafe { add_dq::<C>(&dq, &warpgroup, accum_tile, turn) };
+        // Deterministic mode: consumer 1's turn comes after consumer 0's (they add to the same columns).
+        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq::<C>(acc, 1);
+        unsafe { finish_tile::<C>(&warpgroup, block, problem, stage, (head, q0), &dq, consumer, second) };
         ring.advance();
     }
     // The block's shared memory must outlive the last reductions' reads of it.
     tma::wait_group_read::<0>();
-    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, problem) };
+    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
+}
+
+/// The consumer warpgroup `consumer` where the consumers split the head dim ([`BwdSplit::HeadDim`]): per query
+/// tile, the scores of the block's keys against its share of the queries, written to the shared Pᵀ and dSᵀ tiles;
+/// then, from both consumers' halves, its columns of dV += Pᵀ·dO, dK += dSᵀ·Q and dQ = dS·K.
+#[inline(always)]
+unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
+    let tile = C::TILE;
+    let (warp, lane) = (thread / 32, thread % 32);
+    let warpgroup =
+        Warpgroup { smem, consumer, warp, lane, keys_offset: 0, row: 16 * warp + lane / 4, column: 2 * (lane % 4) };
+    let key0 = block.key0;
+    // This warpgroup's queries of each tile (columns of the score tiles) and its first column block of dK, dV, dQ.
+    let first_query = consumer * tile.consumer_queries();
+    let first_block = tile.consumer_first_block(consumer);
+    let (p_tile, ds_tile) = (smem.ds(0), smem.ds(1));
+    let mut dk = C::ACC_ZERO;
+    let mut dv = C::ACC_ZERO;
+    unsafe { mbarrier::wait(smem.kv_full(), 0) };
+    let mut ring = RingState::new(tile.stages);
+    for index in 0..block.items(problem) {
+        let (head, q0) = block.item::<C>(index, problem);
+        // With one stage its buffers' addresses are the same in every iteration, and LLVM would hoist every
+        // descriptor of them out of the loop (32 of 64 bits for the scores alone, spilled); opaque here, they are
+        // computed at each use, one add each.
+        let stage = opaque_here(ring.stage);
+        unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
+
+        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for this warpgroup's queries (a 128-byte row each in every column block).
+        let mut s = C::SCORES_ZERO;
+        let mut dp = C::SCORES_ZERO;
+        wgmma::fence();
+        warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0) + first_query * 128);
+        warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0) + first_query * 128);
+        wgmma::commit_group();
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(s.as_mut());
+        wgmma::fence_operands(dp.as_mut());
+
+        let masked =
+            problem.causal && q0 + first_query + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
+        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, first_query, masked, problem) };
+        let p = pack::<C>(&s);
+        let ds = pack::<C>(&dp);
+
+        // Pᵀ and dSᵀ to the shared tiles once every consumer's products of the previous tile have read them (each
+        // waited for its wgmma groups before its reductions) and this warpgroup's staging pieces once its previous
+        // reductions have read them (the leader's bulk groups; the other threads return at once).
+        tma::wait_group_read::<0>();
+        warpgroup.sync_consumers::<C>();
+        unsafe {
+            store_ds::<C>(&p, &warpgroup, p_tile, first_query);
+            store_ds::<C>(&ds, &warpgroup, ds_tile, first_query);
+        }
+        smem::fence_proxy_async_shared();
+        warpgroup.sync_consumers::<C>();
+
+        // dV += Pᵀ·dO and dK += dSᵀ·Q over this warpgroup's columns, and its first piece of dQ = dS·K.
+        let mut dq = [0.0f32; PIECE_VALUES];
+        wgmma::fence();
+        warpgroup.issue_keys_by_columns::<C>(&mut dv, p_tile, smem.d_o(stage, first_block));
+        warpgroup.issue_keys_by_columns::<C>(&mut dk, ds_tile, smem.q(stage, first_block));
+        warpgroup.issue_dq_at::<C>(&mut dq, ds_tile, first_block);
+        wgmma::commit_group();
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(dv.as_mut());
+        wgmma::fence_operands(dk.as_mut());
+        wgmma::fence_operands(&mut dq);
+        // Deterministic mode: the consumers add disjoint columns, so both take their block's turn together.
+        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_at::<C>(acc, ds_tile, first_block + 1);
+        unsafe { finish_tile::<C>(&warpgroup, block, problem, stage, (head, q0), &dq, 0, second) };
+        ring.advance();
+    }
+    tma::wait_group_read::<0>();
+    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, first_block * AttnBwdTile::BOX_COLS, problem) };
+}
+
+/// The end of a query tile (`item`: its query head and first row) for one consumer, once its products have read
+/// the stage: the staggered order's turn read from the stage (the producer computed it there: in the consumers
+/// its divisions spill the 128-row tile's registers) and the stage handed back, then the tile's dQ added
+/// ([`add_dq`]: `dq` the first piece, `second` issuing the second's product). In the deterministic mode the
+/// consumer's turn comes after every consumer of the blocks whose turns come before its block's, and after
+/// `in_block` of its own block's consumers.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn finish_tile<C: Config>(
+    warpgroup: &Warpgroup,
+    block: &Block,
+    problem: &Problem,
+    stage: u32,
+    (head, q0): (u32, u32),
+    dq: &[f32; PIECE_VALUES],
+    in_block: u32,
+    second: impl FnOnce(&mut [f32; PIECE_VALUES]),
+) {
+    let (tile, smem) = (C::TILE, warpgroup.smem);
+    let staggered_turn = if C::STAGGERED { unsafe { smem::load_u32(smem.turn(stage)) } } else { 0 };
+    warpgroup.release(smem.q_empty(stage));
+    let accum_tile = unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
+    let turn = Turn {
+        semaphore: block.semaphore(head, q0, problem),
+        count: tile.consumers * if C::STAGGERED { staggered_turn } else { block_idx_x() } + in_block,
+    };
+    unsafe { add_dq::<C>(dq, warpgroup, accum_tile, turn, second) };
 }
 
 /// Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) (0 where the causal mask hides the key) in place of Sᵀ, and
-/// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ; LSE and D per query column, from the stage's rows.
+/// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ; LSE and D per query column, from the stage's rows (the fragment's column
+/// 0 is the tile's query `first_query`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn gradients_of_scores<C: Config>(
@@ -997,13 +1190,14 @@ unsafe fn gradients_of_scores<C: Config>(
     stage: u32,
     key0: u32,
     q0: u32,
+    first_query: u32,
     masked: bool,
     problem: &Problem,
 ) {
-    let (lse, dsum) = (warpgroup.smem.lse(stage), warpgroup.smem.dsum(stage));
+    let (lse, dsum) = (warpgroup.smem.lse(stage) + 4 * first_query, warpgroup.smem.dsum(stage) + 4 * first_query);
     let scale_log2 = problem.scale_log2;
     let (s, dp) = (s.as_mut(), dp.as_mut());
-    // One block per 8 query columns: 8 or 16.
+    // One block per 8 query columns: 4, 8 or 16.
     seq!(BLOCK in 0..16 {
         if 4 * BLOCK < s.len() {
             let column = 8 * BLOCK + warpgroup.column;
@@ -1017,7 +1211,7 @@ unsafe fn gradients_of_scores<C: Config>(
                     if masked {
                         // Key j is hidden from query row i when j > i + seq_k − seq_q.
                         let key = key0 + warpgroup.row + 8 * HALF;
-                        let query = q0 + column + PAIR;
+                        let query = q0 + first_query + column + PAIR;
                         if key + problem.seq_q > query + problem.seq_k {
                             probability = 0.0;
                         }
@@ -1046,17 +1240,17 @@ fn pack<C: Config>(values: &C::Scores) -> C::Packed {
     packed
 }
 
-/// Writes this thread's packed dSᵀ values into the warpgroup's shared tile: per 64 queries one 64 × 64 block, a
+/// Writes this thread's packed Pᵀ or dSᵀ values into the score tile at `base`: per 64 queries one 64 × 64 block, a
 /// 128-byte swizzled row per key with the block's queries along it (addressed by the layout algebra's
-/// [`SW128_64X64_B16`]).
+/// [`SW128_64X64_B16`]), the fragment's column 0 at query `first_query` (where that is not 0, the fragment's
+/// columns stay inside the first block).
 #[inline(always)]
-unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup) {
-    let base = warpgroup.smem.ds(warpgroup.consumer);
+unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup, base: u32, first_query: u32) {
     let block_bytes = warpgroup.smem.ds_block_bytes();
     let ds = ds.as_ref();
     // The offsets depend on the thread only; computed from values opaque here, they are computed here instead of
     // once before the loop over query tiles and held (spilled, at its register pressure) until now.
-    let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
+    let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column) + first_query);
     seq!(I in 0..32 {
         if I < ds.len() {
             let (half, column) = value_position(2 * I);
@@ -1075,9 +1269,10 @@ struct Turn {
 }
 
 /// Adds the tile's dQ partial over this warpgroup's keys to the accumulator tile at `accum_tile`: each piece (64
-/// queries × 64 columns) staged in shared memory by every thread (`dq` holds the first piece's values; where there
-/// are two, the second piece's product runs while they are stored), then one bulk reduce-add per piece from the
-/// leader, into consecutive runs of the accumulator.
+/// queries × 64 of the warpgroup's columns) staged in shared memory by every thread (`dq` holds the first piece's
+/// values; where there are two, `second` issues the second piece's product, which runs while they are stored),
+/// then one bulk reduce-add per piece from the leader, into the piece's run of the accumulator
+/// ([`AttnBwdTile::dq_run`]).
 /// Returns with the reductions in flight; the next tile's first barrier waits for their reads of the staging
 /// tiles.
 ///
@@ -1091,20 +1286,26 @@ struct Turn {
 /// async-proxy accesses ordered after its acquire) → B's reductions. So each element sees the additions in turn
 /// order, and the f32 sums round the same in every launch.
 #[inline(always)]
-unsafe fn add_dq<C: Config>(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, accum_tile: *mut f32, turn: Turn) {
+unsafe fn add_dq<C: Config>(
+    dq: &[f32; PIECE_VALUES],
+    warpgroup: &Warpgroup,
+    accum_tile: *mut f32,
+    turn: Turn,
+    second: impl FnOnce(&mut [f32; PIECE_VALUES]),
+) {
     let tile = C::TILE;
     let two_pieces = tile.dq_pieces() == 2;
-    let mut second = [0.0f32; PIECE_VALUES];
+    let mut second_piece = [0.0f32; PIECE_VALUES];
     if two_pieces {
         wgmma::fence();
-        warpgroup.issue_dq::<C>(&mut second, 1);
+        second(&mut second_piece);
         wgmma::commit_group();
     }
     unsafe { stage_dq(dq, warpgroup, 0) };
     if two_pieces {
         wgmma::wait_group::<0>();
-        wgmma::fence_operands(&mut second);
-        unsafe { stage_dq(&second, warpgroup, 1) };
+        wgmma::fence_operands(&mut second_piece);
+        unsafe { stage_dq(&second_piece, warpgroup, 1) };
     }
     smem::fence_proxy_async_shared();
     warpgroup.sync();
@@ -1120,7 +1321,7 @@ unsafe fn add_dq<C: Config>(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, acc
             }
             let run = AttnBwdTile::DQ_PIECE_BYTES;
             for piece in 0..tile.dq_pieces() {
-                let to = unsafe { accum_tile.add((piece * run / 4) as usize) };
+                let to = unsafe { accum_tile.add((tile.dq_run(warpgroup.consumer, piece) * run / 4) as usize) };
                 unsafe { tma::reduce_add_bulk_f32(to, warpgroup.smem.dq(warpgroup.consumer, piece), run) };
             }
             tma::commit_group();
@@ -1148,8 +1349,9 @@ unsafe fn stage_dq(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, piece: u32) 
     });
 }
 
-/// dK (times the softmax scale) and dV of this warpgroup's keys, converted to the input type: each thread writes
-/// its element pairs of its two key rows, rows past seq_k skipped.
+/// dK (times the softmax scale) and dV of this warpgroup's keys and columns (from head-dim column `first_column`
+/// on), converted to the input type: each thread writes its element pairs of its two key rows, rows past seq_k
+/// skipped.
 #[inline(always)]
 unsafe fn store_dk_dv<C: Config>(
     dk: &C::Acc,
@@ -1157,6 +1359,7 @@ unsafe fn store_dk_dv<C: Config>(
     warpgroup: &Warpgroup,
     block: &Block,
     key0: u32,
+    first_column: u32,
     problem: &Problem,
 ) {
     let (dk, dv) = (dk.as_ref(), dv.as_ref());
@@ -1169,7 +1372,7 @@ unsafe fn store_dk_dv<C: Config>(
             seq!(BLOCK in 0..16 {
                 if 4 * BLOCK < dk.len() {
                     let i = 4 * BLOCK + 2 * HALF;
-                    let column = (8 * BLOCK + warpgroup.column) as usize;
+                    let column = (first_column + 8 * BLOCK + warpgroup.column) as usize;
                     let scale = problem.scale;
                     unsafe {
                         (dk_row.add(column) as *mut u32).write(C::pack2(dk[i] * scale, dk[i + 1] * scale));

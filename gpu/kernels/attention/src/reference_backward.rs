@@ -14,7 +14,7 @@
 //! forward reference ([`super::reference`]); dot products are summed by a butterfly, so every lane holds the same
 //! P and dS and every branch is uniform. Outputs are f32, packed: dQ as q, dK and dV as k and v.
 //!
-//! Kernels `attn_bwd_reference_{bf16,f16}_d{64,128}`, any block size that is a multiple of 32; the grid covers
+//! Kernels `attn_bwd_reference_{bf16,f16}_d{64,128,256}`, any block size that is a multiple of 32; the grid covers
 //! batch · (seq_q · heads_q + seq_k · heads_kv) warps.
 
 use super::reference::{Bf16, Element, F16, load_lane, warp_sum};
@@ -250,3 +250,5 @@ backward_reference_kernel!(attn_bwd_reference_bf16_d128, Bf16, 4);
 backward_reference_kernel!(attn_bwd_reference_f16_d128, F16, 4);
 backward_reference_kernel!(attn_bwd_reference_bf16_d64, Bf16, 2);
 backward_reference_kernel!(attn_bwd_reference_f16_d64, F16, 2);
+backward_reference_kernel!(attn_bwd_reference_bf16_d256, Bf16, 8);
+backward_reference_kernel!(attn_bwd_reference_f16_d256, F16, 8);
