@@ -184,27 +184,42 @@ fn poisoned<T: AttnElement + CheckValue>(gpu: &Gpu, len: usize) -> CudaSlice<T> 
     gpu.stream().clone_htod(&vec![T::POISON; len]).unwrap()
 }
 
-/// One problem for the Hopper kernels against float64: returns a line describing it, and whether it passed.
+/// One problem for the Hopper kernels against float64, on fresh normal inputs: returns a line describing it, and
+/// whether it passed.
 fn check_fast_case<T: AttnElement + CheckValue>(
     gpu: &Gpu,
     shape: AttnShape,
     causal: bool,
     seed: u64,
 ) -> (String, bool) {
+    let q_len = shape.rows() * shape.head_dim;
+    let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
+    let inputs = [randn(q_len, 1.0, seed), randn(kv_len, 1.0, seed + 1), randn(kv_len, 1.0, seed + 2)];
+    check_fast_inputs::<T>(gpu, shape, causal, inputs, randn(q_len, 1.0, seed + 3))
+}
+
+/// [`check_fast_case`] on the given q, k, v and dO (rounded to `T`).
+fn check_fast_inputs<T: AttnElement + CheckValue>(
+    gpu: &Gpu,
+    shape: AttnShape,
+    causal: bool,
+    [q, k, v]: [Vec<f32>; 3],
+    d_o: Vec<f32>,
+) -> (String, bool) {
     let stream = gpu.stream();
     let scale = 1.0 / (shape.head_dim as f64).sqrt();
     let problem = AttnProblem { shape, causal, scale };
     let q_len = shape.rows() * shape.head_dim;
     let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
-    let draw = |len, seed| -> (Vec<T>, Vec<f64>) {
-        let values: Vec<T> = randn(len, 1.0, seed).into_iter().map(T::from_f32).collect();
+    let round = |x: Vec<f32>| -> (Vec<T>, Vec<f64>) {
+        let values: Vec<T> = x.into_iter().map(T::from_f32).collect();
         let exact = values.iter().map(|v| v.to_f64()).collect();
         (values, exact)
     };
-    let (q, q64) = draw(q_len, seed);
-    let (k, k64) = draw(kv_len, seed + 1);
-    let (v, v64) = draw(kv_len, seed + 2);
-    let (d_o, d_o64) = draw(q_len, seed + 3);
+    let (q, q64) = round(q);
+    let (k, k64) = round(k);
+    let (v, v64) = round(v);
+    let (d_o, d_o64) = round(d_o);
     let forward = attention(&problem, &q64, &k64, &v64);
     let o: Vec<T> = forward.o.iter().map(|&x| T::from_f32(x as f32)).collect();
     let o64: Vec<f64> = o.iter().map(|v| v.to_f64()).collect();
@@ -311,6 +326,42 @@ fn fast_kernel_sums_dk_and_dv_over_grouped_and_multi_query_heads() {
         cases.push((shape, true));
     }
     run_fast_cases(&cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn keys_past_the_last_key_block_do_not_poison_dq() {
+    // Every key near one vector u and every query near −α·u, so every scaled logit is about −32 and each row's LSE
+    // about −28: a key past seq_k (loaded as zeros, score 0) would have a probability near e^28 and, in f16, a dS
+    // past 65504, NaN in dQ once multiplied by its zero K row. seq_k is not a multiple of any key tile (128, 64).
+    let seed = fresh_seed();
+    let gpu = gpu();
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (i, head_dim) in [64usize, 128, 256].into_iter().enumerate() {
+        let shape = AttnShape::new(1, 70, 100, 2, 1, head_dim);
+        let seed = seed + 10 * i as u64;
+        let alpha = 32.0 / (head_dim as f32).sqrt();
+        let u = randn(head_dim, 1.0, seed);
+        let near = |rows: usize, factor: f32, seed: u64| -> Vec<f32> {
+            let noise = randn(rows * head_dim, 0.05, seed);
+            (0..rows * head_dim).map(|e| factor * u[e % head_dim] + noise[e]).collect()
+        };
+        let (q_rows, kv_rows) = (shape.rows(), shape.batch * shape.seq_k * shape.heads_kv);
+        let inputs =
+            [near(q_rows, -alpha, seed + 1), near(kv_rows, 1.0, seed + 2), randn(kv_rows * head_dim, 1.0, seed + 3)];
+        let d_o = randn(q_rows * head_dim, 1.0, seed + 4);
+        for (line, passed) in [
+            check_fast_inputs::<f16>(&gpu, shape, false, inputs.clone(), d_o.clone()),
+            check_fast_inputs::<bf16>(&gpu, shape, false, inputs, d_o),
+        ] {
+            failed += !passed as usize;
+            lines.push(format!("{} {line}", if passed { "ok  " } else { "FAIL" }));
+        }
+    }
+    let table = lines.join("\n");
+    println!("{table}");
+    assert_eq!(failed, 0, "seed {seed}, bounds 2^-6 (bf16) and 2^-8 (f16) of the largest |reference|:\n{table}");
 }
 
 /// A large problem: the forward kernel's O and LSE, then the Hopper backward (poisoned outputs) and the plain

@@ -21,7 +21,7 @@ impl Target {
     /// The PTX ISA version the module declares: the oldest one that has every instruction we use there.
     pub const fn ptx_feature(self) -> &'static str {
         match self {
-            Target::Sm90a => "+ptx80",
+            Target::Sm90a => "+ptx81",
             Target::Sm100a => "+ptx86",
         }
     }

@@ -51,3 +51,28 @@ pub fn unpack_bf16x2(bits: u32) -> (f32, f32) {
 pub fn unpack_f16x2(bits: u32) -> (f32, f32) {
     (f16_to_f32(bits as u16), f16_to_f32((bits >> 16) as u16))
 }
+
+/// [`pack_bf16x2`] saturated to the finite range: a value past ±the largest finite bf16 (±∞ included) becomes it,
+/// NaN stays NaN (`cvt.rn.satfinite.bf16x2.f32`, PTX ISA 8.1, sm_80+; one F2FP.SATFINITE, as cheap as the plain
+/// conversion).
+#[inline(always)]
+pub fn pack_bf16x2_finite(lo: f32, hi: f32) -> u32 {
+    let packed: u32;
+    unsafe {
+        core::arch::asm!("cvt.rn.satfinite.bf16x2.f32 {d}, {hi}, {lo};", d = out(reg32) packed, hi = in(reg32) hi,
+            lo = in(reg32) lo, options(pure, nomem, nostack));
+    }
+    packed
+}
+
+/// [`pack_f16x2`] saturated to the finite range: past ±65504 (±∞ included) becomes ±65504, NaN stays NaN
+/// (`cvt.rn.satfinite.f16x2.f32`, PTX ISA 8.1, sm_80+).
+#[inline(always)]
+pub fn pack_f16x2_finite(lo: f32, hi: f32) -> u32 {
+    let packed: u32;
+    unsafe {
+        core::arch::asm!("cvt.rn.satfinite.f16x2.f32 {d}, {hi}, {lo};", d = out(reg32) packed, hi = in(reg32) hi,
+            lo = in(reg32) lo, options(pure, nomem, nostack));
+    }
+    packed
+}

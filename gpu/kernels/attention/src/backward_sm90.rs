@@ -353,6 +353,8 @@ trait Config {
     /// consumers split the head dim: A the shared Pᵀ or dSᵀ).
     unsafe fn mma_ss_columns(acc: &mut Self::Acc, desc_a: u64, desc_b: u64);
     fn pack2(lo: f32, hi: f32) -> u32;
+    /// [`Config::pack2`] saturated to the type's finite range (±∞ to ±its largest finite value, NaN kept).
+    fn pack2_finite(lo: f32, hi: f32) -> u32;
 }
 
 macro_rules! config {
@@ -364,6 +366,7 @@ macro_rules! config {
         $rs:ident,
         $columns_ss:ident,
         $pack:path,
+        $pack_finite:path,
         acc = $acc:literal,
         scores = $scores:literal
     ) => {
@@ -411,6 +414,11 @@ macro_rules! config {
             fn pack2(lo: f32, hi: f32) -> u32 {
                 $pack(lo, hi)
             }
+
+            #[inline(always)]
+            fn pack2_finite(lo: f32, hi: f32) -> u32 {
+                $pack_finite(lo, hi)
+            }
         }
     };
 }
@@ -423,6 +431,7 @@ config!(
     mma_rs_m64n128k16_f32_bf16,
     mma_m64n128k16_f32_bf16,
     convert::pack_bf16x2,
+    convert::pack_bf16x2_finite,
     acc = 64,
     scores = 32
 );
@@ -434,6 +443,7 @@ config!(
     mma_rs_m64n128k16_f32_f16,
     mma_m64n128k16_f32_f16,
     convert::pack_f16x2,
+    convert::pack_f16x2_finite,
     acc = 64,
     scores = 32
 );
@@ -445,6 +455,7 @@ config!(
     mma_rs_m64n64k16_f32_bf16,
     mma_m64n64k16_f32_bf16,
     convert::pack_bf16x2,
+    convert::pack_bf16x2_finite,
     acc = 32,
     scores = 64
 );
@@ -456,6 +467,7 @@ config!(
     mma_rs_m64n128k16_f32_bf16,
     mma_m64n128k16_f32_bf16,
     convert::pack_bf16x2,
+    convert::pack_bf16x2_finite,
     acc = 64,
     scores = 16
 );
@@ -467,6 +479,7 @@ config!(
     mma_rs_m64n64k16_f32_f16,
     mma_m64n64k16_f32_f16,
     convert::pack_f16x2,
+    convert::pack_f16x2_finite,
     acc = 32,
     scores = 64
 );
@@ -478,6 +491,7 @@ config!(
     mma_rs_m64n128k16_f32_f16,
     mma_m64n128k16_f32_f16,
     convert::pack_f16x2,
+    convert::pack_f16x2_finite,
     acc = 64,
     scores = 16
 );
@@ -1042,7 +1056,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
-        let ds = pack::<C>(&dp);
+        let ds = pack_finite::<C>(&dp);
 
         // dSᵀ to shared memory once every warp's dQ product of the previous tile has read it, and the dQ staging
         // tiles free once the previous tile's reductions have read them: every thread waits for its bulk groups
@@ -1115,7 +1129,7 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
             problem.causal && q0 + first_query + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, first_query, masked, problem) };
         let p = pack::<C>(&s);
-        let ds = pack::<C>(&dp);
+        let ds = pack_finite::<C>(&dp);
 
         // Pᵀ and dSᵀ to the shared tiles once every consumer's products of the previous tile have read them (each
         // waited for its wgmma groups before its reductions) and this warpgroup's staging pieces once its previous
@@ -1228,12 +1242,28 @@ unsafe fn gradients_of_scores<C: Config>(
 /// values 2i and 2i + 1 are neighbours in a row.
 #[inline(always)]
 fn pack<C: Config>(values: &C::Scores) -> C::Packed {
+    pack_pairs::<C>(values, C::pack2)
+}
+
+/// [`pack`] saturated to the type's finite range ([`Config::pack2_finite`], ±∞ to ±the largest finite value, NaN
+/// kept), for dS: a key past seq_k, which is loaded as zeros, has a probability of 2^(−LSE·log2 e) (the causal mask
+/// hides such keys, full attention does not), so where a row's LSE is far below 0 its dS overflows, and ±∞ · 0 in
+/// dQ = dS·K would be NaN; saturated, the zero K row makes its term 0. A real key's dS is P ≤ 1 times dP − D, so
+/// the saturation reaches it only where dP − D is past the type's range already. The saturating conversion is one
+/// instruction, as the plain one.
+#[inline(always)]
+fn pack_finite<C: Config>(values: &C::Scores) -> C::Packed {
+    pack_pairs::<C>(values, C::pack2_finite)
+}
+
+#[inline(always)]
+fn pack_pairs<C: Config>(values: &C::Scores, pack2: impl Fn(f32, f32) -> u32) -> C::Packed {
     let mut packed = C::PACKED_ZERO;
     {
         let (values, to) = (values.as_ref(), packed.as_mut());
         seq!(I in 0..32 {
             if I < to.len() {
-                to[I] = C::pack2(values[2 * I], values[2 * I + 1]);
+                to[I] = pack2(values[2 * I], values[2 * I + 1]);
             }
         });
     }
