@@ -17,8 +17,8 @@ from . import _oxtile
 _NAMES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32"}
 _INPUTS = (torch.bfloat16, torch.float16)
 
-#: Head dims the attention backward kernels take (the forward also takes 256).
-BACKWARD_HEAD_DIMS = (64, 128)
+#: Head dims the attention backward kernels take (the forward's).
+BACKWARD_HEAD_DIMS = (64, 128, 256)
 
 
 def _cuda_device(op: str, tensors: dict) -> torch.device:
@@ -193,7 +193,7 @@ def _check_attention_backward(grad_o: Tensor, q: Tensor, k: Tensor, v: Tensor, o
             f"{(batch, heads_q, seq_q)}, as oxtile.attention returns it"
         )
     if head_dim not in BACKWARD_HEAD_DIMS:
-        raise ValueError(f"oxtile.attention_backward: head_dim {head_dim}; the backward kernels take 64 or 128")
+        raise ValueError(f"oxtile.attention_backward: head_dim {head_dim}; the backward kernels take 64, 128 or 256")
 
 
 @torch.library.custom_op("oxtile::attention_backward", mutates_args=())

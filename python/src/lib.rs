@@ -220,7 +220,7 @@ impl AttnJob {
 /// from q, k and v, for the upstream gradient `d_o`; `shape` and `dtype` as [`attention`]'s. dO must have O's
 /// strides and dQ, dK, dV q's, k's and v's (the Python layer allocates them so; checked here). `deterministic`:
 /// dQ added in a fixed order (`AttnBwdPlan::new_deterministic`), bit for bit the same from every call. The problem
-/// is checked before any GPU is touched (a head dim without a backward kernel, 256, is refused when the kernel is
+/// is checked before any GPU is touched (a head dim without a backward kernel is refused when the kernel is
 /// looked up), then each address and the op's own checks (alignment, overlap, context) before the launches on
 /// `stream`. The workspaces (the f32 dQ accumulator: 4 bytes per element of q, padded to whole query tiles) are
 /// allocated and freed on `stream` by each call, outside PyTorch's caching allocator.
