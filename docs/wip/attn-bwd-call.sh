@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
-# Three device calls for the attention backward patches of sessions 36 and 37 (docs/wip/README.md):
-# attn-bwd-staggered.patch (the deterministic mode's staggered order as kernels of their own), on top of it
-# attn-bwd-d64-q128.patch (head dim 64 with 128-row query tiles) and attn-bwd-d256.patch (head dim 256, consumers
-# splitting the head dim), and py-attention-backward.patch (oxtile.attention's autograd on the backward kernels).
-# Needs, in gpu-pack/ (carried with `run`, carry ["gpu-pack"]; built by docs/wip/build-pack.sh): stag.tar.xz and
-# d256.tar.xz, folders `stag` and `d256` holding the stripped release `oxtile` and tests/attention_backward binary
-# (`attention_backward`) of main with the first patch, and with all three kernel patches (its head dim 64 and 128
-# kernels are the q128 patch's, SASS-identical); for `python`, the wheel built with the Python patch (oxtile-*.whl)
-# and that patch's python/tests copied to gpu-pack/pytests.
+# Device calls for the attention backward (issue 26; docs/wip/README.md). Each mode unpacks the packs of gpu-pack/
+# it finds (carried with `run`, carry ["gpu-pack"]; built by docs/wip/build-pack.sh: a folder per build holding its
+# stripped release `oxtile` and tests/attention_backward binary `attention_backward`) and names the ones it uses.
+# Sessions 36-37 ran check, sanitize, time, python and ncu over stag (main + the staggered patch) and d256 (+ q128,
+# d256, the finite-dS clamp); session 38 ran ab (stag, nofin, d256), table 128 (d256), final (nofin, sat = main as
+# landed, the wheel in gpu-pack/oxtile-*.whl with gpu-pack/pytests); `writer` is the next one (writer, sat).
 #
 #   bash docs/wip/attn-bwd-call.sh check     # ~3 min: both builds' tests/attention_backward (both deterministic
 #                                            # orders bit for bit, the fallback past residency, head dim 256 in
@@ -27,7 +24,7 @@ set -uo pipefail
 export OXTILE_CUDA_TOOLS=/nonexistent   # no pip on the GPU machine; the static checks run in CI
 root=$(pwd)
 cd gpu-pack
-for t in stag d256; do xz -dc "$t.tar.xz" | tar -xf -; done
+for t in stag d256 nofin sat base writer; do [ -f "$t.tar.xz" ] && xz -dc "$t.tar.xz" | tar -xf -; done
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv
 case "${1:-}" in
 check)
@@ -62,6 +59,82 @@ time)
   timeout 240 bash "$root/scripts/adjacent_attn_bwd.sh" "$(pwd)/d256/oxtile" "$OUT/d256" 4,16,4096,256,full \
     4,16,4096,256,causal 16,16,1024,256,full 2>&1 | tail -8
   grep -h "FAIL" "$OUT"/d256/ours_*.txt ;;
+ab)
+  # Session 38: where the d256 pack's head-dim-128 loss comes from. nofin = stag + q128 + d256 without the finite-dS
+  # clamp: stag against nofin is q128's code placement alone, nofin against d256 the clamp alone.
+  echo "=== nofin: tests/attention_backward"
+  ( cd nofin && timeout 120 ./attention_backward --include-ignored --test-threads=1 > "$OUT/tests-nofin.log" 2>&1 )
+  grep -E "test result|FAILED|panicked" "$OUT/tests-nofin.log" | head -20
+  echo "=== stag against nofin (q128's placement at head dim 128)"
+  AB_OUT=$OUT/ab1 bash "$root/scripts/gpu-ab.sh" --attn stag/oxtile nofin/oxtile 2 --backward --shapes \
+    4,16,4096,128,full 4,16,4096,128,causal 1,16,16384,128,causal 2>&1 | tail -14
+  echo "=== nofin against d256 (the finite-dS clamp)"
+  AB_OUT=$OUT/ab2 bash "$root/scripts/gpu-ab.sh" --attn nofin/oxtile d256/oxtile 2 --backward --shapes \
+    4,16,4096,128,full 4,16,4096,128,causal 1,16,16384,128,causal 4,32,4096,64,full 2>&1 | tail -18
+  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT"/ab1/*.log "$OUT"/ab2/*.log ;;
+final)
+  # Session 38: sat = stag + q128 + d256 + dS packed with cvt.rn.satfinite (the NaN fix at no cost, PTX 8.1): its
+  # tests, the three sanitizers, the A/B against nofin (the same without the fix), then head dim 64's table.
+  echo "=== sat: tests/attention_backward"
+  ( cd sat && timeout 120 ./attention_backward --include-ignored --test-threads=1 > "$OUT/tests-sat.log" 2>&1 )
+  grep -E "test result|FAILED|panicked" "$OUT/tests-sat.log" | head -20
+  (
+    cd sat
+    export OXTILE_UNDER_SANITIZER=1
+    for tool in memcheck racecheck synccheck; do
+      extra=(); [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+      ( timeout 200 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 ./attention_backward --ignored \
+          --test-threads=1 > "$OUT/san-$tool.log" 2>&1; echo "rc=$?" >> "$OUT/san-$tool.log" ) &
+    done
+    wait
+    for tool in memcheck racecheck synccheck; do
+      echo "=== sat under $tool"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$tool.log" | head -6
+    done
+  )
+  echo "=== nofin against sat"
+  AB_OUT=$OUT/ab3 bash "$root/scripts/gpu-ab.sh" --attn nofin/oxtile sat/oxtile 2 --backward --shapes \
+    4,16,4096,128,full 4,16,4096,128,causal 1,16,16384,128,causal 4,32,4096,64,full 2>&1 | tail -16
+  echo "=== python (the wheel of main with every backward patch)"
+  (cd "$root" && bash docs/wip/attn-bwd-call.sh python 2>&1 | tail -6)
+  if [ -n "${WITH_TABLE:-}" ]; then
+    echo "=== head dim 64 table (sat)"
+    (cd "$root" && TABLE_BUILD=sat TABLE_TIMEOUT=$((560 - SECONDS)) bash docs/wip/attn-bwd-call.sh table 64 2>&1 | tail -14)
+  fi ;;
+writer)
+  # Session 38: attn-bwd-dq-writer.patch (the dQ reductions and the deterministic mode's turns moved to a writer
+  # warp) against main's kernels: its tests, the three sanitizers, the A/B (BASE, default sat: main's kernels).
+  b=${BASE:-sat}
+  echo "=== writer: tests/attention_backward"
+  ( cd writer && timeout 120 ./attention_backward --include-ignored --test-threads=1 > "$OUT/tests-writer.log" 2>&1 )
+  grep -E "test result|FAILED|panicked" "$OUT/tests-writer.log" | head -20
+  (
+    cd writer
+    export OXTILE_UNDER_SANITIZER=1
+    for tool in memcheck racecheck synccheck; do
+      extra=(); [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+      ( timeout 200 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 ./attention_backward --ignored \
+          --test-threads=1 > "$OUT/san-$tool.log" 2>&1; echo "rc=$?" >> "$OUT/san-$tool.log" ) &
+    done
+    wait
+    for tool in memcheck racecheck synccheck; do
+      echo "=== writer under $tool"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$tool.log" | head -6
+    done
+  )
+  echo "=== $b against writer"
+  AB_OUT=$OUT/ab4 bash "$root/scripts/gpu-ab.sh" --attn $b/oxtile writer/oxtile 2 --backward --shapes \
+    4,16,4096,128,full 4,16,4096,128,causal 1,16,16384,128,causal 4,32,4096,64,full 4,32,4096,64,causal \
+    4,16,4096,256,full 2>&1 | tail -24 ;;
+table)
+  # Issue 26's table: the $TABLE_BUILD pack's (default d256) backward against cuDNN, adjacent in time, over head dim ${2:-128} x S 1024 ...
+  # 16384 x full/causal (32k tokens a batch, as scripts/torch_attn_bwd.py's suite; 16 heads at 128, 32 at 64).
+  d=${2:-128}; h=$((2048 / d)); shapes=()
+  for s in 1024 2048 4096 8192 16384; do
+    for mask in full causal; do shapes+=("$((32768 / s)),$h,$s,$d,$mask"); done
+  done
+  timeout "${TABLE_TIMEOUT:-580}" bash "$root/scripts/adjacent_attn_bwd.sh" "$(pwd)/${TABLE_BUILD:-d256}/oxtile" "$OUT/table$d" "${shapes[@]}" 2>&1 | tail -14
+  grep -h "FAIL" "$OUT"/table$d/ours_*.txt ;;
 ncu)
   # Where the backward's time goes (for the next kernel change; optional): one launch each of the head-dim-128 and
   # 256 main kernels under Nsight Compute, clocks left alone.
@@ -80,5 +153,5 @@ python)
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 check|sanitize|time|python|ncu" >&2; exit 2 ;;
+*) echo "usage: $0 check|sanitize|time|python|ncu|ab|table [64|128]|final|writer" >&2; exit 2 ;;
 esac

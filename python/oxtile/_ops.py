@@ -266,7 +266,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     the natural-log log-sum-exp of each row's scaled scores, float32 [batch, heads_q, seq_q]. Runs on the current
     stream.
 
-    Autograd: the gradients of q, k and v come from oxtile's Hopper backward kernels (head dims 64 and 128), packed
+    Autograd: the gradients of q, k and v come from oxtile's Hopper backward kernels (head dims 64, 128 and 256), packed
     whatever the inputs' strides (strided inputs are copied for the backward). The returned LSE is not
     differentiable (requires_grad False). dK and dV are bit for bit the same from every call; with `deterministic`,
     dQ is too (its parts are added in a fixed order, at some cost in time).
