@@ -16,6 +16,7 @@
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
 #   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 and d256 kernels
+#   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
 #   bash docs/wip/attn-bwd-call.sh python             # gpu-pack/oxtile-*.whl with gpu-pack/pytests, GPU expected
 #
 # Session 37 and 38's calls (the staggered order, q128, head dim 256, the dS clamp and its saturating replacement,
@@ -90,11 +91,22 @@ ncu)
     grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Stall|Warp Cycles Per|Issue Slots|Shared|Bank" \
       "$OUT/ncu-$2.txt" | head -40
   done ;;
+split)
+  # Where one backward call's time goes among its three kernels (preprocessing, main, dQ conversion): each launch's
+  # duration under Nsight Compute, clocks left alone, on the given shapes (default: the short rows that lose most).
+  build=${1:?BUILD}; shift
+  [ $# -gt 0 ] || set -- 32,16,1024,128,full 32,16,1024,128,causal 16,32,2048,64,full
+  for shape in "$@"; do
+    echo "=== $shape"
+    timeout 200 ncu --clock-control none -k "regex:^attn_bwd_(preprocess_|convert_dq_|bf16_d)" -c 6 --section SpeedOfLight \
+      "./$build/oxtile" bench attn --backward --shapes "$shape" --rounds 1 > "$OUT/split-$shape.txt" 2>&1
+    grep -E "^  attn_bwd_|Duration" "$OUT/split-$shape.txt" | head -12
+  done ;;
 python)
   site=$(mktemp -d)
   python3 -m pip install --quiet --no-index --no-deps --target "$site" oxtile-*.whl || exit 1
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|writer|table|ncu|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|writer|table|ncu|split|python ..." >&2; exit 2 ;;
 esac
