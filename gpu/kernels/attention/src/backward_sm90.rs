@@ -1052,7 +1052,8 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dp.as_mut());
 
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
-        // and their K rows add nothing to dQ, so only the causal mask needs applying.
+        // and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only the causal
+        // mask needs applying.
         let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
