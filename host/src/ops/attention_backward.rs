@@ -109,7 +109,8 @@ fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
 /// blocks, key/value heads, batch), so the blocks of a group are dispatched together; with `key_blocks` no larger
 /// than what the occupancy API says the GPU holds at once, a group whose first blocks wait gets the rest as the
 /// groups before it (which wait only among themselves) finish. Work on other streams that keeps SMs busy delays
-/// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang).
+/// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang). Raises `function`'s
+/// dynamic shared-memory limit to the tile's first, as the occupancy it asks for depends on it.
 fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
     let schedule = staggered_schedule(shape, causal);
     if !schedule.fits_u32() {
@@ -119,6 +120,10 @@ fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causa
         )));
     }
     let tile = tile_for(shape.head_dim);
+    function.set_attribute(
+        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        tile.smem_bytes() as i32,
+    )?;
     let per_sm =
         function.occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?;
     let capacity = per_sm.saturating_mul(gpu.sm_count());
@@ -206,7 +211,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
     ) -> Result<Self> {
         let problem = check_backward(shape, &options)?;
         let staggered = gpu.function(kernels_for::<T>(shape)?.staggered)?;
-        let order = match Self::staggered_refusal(gpu, &staggered, shape, problem.causal)? {
+        let order = match staggered_refusal(gpu, &staggered, shape, problem.causal)? {
             None => DqOrder::Staggered,
             Some(_) => DqOrder::Ascending,
         };
@@ -229,14 +234,6 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         Self::build(gpu, shape, options, q, k, v, d_o, Some(order))
     }
 
-    fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
-        function.set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            tile_for(shape.head_dim).smem_bytes() as i32,
-        )?;
-        staggered_refusal(gpu, function, shape, causal)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn build(
         gpu: &Gpu,
@@ -254,7 +251,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let tile = tile_for(shape.head_dim);
         let function = gpu.function(kernel)?;
         if order == Some(DqOrder::Staggered)
-            && let Some(why) = Self::staggered_refusal(gpu, &function, shape, problem.causal)?
+            && let Some(why) = staggered_refusal(gpu, &function, shape, problem.causal)?
         {
             return Err(Error::unsupported(OP, format!("the staggered dQ order: {why}")));
         }

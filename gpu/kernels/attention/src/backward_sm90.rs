@@ -892,7 +892,14 @@ struct Warpgroup<'a> {
     column: u32,
 }
 
-impl Warpgroup<'_> {
+impl<'a> Warpgroup<'a> {
+    /// Consumer warpgroup `consumer` as its thread `thread` (0..128) sees it; `keys_offset` as the field.
+    #[inline(always)]
+    fn new(smem: &'a SmemMap, consumer: u32, thread: u32, keys_offset: u32) -> Self {
+        let (warp, lane) = (thread / 32, thread % 32);
+        Warpgroup { smem, consumer, warp, lane, keys_offset, row: 16 * warp + lane / 4, column: 2 * (lane % 4) }
+    }
+
     /// acc = A·Bᵀ over the head dimension for this warpgroup's 64 keys: A = K or V (`a` its first column block),
     /// B = Q or dO of a stage from this warpgroup's first query (`b`, in the first column block), both K-major; one
     /// wgmma per 16 head-dim columns.
@@ -1019,16 +1026,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         return;
     }
     let tile = C::TILE;
-    let (warp, lane) = (thread / 32, thread % 32);
-    let warpgroup = Warpgroup {
-        smem,
-        consumer,
-        warp,
-        lane,
-        keys_offset: consumer * tile.consumer_keys() * 128,
-        row: 16 * warp + lane / 4,
-        column: 2 * (lane % 4),
-    };
+    let warpgroup = Warpgroup::new(smem, consumer, thread, consumer * tile.consumer_keys() * 128);
     // This warpgroup's first key.
     let key0 = block.key0 + consumer * tile.consumer_keys();
     let mut dk = C::ACC_ZERO;
@@ -1054,7 +1052,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
         // and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only the causal
         // mask needs applying.
-        let masked = problem.causal && q0 + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
+        let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0);
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
@@ -1095,9 +1093,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
 #[inline(always)]
 unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
     let tile = C::TILE;
-    let (warp, lane) = (thread / 32, thread % 32);
-    let warpgroup =
-        Warpgroup { smem, consumer, warp, lane, keys_offset: 0, row: 16 * warp + lane / 4, column: 2 * (lane % 4) };
+    let warpgroup = Warpgroup::new(smem, consumer, thread, 0);
     let key0 = block.key0;
     // This warpgroup's queries of each tile (columns of the score tiles) and its first column block of dK, dV, dQ.
     let first_query = consumer * tile.consumer_queries();
@@ -1126,8 +1122,7 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
         wgmma::fence_operands(s.as_mut());
         wgmma::fence_operands(dp.as_mut());
 
-        let masked =
-            problem.causal && q0 + first_query + problem.seq_k < key0 + tile.consumer_keys() - 1 + problem.seq_q;
+        let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0 + first_query);
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, first_query, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
@@ -1191,6 +1186,13 @@ unsafe fn finish_tile<C: Config>(
         count: tile.consumers * if C::STAGGERED { staggered_turn } else { block_idx_x() } + in_block,
     };
     unsafe { add_dq::<C>(dq, warpgroup, accum_tile, turn, second) };
+}
+
+/// Whether the causal mask hides any key before `key_end` from query `first_query` (and so from some query of a tile
+/// that starts there): key j is hidden from query i when j > i + seq_k − seq_q.
+#[inline(always)]
+fn crosses_diagonal(problem: &Problem, key_end: u32, first_query: u32) -> bool {
+    problem.causal && first_query + problem.seq_k < key_end - 1 + problem.seq_q
 }
 
 /// Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) (0 where the causal mask hides the key) in place of Sᵀ, and
