@@ -12,6 +12,7 @@
 #                                                     # ascending order; default shapes: head dims 128, 64, 256
 #   bash docs/wip/attn-bwd-call.sh writer             # tests, sanitize and ab of `writer` (attn-bwd-dq-writer.patch)
 #                                                     # against BASE (default `base`, main's kernels): ~4 minutes
+#   bash docs/wip/attn-bwd-call.sh checks BUILD...    # tests and sanitize of each build (~1 minute a build)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
@@ -67,6 +68,11 @@ case "$mode" in
 tests) tests_of "${1:?BUILD}" ;;
 sanitize) sanitize_build "${1:?BUILD}" ;;
 ab) ab "$@" ;;
+checks)
+  for build in "$@"; do
+    tests_of "$build"
+    sanitize_build "$build"
+  done ;;
 writer)
   tests_of writer
   sanitize_build writer
@@ -108,5 +114,5 @@ python)
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|writer|table|ncu|split|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
 esac
