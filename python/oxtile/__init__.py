@@ -9,8 +9,8 @@
 Both run on PyTorch's current stream of the tensors' device, take the tensors without copying them and return
 tensors PyTorch allocated. They are PyTorch custom operators (``torch.ops.oxtile.*``) with fake implementations, so
 ``torch.compile`` keeps them in its graphs. ``matmul`` has a backward (PyTorch's own matmul on the gradients);
-``attention``'s backward runs oxtile's Hopper backward kernels (head dims 64 and 128; ``deterministic=True`` for a
-bit-reproducible dQ).
+``attention``'s backward runs oxtile's Hopper backward kernels (head dims 64, 128 and 256; ``deterministic=True``
+for a bit-reproducible dQ).
 
 Importing needs no GPU; a call without one raises RuntimeError.
 """
