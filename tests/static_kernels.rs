@@ -12,7 +12,7 @@ use oxtile::kernels::{self, Kernel};
 use oxtile::ops::attention::{self, AttnElement};
 use oxtile::types::Order;
 use oxtile_abi::symmetric;
-use oxtile_abi::{AttnTile, GemmConfig, GemmSchedule};
+use oxtile_abi::{AttnTile, BwdSplit, GemmConfig, GemmSchedule};
 
 /// Every module inspected once for the whole binary (the build's cubin and ptxas report where the build assembled it
 /// with the pinned ptxas, else assembled here, tens of seconds for the GEMM module), so no test does it again.
@@ -695,18 +695,42 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         assert_eq!(s.count_with("REDG", "F32"), 0, "`{}`: no scattered dQ reductions", kernel.name);
         // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
         assert_eq!(s.count("REDG"), 1, "`{}`: semaphore releases", kernel.name);
-        // One bulk reduce-add per 64 columns of dQ and query tile. The leader's code is compiled twice, with and
-        // without the deterministic mode's wait and release around it (the mode is a uniform kernel parameter).
+        // One bulk reduce-add per 64 columns of dQ, consumer and query tile, issued by the writer warp. Its code is
+        // compiled once or twice (with and without the deterministic mode's waits: the mode is a uniform kernel
+        // parameter, and LLVM merges what the two have in common).
+        let per_tile = tile.consumers * pieces;
         let bulk = s.opcodes().filter(|op| *op == "UBLKRED.G.S.ADD.F32.RN").count() as u32;
         assert_eq!(s.count("UBLKRED"), bulk, "`{}`: only f32 bulk additions", kernel.name);
-        assert_eq!(bulk, 2 * pieces, "`{}`: dQ bulk reductions", kernel.name);
+        assert!((per_tile..=2 * per_tile).contains(&bulk), "`{}`: {bulk} dQ bulk reductions", kernel.name);
         let ptx = entry_ptx(*kernel);
         let reduce = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32";
-        assert_eq!(ptx.matches(reduce).count() as u32, 2 * pieces, "`{}`", kernel.name);
-        // The deterministic chain: the full wait (not only `.read`) for the reductions, then the proxy fence,
-        // then the release; a proxy fence after the acquire as well.
-        assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count(), 1, "`{}`: the full wait", kernel.name);
-        assert_eq!(ptx.matches("fence.proxy.async.global;").count(), 2, "`{}`: proxy fences", kernel.name);
+        assert_eq!(ptx.matches(reduce).count() as u32, bulk, "`{}`", kernel.name);
+        // The deterministic chain: the full wait (not only `.read`) for the reductions (after each consumer's where
+        // the consumers add the same columns, else once after all), then the proxy fence, then the release; a proxy
+        // fence before each consumer's reductions as well (after the acquire, or after the previous consumer's).
+        let full_waits = if tile.split == BwdSplit::Keys { tile.consumers } else { 1 };
+        assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count() as u32, full_waits, "`{}`", kernel.name);
+        let fences = ptx.matches("fence.proxy.async.global;").count() as u32;
+        assert_eq!(fences, tile.consumers + 1, "`{}`: proxy fences", kernel.name);
+        // The staging handed over to the writer warp by an arrival right after the proxy fence that orders the
+        // staging stores before the reductions' reads (once), and handed back by an arrival per consumer right after
+        // the writer's wait for those reads (once per tile).
+        assert_eq!(ptx.matches("cp.async.bulk.wait_group.read 0;").count(), 1, "`{}`: the read wait", kernel.name);
+        let events: Vec<&str> = ptx
+            .lines()
+            .map(|l| l.trim_start().split([' ', ';']).next().unwrap())
+            .filter(|l| {
+                ["cp.async.bulk.wait_group", "mbarrier.arrive", "fence.proxy.async", "barrier.sync", "bar.sync"]
+                    .iter()
+                    .any(|e| l.starts_with(e))
+            })
+            .collect();
+        let arrive = "mbarrier.arrive.shared::cta.b64";
+        let handed_over = events.windows(2).filter(|w| w == &["fence.proxy.async.shared::cta", arrive]).count();
+        assert_eq!(handed_over, 1, "`{}`: the hand-over {events:#?}", kernel.name);
+        let read = events.iter().position(|e| *e == "cp.async.bulk.wait_group.read").unwrap();
+        let handed_back = events[read + 1..].iter().take_while(|e| **e == arrive).count() as u32;
+        assert_eq!(handed_back, tile.consumers, "`{}`: the hand-backs {events:#?}", kernel.name);
         // The staging pieces: 8-byte stores of value pairs, 16 per thread and piece.
         assert_eq!(s.count_with("STS", "64") as u32, 16 * pieces, "`{}`: dQ staging stores", kernel.name);
         assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
@@ -726,6 +750,28 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     assert_eq!(checked, 12);
     for kernel in [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16] {
         assert_eq!(stats(kernel).count("HGMMA"), 0);
+    }
+}
+
+#[test]
+fn attention_backward_row_kernels_move_16_bytes_per_access_and_divide_once_per_head() {
+    // Preprocessing: per thread one 16-byte load each of O and dO and two 16-byte stores of zeros to the
+    // accumulator (the row's LSE, D and semaphore are 4-byte accesses by one thread a row). Conversion: two 16-byte
+    // loads of the accumulator and one 16-byte store of dQ. The index arithmetic per thread is shifts and masks
+    // but for one 32-bit division of the (batch, head) pair by the heads: no 64-bit division anywhere (each is a
+    // subroutine of ~70 instructions), and no more than one 32-bit one per loop.
+    let preprocess = [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_PREPROCESS_F16];
+    let convert = [kernels::ATTN_BWD_CONVERT_DQ_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16];
+    for kernel in preprocess.into_iter().chain(convert) {
+        let s = stats(kernel);
+        let (loads, stores) = (s.count_with("LDG", "128"), s.count_with("STG", "128"));
+        let expected = if kernel.name.contains("preprocess") { (2, 2) } else { (2, 1) };
+        assert_eq!((loads, stores), expected, "`{}`: 16-byte loads and stores", kernel.name);
+        let ptx = entry_ptx(kernel);
+        assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
+        let divisions = ptx.matches("div.u32").count() + ptx.matches("rem.u32").count();
+        assert!(divisions <= 1, "`{}`: {divisions} 32-bit divisions", kernel.name);
+        assert!(!s.uses_local_memory(), "`{}`: local memory", kernel.name);
     }
 }
 

@@ -711,6 +711,12 @@ mod tests {
         for kernel in backward {
             check(kernel, &oxtile_abi::AttnBwdParams::SIZES);
         }
+        for kernel in [ATTN_BWD_PREPROCESS_BF16, ATTN_BWD_PREPROCESS_F16] {
+            check(&kernel, &oxtile_abi::AttnBwdPreprocessParams::SIZES);
+        }
+        for kernel in [ATTN_BWD_CONVERT_DQ_BF16, ATTN_BWD_CONVERT_DQ_F16] {
+            check(&kernel, &oxtile_abi::AttnBwdConvertParams::SIZES);
+        }
     }
 
     #[test]

@@ -12,7 +12,10 @@ pub mod stream_k;
 pub mod symmetric;
 
 pub use gemm_table::{GemmConfig, GemmShare};
-pub use params::{AttnBwdParams, AttnParams, GemmParams, SkinnyGemmParams, TensorMapBytes};
+pub use params::{
+    AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnParams, GemmParams, SkinnyGemmParams,
+    TensorMapBytes,
+};
 
 /// How the math warpgroups of a Hopper GEMM share the work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -470,7 +473,8 @@ const _: () = {
 /// head dim), then per consumer its dQ staging pieces ([`Self::dq_pieces`] of [`Self::DQ_PIECE_BYTES`]: 64
 /// queries × 64 columns of f32 each, for each 64-row unit of the query tile the consumer's column blocks), then
 /// per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and
-/// Q empty per stage, then per stage the staggered order's turn (u32).
+/// Q empty per stage, then dQ full per consumer and dQ empty per consumer (its staging pieces handed to the dQ writer
+/// warp and back).
 ///
 /// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
 /// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
@@ -645,19 +649,18 @@ impl AttnBwdTile {
         self.smem_lse_offset(self.stages) + stage * self.smem_rows_bytes()
     }
 
-    /// Barriers: K/V full, then Q full and Q empty per stage.
+    /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full per consumer, then dQ empty per consumer.
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_dsum_offset(self.stages)
     }
 
-    /// The deterministic mode's turn at a stage's query tile in the staggered order (u32, written by the
-    /// producer), after the barriers.
-    pub const fn smem_turn_offset(&self, stage: u32) -> u32 {
-        self.barriers_offset() + (1 + 2 * self.stages) * Self::BARRIER_BYTES + 4 * stage
+    /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per consumer.
+    pub const fn barriers(&self) -> u32 {
+        1 + 2 * self.stages + 2 * self.consumers
     }
 
     pub const fn smem_bytes(&self) -> u32 {
-        self.smem_turn_offset(self.stages)
+        self.barriers_offset() + self.barriers() * Self::BARRIER_BYTES
     }
 
     /// Bytes one stage receives: Q, dO, LSE and dO·O of a query tile.
@@ -665,6 +668,59 @@ impl AttnBwdTile {
         2 * self.smem_q_bytes() + 2 * self.smem_rows_bytes()
     }
 }
+
+/// The attention backward's two row kernels (gpu/kernels/attention/src/backward_sm90.rs): the preprocessing, over
+/// every padded query row, and the dQ conversion, over the real ones. Each thread takes
+/// [`Self::COLUMNS_PER_THREAD`] adjacent head-dim columns of one row (16 bytes of a 16-bit tensor, 32 of the f32
+/// accumulator: one vector access each), so a row is [`Self::row_threads`] adjacent lanes of one warp (8, 16 or 32);
+/// blocks of [`Self::THREADS`]. The grid's x covers the rows of one (batch, head), its y the (batch, head) pairs, up
+/// to [`Self::MAX_GRID_Y`] of them, each block looping over the pairs `grid.y` apart: the per-element index
+/// arithmetic is shifts and masks (head dims are powers of two), with one division per block and pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttnBwdRows {
+    /// seq_q (the conversion) or the padded rows (the preprocessing) of one (batch, head).
+    pub rows: u32,
+    pub head_dim: u32,
+    /// batch · heads_q.
+    pub batch_heads: u64,
+}
+
+impl AttnBwdRows {
+    pub const THREADS: u32 = 256;
+    pub const COLUMNS_PER_THREAD: u32 = 8;
+    /// The grid's y dimension is 16-bit.
+    pub const MAX_GRID_Y: u32 = 65535;
+
+    /// Threads per row: a power of two that divides 32 for the backward's head dims (64, 128, 256).
+    pub const fn row_threads(head_dim: u32) -> u32 {
+        head_dim / Self::COLUMNS_PER_THREAD
+    }
+
+    /// Whether the x index of every thread (rows · row threads) fits the kernels' 32-bit arithmetic.
+    pub const fn fits_u32(&self) -> bool {
+        (self.rows as u64) * (Self::row_threads(self.head_dim) as u64) <= u32::MAX as u64
+    }
+
+    /// (x, y, 1) blocks. For the padded rows (a multiple of 64) x is exact: 64 rows of at least 8 threads are whole
+    /// blocks, so no thread of the preprocessing falls outside its rows (its row sums shuffle across whole warps).
+    pub const fn grid(&self) -> (u32, u32, u32) {
+        let threads = self.rows as u64 * Self::row_threads(self.head_dim) as u64;
+        let x = threads.div_ceil(Self::THREADS as u64);
+        let y = if self.batch_heads < Self::MAX_GRID_Y as u64 { self.batch_heads } else { Self::MAX_GRID_Y as u64 };
+        (x as u32, y as u32, 1)
+    }
+}
+
+// A row's threads are adjacent lanes of one warp, and 64 rows fill whole blocks, for every backward head dim.
+const _: () = {
+    let mut i = 0;
+    while i < ATTN_BWD_SM90_TILES.len() {
+        let row_threads = AttnBwdRows::row_threads(ATTN_BWD_SM90_TILES[i].head_dim);
+        assert!(row_threads.is_power_of_two() && 32 % row_threads == 0);
+        assert!((AttnBwdTile::DQ_UNIT_ROWS * row_threads).is_multiple_of(AttnBwdRows::THREADS));
+        i += 1;
+    }
+};
 
 /// Hopper attention backward, head dim 128: 128 keys per block (64 per consumer warpgroup) against query tiles of
 /// 64 rows, 2 stages.

@@ -1,8 +1,9 @@
-//! The parameters of each kernel family, one list per family ([`gemm_sm90_params!`], [`attn_sm90_params!`]) from
-//! which both crates take them: oxtile-abi defines the `#[repr(C)]` struct the host fills ([`GemmParams`],
-//! [`AttnParams`]; device addresses as `u64`, tensor maps as [`TensorMapBytes`]) and the device crate declares the
-//! kernel's parameters, one per field in the same order, with the same types (pointers as pointers, tensor maps as its
-//! by-value `TensorMap`). The launch passes the address of each field ([`GemmParams::kernel_args`]).
+//! The parameters of each kernel family, one list per kernel ([`gemm_sm90_params!`], [`attn_sm90_params!`],
+//! [`attn_bwd_sm90_params!`], ...) from which both crates take them: oxtile-abi defines the `#[repr(C)]` struct the
+//! host fills ([`GemmParams`], [`AttnParams`]; device addresses as `u64`, tensor maps as [`TensorMapBytes`]) and the
+//! device crate declares the kernel's parameters, one per field in the same order, with the same types (pointers as
+//! pointers, tensor maps as its by-value `TensorMap`). The launch passes the address of each field
+//! ([`GemmParams::kernel_args`]).
 //!
 //! One parameter per field rather than the struct as one by-value parameter: NVPTX knows that a kernel's pointer
 //! parameters address global memory (global loads, stores and atomics: `LDG`, `STG`, `REDG`) and that its scalar
@@ -194,6 +195,70 @@ macro_rules! attn_bwd_sm90_params {
     };
 }
 
+/// Calls `$callback! { fields }` with the parameters of the attention backward's preprocessing kernels
+/// (gpu/kernels/attention/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the padded rows), in order, as
+/// [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! attn_bwd_preprocess_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// O and dO: [batch, seq_q, heads_q, head_dim] with these element strides (multiples of 8, 16-byte
+            /// aligned bases).
+            o: ptr(*const u16),
+            d_o: ptr(*const u16),
+            o_batch_stride: val(u64),
+            o_seq_stride: val(u64),
+            o_head_stride: val(u64),
+            d_o_batch_stride: val(u64),
+            d_o_seq_stride: val(u64),
+            d_o_head_stride: val(u64),
+            /// The forward's row log-sum-exp: [batch, heads_q, seq_q] f32.
+            lse: ptr(*const f32),
+            /// Written: the main kernel's per-row workspaces ([`attn_bwd_sm90_params!`]), [batch, heads_q, padded
+            /// rows] f32 each, and its dQ accumulator (zeroed) and semaphores (zeroed, unless null).
+            lse_log2: ptr(*mut f32),
+            dsum: ptr(*mut f32),
+            dq_accum: ptr(*mut f32),
+            dq_semaphores: ptr(*mut u32),
+            batch: val(u32),
+            heads_q: val(u32),
+            seq_q: val(u32),
+            padded_rows: val(u32),
+            /// 64, 128 or 256.
+            head_dim: val(u32),
+        }
+    };
+}
+
+/// Calls `$callback! { fields }` with the parameters of the attention backward's dQ conversion kernels
+/// (gpu/kernels/attention/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the seq_q rows), in order, as
+/// [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! attn_bwd_convert_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// The main kernel's dQ accumulator ([`attn_bwd_sm90_params!`]).
+            dq_accum: ptr(*const f32),
+            /// dQ: [batch, seq_q, heads_q, head_dim] with these element strides (multiples of 8, 16-byte aligned
+            /// base), distinct elements.
+            dq: ptr(*mut u16),
+            dq_batch_stride: val(u64),
+            dq_seq_stride: val(u64),
+            dq_head_stride: val(u64),
+            batch: val(u32),
+            heads_q: val(u32),
+            seq_q: val(u32),
+            padded_rows: val(u32),
+            /// 64, 128 or 256.
+            head_dim: val(u32),
+            /// The softmax scale (dQ = scale · the accumulator).
+            scale: val(f32),
+        }
+    };
+}
+
 /// Defines a family's params struct from its list: each field as the host holds it, and the kernel arguments.
 macro_rules! params_struct {
     ($(#[$doc:meta])* $name:ident; $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
@@ -254,6 +319,18 @@ attn_bwd_sm90_params! {
     params_struct,
     /// The parameters of a Hopper attention-backward kernel ([`attn_bwd_sm90_params!`]).
     AttnBwdParams;
+}
+
+attn_bwd_preprocess_params! {
+    params_struct,
+    /// The parameters of an attention-backward preprocessing kernel ([`attn_bwd_preprocess_params!`]).
+    AttnBwdPreprocessParams;
+}
+
+attn_bwd_convert_params! {
+    params_struct,
+    /// The parameters of an attention-backward dQ conversion kernel ([`attn_bwd_convert_params!`]).
+    AttnBwdConvertParams;
 }
 
 // A `CUtensorMap`: 128 bytes, 64-byte aligned.

@@ -19,7 +19,10 @@ use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 pub use oxtile_abi::dq_order::DqOrder;
 use oxtile_abi::dq_order::DqSchedule;
-use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_TILES, AttnBwdParams, AttnBwdTile};
+use oxtile_abi::{
+    ATTN_BWD_SM90_D64, ATTN_BWD_SM90_TILES, AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnBwdRows,
+    AttnBwdTile,
+};
 
 use super::attention::{
     AttnElement, AttnOptions, AttnShape, AttnStrides, BackwardKernels, CheckedProblem, Strides, check_problem,
@@ -33,10 +36,6 @@ use crate::tma::{self, Tile4d};
 
 const OP: &str = "attention_backward";
 const REFERENCE_OP: &str = "attention_backward_reference";
-
-/// Threads per block of the preprocessing kernel (one warp per query row) and of the dQ conversion.
-const PREPROCESS_THREADS: u32 = 256;
-const CONVERT_THREADS: u32 = 256;
 
 /// Checks a backward problem: the forward's checks ([`CheckedProblem::new`]), then what only the backward needs:
 /// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, and the grid's
@@ -65,9 +64,16 @@ pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<Checked
             format!("heads_kv {} and batch {} must each be at most 65535 (grid dimensions)", shape.heads_kv, batch),
         ));
     }
-    // The preprocessing kernel's grid counts padded rows in 32 bits.
+    // The row kernels count the padded rows of all (batch, head) pairs, and each pair's row threads, in 32 bits.
     if padded_rows_total(shape) > u32::MAX as usize {
         return Err(Error::bad_argument(OP, "batch × heads_q × padded seq_q must be below 2^32"));
+    }
+    let rows = AttnBwdRows { rows: padded_rows(shape) as u32, head_dim: d as u32, batch_heads: 1 };
+    if !rows.fits_u32() {
+        return Err(Error::bad_argument(
+            OP,
+            format!("padded seq_q × head_dim / 8 must be below 2^32 (seq_q {})", shape.seq_q),
+        ));
     }
     Ok(p)
 }
@@ -399,38 +405,45 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = p.strides;
 
-        // 1. D, the log2-unit LSE and the zeroed accumulator: one warp per padded row.
+        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row.
         let [ob, osq, oh] = s(os);
-        let warps_per_block = (PREPROCESS_THREADS / 32) as usize;
-        let blocks = padded_rows_total(shape).div_ceil(warps_per_block) as u32;
-        let mut launch = stream.launch_builder(&self.preprocess);
-        launch
-            .arg(&o_address)
-            .arg(&d_o_address)
-            .arg(&ob)
-            .arg(&osq)
-            .arg(&oh)
-            .arg(&ob)
-            .arg(&osq)
-            .arg(&oh)
-            .arg(&lse_address)
-            .arg(&lse_log2_address)
-            .arg(&dsum_address)
-            .arg(&dq_accum_address)
-            .arg(&semaphores_address)
-            .arg(&batch)
-            .arg(&heads_q)
-            .arg(&seq_q)
-            .arg(&padded)
-            .arg(&head_dim);
-        let config =
-            LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (PREPROCESS_THREADS, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the arguments match the kernel's signature in order and type; o and d_o hold every element their
-        // (checked, 8-element) strides address from 16-byte aligned bases; lse holds one f32 per query row; the
-        // workspaces hold the padded rows (and dq_accum head_dim f32 per row, the semaphores, if any, one u32 per
-        // 64 rows) and belong to this plan alone.
-        unsafe { launch.launch(config) }
-            .map_err(|source| Error::Launch { kernel: T::BACKWARD_PREPROCESS_KERNEL.name, source })?;
+        let batch_heads = (shape.batch * shape.heads_q) as u64;
+        let mut preprocess = AttnBwdPreprocessParams {
+            o: o_address,
+            d_o: d_o_address,
+            o_batch_stride: ob,
+            o_seq_stride: osq,
+            o_head_stride: oh,
+            d_o_batch_stride: ob,
+            d_o_seq_stride: osq,
+            d_o_head_stride: oh,
+            lse: lse_address,
+            lse_log2: lse_log2_address,
+            dsum: dsum_address,
+            dq_accum: dq_accum_address,
+            dq_semaphores: semaphores_address,
+            batch,
+            heads_q,
+            seq_q,
+            padded_rows: padded,
+            head_dim,
+        };
+        let rows = AttnBwdRows { rows: padded, head_dim, batch_heads };
+        let mut args = preprocess.kernel_args();
+        // SAFETY: the arguments are the kernel's, one per field of `AttnBwdPreprocessParams` (the list its signature
+        // is declared from). o and d_o hold every element their (checked, 8-element) strides address from 16-byte
+        // aligned bases; lse holds one f32 per query row; the workspaces hold the padded rows (and dq_accum head_dim
+        // f32 per row, the semaphores, if any, one u32 per 64 rows) and belong to this plan alone; the grid is
+        // `AttnBwdRows::grid` over the padded rows, whose x index `check_backward` has held to 32 bits.
+        unsafe {
+            gpu.launch_as(
+                ClusterShape::Plain,
+                T::BACKWARD_PREPROCESS_KERNEL.name,
+                &self.preprocess,
+                &row_launch(rows),
+                &mut args,
+            )?
+        };
 
         // 2. dK, dV and the dQ accumulator.
         let (maps, _maps_use) = self.tensor_maps.device_ptr(stream);
@@ -480,30 +493,46 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
 
-        // 3. dQ = scale · the accumulator.
+        // 3. dQ = scale · the accumulator: head_dim / 8 threads per query row.
         let [qb, qsq, qh] = s(qs);
-        let pairs = rows * shape.head_dim / 2;
-        let blocks = pairs.div_ceil(CONVERT_THREADS as usize).min(gpu.sm_count() as usize * 16) as u32;
-        let mut launch = stream.launch_builder(&self.convert);
-        launch
-            .arg(&dq_accum_address)
-            .arg(&dq_address)
-            .arg(&qb)
-            .arg(&qsq)
-            .arg(&qh)
-            .arg(&batch)
-            .arg(&heads_q)
-            .arg(&seq_q)
-            .arg(&padded)
-            .arg(&head_dim)
-            .arg(&p.scale);
-        let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (CONVERT_THREADS, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the arguments match the kernel's signature in order and type; dq_accum holds the padded rows the
-        // main kernel accumulated; dq holds every element q's strides address, injectively, 16-byte aligned, and
-        // overlaps nothing.
-        unsafe { launch.launch(config) }
-            .map(drop)
-            .map_err(|source| Error::Launch { kernel: T::BACKWARD_CONVERT_DQ_KERNEL.name, source })
+        let mut convert = AttnBwdConvertParams {
+            dq_accum: dq_accum_address,
+            dq: dq_address,
+            dq_batch_stride: qb,
+            dq_seq_stride: qsq,
+            dq_head_stride: qh,
+            batch,
+            heads_q,
+            seq_q,
+            padded_rows: padded,
+            head_dim,
+            scale: p.scale,
+        };
+        let rows = AttnBwdRows { rows: seq_q, head_dim, batch_heads };
+        let mut args = convert.kernel_args();
+        // SAFETY: the arguments are the kernel's, one per field of `AttnBwdConvertParams`; dq_accum holds the
+        // padded rows the main kernel accumulated; dq holds every element q's strides address, injectively, 16-byte
+        // aligned, and overlaps nothing; the grid is `AttnBwdRows::grid` over the seq_q rows.
+        unsafe {
+            gpu.launch_as(
+                ClusterShape::Plain,
+                T::BACKWARD_CONVERT_DQ_KERNEL.name,
+                &self.convert,
+                &row_launch(rows),
+                &mut args,
+            )
+        }
+    }
+}
+
+/// The launch of a backward row kernel (preprocessing, dQ conversion) over `rows`.
+fn row_launch(rows: AttnBwdRows) -> ClusterLaunch {
+    ClusterLaunch {
+        grid_dim: rows.grid(),
+        block_dim: (AttnBwdRows::THREADS, 1, 1),
+        cluster_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+        dependent_launch: false,
     }
 }
 
@@ -643,6 +672,40 @@ mod tests {
     }
 
     #[test]
+    fn row_kernel_grids_cover_every_row_with_whole_warps() {
+        // The row kernels' mapping, simulated: thread x of block (bx, by) takes row x / row_threads, columns
+        // 8 · (x % row_threads) .. + 8, of pairs by, by + grid.y, ... (gpu/kernels/attention/src/backward_sm90.rs).
+        for (seq_q, head_dim, batch_heads) in [(1, 64, 1), (77, 128, 3), (129, 64, 2), (200, 256, 70_000)] {
+            let padded = padded_rows(AttnShape::new(1, seq_q, 1, 1, 1, head_dim)) as u32;
+            let head_dim = head_dim as u32;
+            let row_threads = AttnBwdRows::row_threads(head_dim);
+            for (rows, exact) in [(padded, true), (seq_q as u32, false)] {
+                let grid = AttnBwdRows { rows, head_dim, batch_heads }.grid();
+                assert!(grid.1 as u64 <= batch_heads && grid.1 <= AttnBwdRows::MAX_GRID_Y && grid.2 == 1);
+                let threads = grid.0 * AttnBwdRows::THREADS;
+                // The padded rows exactly (so a warp never holds a thread past them), the real ones at least.
+                assert!(if exact { threads == rows * row_threads } else { threads >= rows * row_threads });
+                let mut covered = vec![0u8; (rows * head_dim) as usize];
+                for x in 0..threads {
+                    let (row, column) = (x / row_threads, 8 * (x % row_threads));
+                    if row < rows {
+                        // A row's threads share a warp.
+                        assert_eq!(x / 32, (row * row_threads) / 32);
+                        for c in column..column + 8 {
+                            covered[(row * head_dim + c) as usize] += 1;
+                        }
+                    }
+                }
+                assert!(covered.iter().all(|&n| n == 1));
+                // The pairs: each once, over the y blocks.
+                let visits: u64 =
+                    (0..grid.1 as u64).map(|by| (by..batch_heads).step_by(grid.1 as usize).count() as u64).sum();
+                assert_eq!(visits, batch_heads);
+            }
+        }
+    }
+
+    #[test]
     fn backward_problems_are_checked_before_any_launch() {
         let shape = AttnShape::new(2, 77, 129, 8, 2, 128);
         check_backward(shape, &AttnOptions::causal()).unwrap();
@@ -665,6 +728,9 @@ mod tests {
         // Grid dimensions.
         let err = refused(AttnShape::new(70_000, 1, 1, 1, 1, 64), AttnOptions::default());
         assert!(err.to_string().contains("65535"), "{err}");
+        // The row kernels' 32-bit thread index: padded seq_q · head_dim / 8.
+        let err = refused(AttnShape::new(1, 1 << 27, 1, 1, 1, 256), AttnOptions::default());
+        assert!(err.to_string().contains("head_dim / 8"), "{err}");
     }
 
     #[test]

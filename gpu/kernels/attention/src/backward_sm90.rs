@@ -3,9 +3,9 @@
 //! that P and dS stay in registers as the A operands of dV and dK (but at head dim 256, below).
 //!
 //! Three kernels per problem, launched in this order by host/src/ops/attention_backward.rs:
-//! 1. [`preprocess`], one warp per query row (every (batch, head) padded to whole query tiles): the row's
-//!    D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for padding rows, so its
-//!    probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
+//! 1. [`preprocess`], `head_dim / 8` threads per query row (every (batch, head) padded to whole query tiles,
+//!    [`AttnBwdRows`]): the row's D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for
+//!    padding rows, so its probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
 //! 2. [`attn_bwd`], one block per `tile_kv` keys of one (key/value head, batch): K and V stay in shared memory
 //!    while the producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dims 128 and 256, 128 at head
 //!    dim 64; Q, dO, and the rows' LSE and D) through a ring, for each query head of the key/value head in turn
@@ -16,7 +16,8 @@
 //!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
 //!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major), one piece
 //!    of 64 queries × 64 columns of head dim at a time (two per tile), each staged in shared memory as f32 and
-//!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from one thread:
+//!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer
+//!    warpgroup's dQ writer warp ([`write_dq`], which in the deterministic mode also waits for the tile's turn):
 //!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
@@ -25,20 +26,20 @@
 //!    tiles both consumers share, and after a barrier between them takes 128 columns of dV += Pᵀ·dO, dK += dSᵀ·Q
 //!    (both operands from shared memory) and dQ = dS·K (two pieces); the ring has one stage (a second does not
 //!    fit).
-//! 3. [`convert_dq`]: dQ = scale · the accumulator, in the input type and q's layout.
+//! 3. [`convert_dq`], `head_dim / 8` threads per query row: dQ = scale · the accumulator, in the input type and
+//!    q's layout.
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
 use oxtile_abi::dq_order::{DqOrder, DqSchedule};
-use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdTile, BwdSplit};
+use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdRows, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
 
-use super::reference::{Bf16, Element, F16, warp_sum};
+use super::reference::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{
-    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_stride, lane_id, thread_idx_x,
-};
-use crate::arch::{atomic, barrier, convert, mufu, setmaxnreg, smem, tma, wgmma};
+use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x};
+use crate::arch::warp::shfl_xor;
+use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::opaque_here;
 use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16, sw128_mn_major};
@@ -77,19 +78,95 @@ struct Strides {
 }
 
 impl Strides {
+    /// From a kernel's (batch, seq, head) stride parameters.
+    #[inline(always)]
+    fn new(batch: u64, seq: u64, head: u64) -> Strides {
+        Strides { batch: batch as usize, seq: seq as usize, head: head as usize }
+    }
+
     #[inline(always)]
     fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
         batch * self.batch + seq * self.seq + head * self.head
     }
 }
 
-/// One warp per padded query row `warp` = (batch · heads + head) · padded_rows + i: D_i = dO_i·O_i (0 for a padding
-/// row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row), and `head_dim` f32 of the dQ accumulator
-/// zeroed, the warp's slice of it in memory order (the tiled layout scatters a row; all warps together zero all
-/// of it, each warp whole 128-byte lines).
+/// This thread's row of an [`AttnBwdRows`] grid (x over one (batch, head)'s rows) and the first of its 8 head-dim
+/// columns: `head_dim / 8` adjacent lanes per row, by shifts (head dims are powers of two).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn preprocess<E: Element>(
+fn row_and_column(head_dim: u32) -> (u32, u32) {
+    let shift = AttnBwdRows::row_threads(head_dim).trailing_zeros();
+    let x = block_idx_x() * block_dim_x() + thread_idx_x();
+    (x >> shift, (x & ((1 << shift) - 1)) * AttnBwdRows::COLUMNS_PER_THREAD)
+}
+
+/// Per padded query row `i` of (batch, head) pair `batch_head` ([`AttnBwdRows`]: `head_dim / 8` threads a row, 8
+/// columns each): D_i = dO_i·O_i (0 for a padding row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row),
+/// `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled layout scatters a
+/// row, but all rows together zero all of it, each thread 32 contiguous bytes), and the row's 64-row unit's
+/// semaphore zeroed by the unit's first row.
+#[inline(always)]
+unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
+    let (i, column) = row_and_column(p.head_dim);
+    // Warp-uniform: a warp holds whole rows (32 / row threads of them) and the padded rows are whole 64-row units.
+    if i >= p.padded_rows {
+        return;
+    }
+    let row_threads = AttnBwdRows::row_threads(p.head_dim);
+    let batch_heads = p.batch * p.heads;
+    let mut batch_head = block_idx_y();
+    while batch_head < batch_heads {
+        let (head, batch) = ((batch_head % p.heads) as usize, (batch_head / p.heads) as usize);
+        let row = batch_head as usize * p.padded_rows as usize + i as usize;
+        let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
+        unsafe {
+            global::store_f32x4(accum, [0.0; 4]);
+            global::store_f32x4(accum.add(4), [0.0; 4]);
+        }
+        let valid = i < p.seq_q;
+        // The row's LSE, loaded by the thread that writes the row's statistics before the loads and sums below.
+        let row_lse = if valid && column == 0 {
+            unsafe { p.lse.add(batch_head as usize * p.seq_q as usize + i as usize).read() }
+        } else {
+            f32::NEG_INFINITY
+        };
+        let mut partial = 0.0f32;
+        if valid {
+            // 16-byte loads: rows start on 16-byte boundaries (the host checks bases and strides), columns at
+            // multiples of 8.
+            let (i, column) = (i as usize, column as usize);
+            let o = unsafe { global::load_u32x4_stream(p.o.add(p.o_strides.offset(batch, i, head) + column)) };
+            let d_o = unsafe { global::load_u32x4_stream(p.d_o.add(p.d_o_strides.offset(batch, i, head) + column)) };
+            seq!(PAIR in 0..4 {
+                let (o0, o1) = E::widen_pair(o[PAIR]);
+                let (g0, g1) = E::widen_pair(d_o[PAIR]);
+                partial = core::intrinsics::fmaf32(g1, o1, core::intrinsics::fmaf32(g0, o0, partial));
+            });
+        }
+        // The row's sum over its threads, adjacent lanes of one warp (every lane of the warp takes part).
+        let mut mask = row_threads / 2;
+        while mask > 0 {
+            partial += shfl_xor(partial, mask);
+            mask /= 2;
+        }
+        if column == 0 {
+            let log2 = if row_lse == f32::NEG_INFINITY { f32::INFINITY } else { row_lse * LOG2_E };
+            unsafe {
+                p.lse_log2.add(row).write(log2);
+                p.dsum.add(row).write(if valid { partial } else { 0.0 });
+            }
+            // The first row of each 64-row unit zeroes the unit's semaphore (deterministic mode; a query tile counts
+            // its turns on its first unit's).
+            let unit = AttnBwdTile::DQ_UNIT_ROWS as usize;
+            if !p.dq_semaphores.is_null() && row.is_multiple_of(unit) {
+                unsafe { p.dq_semaphores.add(row / unit).write(0) };
+            }
+        }
+        batch_head += grid_dim_y();
+    }
+}
+
+/// [`preprocess`]'s parameters as it reads them.
+struct PreprocessArgs {
     o: *const u16,
     d_o: *const u16,
     o_strides: Strides,
@@ -99,120 +176,57 @@ unsafe fn preprocess<E: Element>(
     dsum: *mut f32,
     dq_accum: *mut f32,
     dq_semaphores: *mut u32,
-    heads: usize,
-    seq_q: usize,
-    padded_rows: usize,
-    rows: usize,
-    head_dim: usize,
-) {
-    let warps_per_block = (block_dim_x() / 32) as usize;
-    let warp = block_idx_x() as usize * warps_per_block + (thread_idx_x() / 32) as usize;
-    // Warp-uniform: a warp's lanes share `warp`.
-    if warp >= rows {
-        return;
-    }
-    let lane = lane_id() as usize;
-    let (i, batch_head) = (warp % padded_rows, warp / padded_rows);
-    let (head, batch) = (batch_head % heads, batch_head / heads);
-    let accum = unsafe { dq_accum.add(warp * head_dim) };
-    // Any slice of the accumulator: only all of it zeroed matters.
-    let mut e = lane;
-    while e < head_dim {
-        unsafe { accum.add(e).write(0.0) };
-        e += 32;
-    }
-    let valid = i < seq_q;
-    let mut partial = 0.0f32;
-    if valid {
-        // Rows start on 16-byte boundaries (the host checks bases and strides): u32 loads of element pairs.
-        let o_row = unsafe { o.add(o_strides.offset(batch, i, head)) } as *const u32;
-        let d_o_row = unsafe { d_o.add(d_o_strides.offset(batch, i, head)) } as *const u32;
-        let mut pair = lane;
-        while pair < head_dim / 2 {
-            let (o0, o1) = E::widen_pair(unsafe { o_row.add(pair).read() });
-            let (g0, g1) = E::widen_pair(unsafe { d_o_row.add(pair).read() });
-            partial = core::intrinsics::fmaf32(g1, o1, core::intrinsics::fmaf32(g0, o0, partial));
-            pair += 32;
-        }
-    }
-    let dot = warp_sum(partial);
-    if lane == 0 {
-        let row_lse = if valid { unsafe { lse.add(batch_head * seq_q + i).read() } } else { f32::NEG_INFINITY };
-        let log2 = if row_lse == f32::NEG_INFINITY { f32::INFINITY } else { row_lse * LOG2_E };
-        unsafe {
-            lse_log2.add(warp).write(log2);
-            dsum.add(warp).write(if valid { dot } else { 0.0 });
-        }
-        // The first row of each 64-row unit zeroes the unit's semaphore (deterministic mode; a query tile counts
-        // its turns on its first unit's).
-        let unit = AttnBwdTile::DQ_UNIT_ROWS as usize;
-        if !dq_semaphores.is_null() && i % unit == 0 {
-            unsafe { dq_semaphores.add(warp / unit).write(0) };
-        }
-    }
+    batch: u32,
+    heads: u32,
+    seq_q: u32,
+    padded_rows: u32,
+    head_dim: u32,
 }
 
-/// Declares one exported preprocessing kernel.
+/// Declares one exported preprocessing kernel, its parameters those of `oxtile_abi::attn_bwd_preprocess_params!`.
 macro_rules! preprocess_kernel {
     ($name:ident, $element:ty) => {
+        oxtile_abi::attn_bwd_preprocess_params! { preprocess_kernel_fn, ($name, $element) }
+    };
+}
+
+/// [`preprocess_kernel!`]'s function: one parameter per field of the list, in its order.
+macro_rules! preprocess_kernel_fn {
+    (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
         /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per 64-row unit, its u32
-        /// of `dq_semaphores` zeroed unless that is null. Any block size that is a multiple of 32; the grid covers
-        /// `batch · heads · padded_rows` warps.
+        /// of `dq_semaphores` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
+        /// (blocks of [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
         /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
-        /// aligned bases), head_dim a multiple of 64; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
-        /// batch · heads · padded_rows f32 and dq_accum that times head_dim, dq_semaphores (or null) one u32 per 64
-        /// of those rows, overlapping nothing.
+        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q a multiple of 64 with padded_rows ·
+        /// head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold batch · heads ·
+        /// padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or null) one u32 per
+        /// 64 of those rows, overlapping nothing.
         #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            o: *const u16,
-            d_o: *const u16,
-            o_batch_stride: u64,
-            o_seq_stride: u64,
-            o_head_stride: u64,
-            d_o_batch_stride: u64,
-            d_o_seq_stride: u64,
-            d_o_head_stride: u64,
-            lse: *const f32,
-            lse_log2: *mut f32,
-            dsum: *mut f32,
-            dq_accum: *mut f32,
-            dq_semaphores: *mut u32,
-            batch: u32,
-            heads: u32,
-            seq_q: u32,
-            padded_rows: u32,
-            head_dim: u32,
-        ) {
-            let o_strides =
-                Strides { batch: o_batch_stride as usize, seq: o_seq_stride as usize, head: o_head_stride as usize };
-            let d_o_strides = Strides {
-                batch: d_o_batch_stride as usize,
-                seq: d_o_seq_stride as usize,
-                head: d_o_head_stride as usize,
-            };
-            let rows = batch as usize * heads as usize * padded_rows as usize;
-            unsafe {
-                preprocess::<$element>(
-                    o,
-                    d_o,
-                    o_strides,
-                    d_o_strides,
-                    lse,
-                    lse_log2,
-                    dsum,
-                    dq_accum,
-                    dq_semaphores,
-                    heads as usize,
-                    seq_q as usize,
-                    padded_rows as usize,
-                    rows,
-                    head_dim as usize,
-                )
+        pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
             }
+            let p = Params { $($field: device_value!($kind, $field),)* };
+            let args = PreprocessArgs {
+                o: p.o,
+                d_o: p.d_o,
+                o_strides: Strides::new(p.o_batch_stride, p.o_seq_stride, p.o_head_stride),
+                d_o_strides: Strides::new(p.d_o_batch_stride, p.d_o_seq_stride, p.d_o_head_stride),
+                lse: p.lse,
+                lse_log2: p.lse_log2,
+                dsum: p.dsum,
+                dq_accum: p.dq_accum,
+                dq_semaphores: p.dq_semaphores,
+                batch: p.batch,
+                heads: p.heads_q,
+                seq_q: p.seq_q,
+                padded_rows: p.padded_rows,
+                head_dim: p.head_dim,
+            };
+            unsafe { preprocess::<$element>(&args) }
         }
     };
 }
@@ -237,76 +251,103 @@ fn dq_accum_index(row: usize, column: usize, head_dim: usize) -> usize {
     unit * unit_rows * head_dim + (column / box_cols) * run + in_run as usize
 }
 
-/// dQ = scale · dq_accum over the seq_q real rows, in the input type, with q's strides: one element pair per
-/// thread and step of a grid-stride loop (the pair is adjacent in the accumulator too: the tiled layout moves
-/// units of 8 f32).
+// The conversion reads each thread's 8 columns as two 16-byte loads: in every row of a run, each 8 aligned columns
+// are 32 contiguous, 32-byte aligned bytes (the layout permutes whole 32-byte units).
+const _: () = {
+    let mut row = 0;
+    while row < AttnBwdTile::DQ_UNIT_ROWS {
+        let mut column = 0;
+        while column < AttnBwdTile::BOX_COLS {
+            let first = SW32_64X64_B32.crd2idx_u32(&[row, column]);
+            assert!(first.is_multiple_of(32));
+            let mut j = 1;
+            while j < AttnBwdRows::COLUMNS_PER_THREAD {
+                assert!(SW32_64X64_B32.crd2idx_u32(&[row, column + j]) == first + 4 * j);
+                j += 1;
+            }
+            column += AttnBwdRows::COLUMNS_PER_THREAD;
+        }
+        row += 1;
+    }
+};
+
+/// dQ = scale · dq_accum over the seq_q real rows ([`AttnBwdRows`]: `head_dim / 8` threads a row), in the input type,
+/// with q's strides: per thread 8 columns, two 16-byte loads of the accumulator and one 16-byte store of dQ.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn convert_dq<E: Pack>(
-    dq_accum: *const f32,
-    dq: *mut u16,
-    strides: Strides,
-    heads: usize,
-    seq_q: usize,
-    padded_rows: usize,
-    pairs: usize,
-    head_dim: usize,
-    scale: f32,
-) {
-    for pair in grid_stride(pairs) {
-        let element = 2 * pair;
-        let (column, row) = (element % head_dim, element / head_dim);
-        let (i, batch_head) = (row % seq_q, row / seq_q);
-        let (head, batch) = (batch_head % heads, batch_head / heads);
-        let from = unsafe { dq_accum.add(dq_accum_index(batch_head * padded_rows + i, column, head_dim)) };
-        let (lo, hi) = unsafe { (from.read(), from.add(1).read()) };
-        let to = unsafe { dq.add(strides.offset(batch, i, head) + column) } as *mut u32;
-        unsafe { to.write(E::pack2(lo * scale, hi * scale)) };
+unsafe fn convert_dq<E: Pack>(p: &ConvertArgs) {
+    let (i, column) = row_and_column(p.head_dim);
+    if i >= p.seq_q {
+        return;
+    }
+    let batch_heads = p.batch * p.heads;
+    let mut batch_head = block_idx_y();
+    while batch_head < batch_heads {
+        let (head, batch) = ((batch_head % p.heads) as usize, (batch_head / p.heads) as usize);
+        let row = batch_head as usize * p.padded_rows as usize + i as usize;
+        let from = unsafe { p.dq_accum.add(dq_accum_index(row, column as usize, p.head_dim as usize)) };
+        let (lo, hi) = unsafe { (global::load_f32x4_stream(from), global::load_f32x4_stream(from.add(4))) };
+        let s = p.scale;
+        let packed = [
+            E::pack2(lo[0] * s, lo[1] * s),
+            E::pack2(lo[2] * s, lo[3] * s),
+            E::pack2(hi[0] * s, hi[1] * s),
+            E::pack2(hi[2] * s, hi[3] * s),
+        ];
+        let to = unsafe { p.dq.add(p.strides.offset(batch, i as usize, head) + column as usize) };
+        unsafe { global::store_u32x4(to as *mut u32, packed) };
+        batch_head += grid_dim_y();
     }
 }
 
-/// Declares one exported conversion kernel.
+/// [`convert_dq`]'s parameters as it reads them.
+struct ConvertArgs {
+    dq_accum: *const f32,
+    dq: *mut u16,
+    strides: Strides,
+    batch: u32,
+    heads: u32,
+    seq_q: u32,
+    padded_rows: u32,
+    head_dim: u32,
+    scale: f32,
+}
+
+/// Declares one exported conversion kernel, its parameters those of `oxtile_abi::attn_bwd_convert_params!`.
 macro_rules! convert_kernel {
     ($name:ident, $element:ty) => {
-        /// See [`convert_dq`]. Any grid and block size (grid-stride loop over batch · heads · seq_q · head_dim / 2
-        /// element pairs).
+        oxtile_abi::attn_bwd_convert_params! { convert_kernel_fn, ($name, $element) }
+    };
+}
+
+/// [`convert_kernel!`]'s function: one parameter per field of the list, in its order.
+macro_rules! convert_kernel_fn {
+    (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        /// See [`convert_dq`]. Launched with [`AttnBwdRows::grid`] over the seq_q rows (blocks of
+        /// [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
         /// dq_accum holds batch · heads · padded_rows · head_dim f32 in the main kernel's tiled layout (padded_rows
-        /// ≥ seq_q, a multiple of 64; head_dim a multiple of 64); dq is [batch, seq_q,
-        /// heads, head_dim] with the given element strides (multiples of 8, 16-byte aligned base), its elements
-        /// distinct, overlapping nothing; head_dim is even.
+        /// ≥ seq_q, a multiple of 64; head_dim 64, 128 or 256; seq_q · head_dim / 8 below 2^32), 16-byte aligned;
+        /// dq is [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte aligned
+        /// base), its elements distinct, overlapping nothing.
         #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            dq_accum: *const f32,
-            dq: *mut u16,
-            batch_stride: u64,
-            seq_stride: u64,
-            head_stride: u64,
-            batch: u32,
-            heads: u32,
-            seq_q: u32,
-            padded_rows: u32,
-            head_dim: u32,
-            scale: f32,
-        ) {
-            let strides =
-                Strides { batch: batch_stride as usize, seq: seq_stride as usize, head: head_stride as usize };
-            let pairs = batch as usize * heads as usize * seq_q as usize * head_dim as usize / 2;
-            unsafe {
-                convert_dq::<$element>(
-                    dq_accum,
-                    dq,
-                    strides,
-                    heads as usize,
-                    seq_q as usize,
-                    padded_rows as usize,
-                    pairs,
-                    head_dim as usize,
-                    scale,
-                )
+        pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
             }
+            let p = Params { $($field: device_value!($kind, $field),)* };
+            let args = ConvertArgs {
+                dq_accum: p.dq_accum,
+                dq: p.dq,
+                strides: Strides::new(p.dq_batch_stride, p.dq_seq_stride, p.dq_head_stride),
+                batch: p.batch,
+                heads: p.heads_q,
+                seq_q: p.seq_q,
+                padded_rows: p.padded_rows,
+                head_dim: p.head_dim,
+                scale: p.scale,
+            };
+            unsafe { convert_dq::<$element>(&args) }
         }
     };
 }
@@ -533,16 +574,8 @@ macro_rules! attn_bwd_kernel_fn {
                 dq_semaphores: params.dq_semaphores,
                 dk: params.dk,
                 dv: params.dv,
-                dk_strides: Strides {
-                    batch: params.dk_batch_stride as usize,
-                    seq: params.dk_seq_stride as usize,
-                    head: params.dk_head_stride as usize,
-                },
-                dv_strides: Strides {
-                    batch: params.dv_batch_stride as usize,
-                    seq: params.dv_seq_stride as usize,
-                    head: params.dv_head_stride as usize,
-                },
+                dk_strides: Strides::new(params.dk_batch_stride, params.dk_seq_stride, params.dk_head_stride),
+                dv_strides: Strides::new(params.dv_batch_stride, params.dv_seq_stride, params.dv_head_stride),
                 seq_q: params.seq_q,
                 seq_k: params.seq_k,
                 padded_rows: params.padded_rows,
@@ -682,8 +715,13 @@ impl SmemMap {
     fn q_empty(&self, stage: u32) -> u32 {
         self.barrier(1 + self.tile.stages + stage)
     }
-    fn turn(&self, stage: u32) -> u32 {
-        self.base + self.tile.smem_turn_offset(stage)
+    /// Consumer `consumer`'s staging pieces are staged (every thread of it arrives).
+    fn dq_full(&self, consumer: u32) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + consumer)
+    }
+    /// Consumer `consumer`'s staging pieces are free again (the writer's bulk reductions have read them).
+    fn dq_empty(&self, consumer: u32) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + self.tile.consumers + consumer)
     }
 }
 
@@ -814,6 +852,10 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 mbarrier::init(smem.q_full(stage), 1);
                 mbarrier::init(smem.q_empty(stage), tile.consumers * AttnBwdTile::WARPGROUP_THREADS);
             }
+            for consumer in 0..tile.consumers {
+                mbarrier::init(smem.dq_full(consumer), AttnBwdTile::WARPGROUP_THREADS);
+                mbarrier::init(smem.dq_empty(consumer), 1);
+            }
         }
         mbarrier::fence_init();
     }
@@ -823,6 +865,8 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         setmaxnreg::dec::<24>();
         if thread == 0 {
             unsafe { produce::<C>(tensor_maps, &smem, &block, problem) };
+        } else if thread / 32 == 1 {
+            unsafe { write_dq::<C>(&smem, &block, problem) };
         }
     } else {
         setmaxnreg::inc::<240>();
@@ -854,14 +898,8 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
         let stage = ring.stage;
         let full = smem.q_full(stage);
         let row = block.workspace_row(head, q0, problem);
-        // Computed before the wait for the stage, off the path from its release to its refill.
-        let turn = if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { 0 };
         unsafe {
             mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1);
-            if C::STAGGERED {
-                // Ordered before the consumers' reads by this arrival (release) and their wait (acquire).
-                smem::store_u32(smem.turn(stage), turn);
-            }
             mbarrier::arrive_expect_tx(full, tile.stage_bytes());
             for column_block in 0..tile.column_blocks() {
                 let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
@@ -877,13 +915,74 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
     }
 }
 
+/// The dQ writer warp: per query tile, each consumer's staged dQ pieces added to the f32 accumulator by bulk
+/// reduce-adds (one per piece, from lane 0), and the staging handed back once they are read. The consumers hand a
+/// tile over through `dq_full` (every consumer thread arrives after its stores and a proxy fence, so each store
+/// is ordered before the reductions' reads) and get the staging back through `dq_empty`, so they never wait for a
+/// reduction, or in the deterministic mode for their turn, unless the writer is a whole tile behind. The writer
+/// walks the block's query tiles as the consumers do and computes each tile's accumulator row and turn itself.
+///
+/// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
+/// consumers' reductions, each consumer's completed before the next one's is issued where they add to the same
+/// columns ([`BwdSplit::Keys`]), and counts the block's consumers in once all are complete (release). The chain
+/// that orders block A's additions before those of B, the next in line, in each element's order of modifications:
+/// A's reductions complete (`cp.async.bulk.wait_group 0`: the additions performed, not only the staging read) →
+/// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
+/// `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later one (release-acquire: A's
+/// writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later async-proxy accesses
+/// ordered after its acquire) → B's reductions. So each element sees the additions in turn order, and the f32 sums
+/// round the same in every launch.
+#[inline(always)]
+unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) {
+    let tile = smem.tile;
+    let leader = lane_id() == 0;
+    let deterministic = !problem.dq_semaphores.is_null();
+    let run = AttnBwdTile::DQ_PIECE_BYTES;
+    for index in 0..block.items(problem) {
+        let (head, q0) = block.item::<C>(index, problem);
+        let row = block.workspace_row(head, q0, problem);
+        let semaphore = block.semaphore(head, q0, problem);
+        // The block's turn comes after every consumer of the blocks whose turns come before its own.
+        let count = tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block_idx_x() };
+        let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
+        for consumer in 0..tile.consumers {
+            unsafe { mbarrier::wait(smem.dq_full(consumer), index % 2) };
+            if deterministic && consumer == 0 {
+                unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
+            }
+            if leader {
+                if deterministic {
+                    // After the acquire (the first consumer), or where the consumers add the same columns after
+                    // the previous consumer's completed reductions.
+                    atomic::fence_proxy_async_global();
+                }
+                for piece in 0..tile.dq_pieces() {
+                    let to = unsafe { accum_tile.add((tile.dq_run(consumer, piece) * run / 4) as usize) };
+                    unsafe { tma::reduce_add_bulk_f32(to, smem.dq(consumer, piece), run) };
+                }
+                tma::commit_group();
+                if deterministic && (tile.split == BwdSplit::Keys || consumer + 1 == tile.consumers) {
+                    tma::wait_group::<0>();
+                }
+            }
+        }
+        if leader {
+            if deterministic {
+                atomic::fence_proxy_async_global();
+                unsafe { atomic::red_release_gpu_add(semaphore, tile.consumers) };
+            }
+            tma::wait_group_read::<0>();
+            for consumer in 0..tile.consumers {
+                unsafe { mbarrier::arrive(smem.dq_empty(consumer)) };
+            }
+        }
+    }
+}
+
 /// What a consumer warpgroup needs to issue its matrix work.
 struct Warpgroup<'a> {
     smem: &'a SmemMap,
     consumer: u32,
-    /// This thread's warp in the warpgroup, and its lane.
-    warp: u32,
-    lane: u32,
     /// Byte offset of this warpgroup's 64 keys inside each 64-column block of K and V.
     keys_offset: u32,
     /// The first of the two key rows (m64 fragment rows r and r + 8, from the warpgroup's first key) this thread
@@ -897,7 +996,7 @@ impl<'a> Warpgroup<'a> {
     #[inline(always)]
     fn new(smem: &'a SmemMap, consumer: u32, thread: u32, keys_offset: u32) -> Self {
         let (warp, lane) = (thread / 32, thread % 32);
-        Warpgroup { smem, consumer, warp, lane, keys_offset, row: 16 * warp + lane / 4, column: 2 * (lane % 4) }
+        Warpgroup { smem, consumer, keys_offset, row: 16 * warp + lane / 4, column: 2 * (lane % 4) }
     }
 
     /// acc = A·Bᵀ over the head dimension for this warpgroup's 64 keys: A = K or V (`a` its first column block),
@@ -1034,7 +1133,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
     unsafe { mbarrier::wait(smem.kv_full(), 0) };
     let mut ring = RingState::new(tile.stages);
     for index in 0..block.items(problem) {
-        let (head, q0) = block.item::<C>(index, problem);
+        let (_, q0) = block.item::<C>(index, problem);
         let stage = ring.stage;
         unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
 
@@ -1057,10 +1156,7 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
 
-        // dSᵀ to shared memory once every warp's dQ product of the previous tile has read it, and the dQ staging
-        // tiles free once the previous tile's reductions have read them: every thread waits for its bulk groups
-        // (only the leader has any; the others return at once), so there is no branch in front of the barrier.
-        tma::wait_group_read::<0>();
+        // dSᵀ to shared memory once every warp's dQ product of the previous tile has read it.
         warpgroup.sync();
         unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds(consumer), 0) };
         smem::fence_proxy_async_shared();
@@ -1077,13 +1173,10 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         wgmma::fence_operands(dv.as_mut());
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
-        // Deterministic mode: consumer 1's turn comes after consumer 0's (they add to the same columns).
         let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq::<C>(acc, 1);
-        unsafe { finish_tile::<C>(&warpgroup, block, problem, stage, (head, q0), &dq, consumer, second) };
+        unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
         ring.advance();
     }
-    // The block's shared memory must outlive the last reductions' reads of it.
-    tma::wait_group_read::<0>();
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
 }
 
@@ -1104,7 +1197,7 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
     unsafe { mbarrier::wait(smem.kv_full(), 0) };
     let mut ring = RingState::new(tile.stages);
     for index in 0..block.items(problem) {
-        let (head, q0) = block.item::<C>(index, problem);
+        let (_, q0) = block.item::<C>(index, problem);
         // With one stage its buffers' addresses are the same in every iteration, and LLVM would hoist every
         // descriptor of them out of the loop (32 of 64 bits for the scores alone, spilled); opaque here, they are
         // computed at each use, one add each.
@@ -1128,9 +1221,7 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
         let ds = pack_finite::<C>(&dp);
 
         // Pᵀ and dSᵀ to the shared tiles once every consumer's products of the previous tile have read them (each
-        // waited for its wgmma groups before its reductions) and this warpgroup's staging pieces once its previous
-        // reductions have read them (the leader's bulk groups; the other threads return at once).
-        tma::wait_group_read::<0>();
+        // waited for its wgmma groups before staging its dQ).
         warpgroup.sync_consumers::<C>();
         unsafe {
             store_ds::<C>(&p, &warpgroup, p_tile, first_query);
@@ -1150,42 +1241,26 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
         wgmma::fence_operands(dv.as_mut());
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
-        // Deterministic mode: the consumers add disjoint columns, so both take their block's turn together.
         let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_at::<C>(acc, ds_tile, first_block + 1);
-        unsafe { finish_tile::<C>(&warpgroup, block, problem, stage, (head, q0), &dq, 0, second) };
+        unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
         ring.advance();
     }
-    tma::wait_group_read::<0>();
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, first_block * AttnBwdTile::BOX_COLS, problem) };
 }
 
-/// The end of a query tile (`item`: its query head and first row) for one consumer, once its products have read
-/// the stage: the staggered order's turn read from the stage (the producer computed it there: in the consumers
-/// its divisions spill the 128-row tile's registers) and the stage handed back, then the tile's dQ added
-/// ([`add_dq`]: `dq` the first piece, `second` issuing the second's product). In the deterministic mode the
-/// consumer's turn comes after every consumer of the blocks whose turns come before its block's, and after
-/// `in_block` of its own block's consumers.
+/// The end of query tile `index` of the block's walk for one consumer, once its products have read the stage: the
+/// stage handed back, then the tile's dQ staged for the writer warp ([`add_dq`]: `dq` the first piece, `second`
+/// issuing the second's product).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn finish_tile<C: Config>(
     warpgroup: &Warpgroup,
-    block: &Block,
-    problem: &Problem,
     stage: u32,
-    (head, q0): (u32, u32),
+    index: u32,
     dq: &[f32; PIECE_VALUES],
-    in_block: u32,
     second: impl FnOnce(&mut [f32; PIECE_VALUES]),
 ) {
-    let (tile, smem) = (C::TILE, warpgroup.smem);
-    let staggered_turn = if C::STAGGERED { unsafe { smem::load_u32(smem.turn(stage)) } } else { 0 };
-    warpgroup.release(smem.q_empty(stage));
-    let accum_tile = unsafe { problem.dq_accum.add(block.workspace_row(head, q0, problem) * tile.head_dim as usize) };
-    let turn = Turn {
-        semaphore: block.semaphore(head, q0, problem),
-        count: tile.consumers * if C::STAGGERED { staggered_turn } else { block_idx_x() } + in_block,
-    };
-    unsafe { add_dq::<C>(dq, warpgroup, accum_tile, turn, second) };
+    warpgroup.release(warpgroup.smem.q_empty(stage));
+    unsafe { add_dq::<C>(dq, warpgroup, index, second) };
 }
 
 /// Whether the causal mask hides any key before `key_end` from query `first_query` (and so from some query of a tile
@@ -1294,39 +1369,19 @@ unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup, base: u32, 
     });
 }
 
-/// The deterministic mode's place in line at one dQ tile: the tile's semaphore (null when not deterministic) and
-/// the count of earlier warpgroups' completed additions it must show first.
-struct Turn {
-    semaphore: *mut u32,
-    count: u32,
-}
-
-/// Adds the tile's dQ partial over this warpgroup's keys to the accumulator tile at `accum_tile`: each piece (64
-/// queries × 64 of the warpgroup's columns) staged in shared memory by every thread (`dq` holds the first piece's
-/// values; where there are two, `second` issues the second piece's product, which runs while they are stored),
-/// then one bulk reduce-add per piece from the leader, into the piece's run of the accumulator
-/// ([`AttnBwdTile::dq_run`]).
-/// Returns with the reductions in flight; the next tile's first barrier waits for their reads of the staging
-/// tiles.
-///
-/// Deterministic mode: the leader's warp waits for its turn (acquire, [`bounded_wait::wait_at_least`]); the leader
-/// then issues the reductions, waits for their completion (`cp.async.bulk.wait_group 0`: the additions performed,
-/// not only the staging tiles read) and counts its warpgroup in (release). The chain that orders warpgroup A's
-/// additions before those of B, the next in line, in each element's order of modifications:
-/// A's reductions complete → A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later
-/// generic accesses) → A's `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later
-/// one (release-acquire: A's writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later
-/// async-proxy accesses ordered after its acquire) → B's reductions. So each element sees the additions in turn
-/// order, and the f32 sums round the same in every launch.
+/// Stages the tile's dQ partial over this warpgroup's keys for the writer warp, which adds it to the accumulator
+/// ([`write_dq`]): each piece (64 queries × 64 of the warpgroup's columns) stored by every thread into the staging
+/// pieces once the writer has read the previous tile's (`dq` holds the first piece's values; where there are two,
+/// `second` issues the second piece's product, which runs while they are stored), then every thread arrives on
+/// `dq_full` after a proxy fence (its stores ordered before the reductions' reads).
 #[inline(always)]
 unsafe fn add_dq<C: Config>(
     dq: &[f32; PIECE_VALUES],
     warpgroup: &Warpgroup,
-    accum_tile: *mut f32,
-    turn: Turn,
+    index: u32,
     second: impl FnOnce(&mut [f32; PIECE_VALUES]),
 ) {
-    let tile = C::TILE;
+    let (tile, smem, consumer) = (C::TILE, warpgroup.smem, warpgroup.consumer);
     let two_pieces = tile.dq_pieces() == 2;
     let mut second_piece = [0.0f32; PIECE_VALUES];
     if two_pieces {
@@ -1334,6 +1389,7 @@ unsafe fn add_dq<C: Config>(
         second(&mut second_piece);
         wgmma::commit_group();
     }
+    unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
     unsafe { stage_dq(dq, warpgroup, 0) };
     if two_pieces {
         wgmma::wait_group::<0>();
@@ -1341,30 +1397,7 @@ unsafe fn add_dq<C: Config>(
         unsafe { stage_dq(&second_piece, warpgroup, 1) };
     }
     smem::fence_proxy_async_shared();
-    warpgroup.sync();
-    let deterministic = !turn.semaphore.is_null();
-    // Warp-uniform: the whole warp waits (the wait votes), then its first lane issues.
-    if warpgroup.warp == 0 {
-        if deterministic {
-            unsafe { bounded_wait::wait_at_least(turn.semaphore, turn.count) };
-        }
-        if warpgroup.lane == 0 {
-            if deterministic {
-                atomic::fence_proxy_async_global();
-            }
-            let run = AttnBwdTile::DQ_PIECE_BYTES;
-            for piece in 0..tile.dq_pieces() {
-                let to = unsafe { accum_tile.add((tile.dq_run(warpgroup.consumer, piece) * run / 4) as usize) };
-                unsafe { tma::reduce_add_bulk_f32(to, warpgroup.smem.dq(warpgroup.consumer, piece), run) };
-            }
-            tma::commit_group();
-            if deterministic {
-                tma::wait_group::<0>();
-                atomic::fence_proxy_async_global();
-                unsafe { atomic::red_release_gpu_add(turn.semaphore, 1) };
-            }
-        }
-    }
+    unsafe { mbarrier::arrive(smem.dq_full(consumer)) };
 }
 
 /// Writes this thread's values of one piece of the dQ partial (64 queries × 64 columns) into the warpgroup's
