@@ -37,7 +37,9 @@ use seq_macro::seq;
 
 use super::reference::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x};
+use crate::arch::sreg::{
+    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
+};
 use crate::arch::warp::shfl_xor;
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
