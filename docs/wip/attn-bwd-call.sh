@@ -16,7 +16,8 @@
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
-#   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 and d256 kernels
+#   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 (plain and staggered)
+#                                                     # and d256 kernels
 #   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
 #   bash docs/wip/attn-bwd-call.sh python             # gpu-pack/oxtile-*.whl with gpu-pack/pytests, GPU expected
 #
@@ -88,7 +89,8 @@ table)
   grep -h "FAIL" "$OUT"/table"$d"/ours_*.txt ;;
 ncu)
   build=${1:?BUILD}
-  for spec in "4,16,4096,128,full attn_bwd_bf16_d128_sm90" "4,16,4096,256,full attn_bwd_bf16_d256_sm90"; do
+  for spec in "4,16,4096,128,full attn_bwd_bf16_d128_sm90" "4,16,4096,128,full attn_bwd_bf16_d128_staggered_sm90" \
+    "4,16,4096,256,full attn_bwd_bf16_d256_sm90"; do
     set -- $spec
     echo "=== $2 ($1)"
     timeout 200 ncu --clock-control none -k "regex:^$2\$" -c 1 --section SpeedOfLight --section WarpStateStats \
