@@ -593,44 +593,61 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn the_staggered_order_is_taken_only_where_every_key_block_of_a_head_is_resident() {
-    // More key blocks per key/value head than the GPU holds at once (one block per SM at this tile's shared
-    // memory): the deterministic mode falls back to the ascending order, and asking for the staggered one is a
-    // typed error before any launch. The ascending plan still gives dQ bit for bit twice.
+fn the_staggered_order_needs_every_key_block_of_a_head_resident_unless_it_launches_in_turn_order() {
+    // More key blocks per key/value head than the GPU holds at once (one block per SM at these tiles' shared
+    // memory). Full attention, and causal at head dim 128: the deterministic mode falls back to the ascending
+    // order, and asking for the staggered one is a typed error before any launch. Causal at head dim 64: the
+    // staggered kernels launch the key blocks in their turns' order (`DqSchedule::launches_descending`), need no
+    // residency and are taken; with seq_k far past seq_q every block sees the one query tile, whose turns then run
+    // through all of them, across waves. Each way dQ comes out bit for bit twice and matches the reference.
     let gpu = gpu();
     let stream = gpu.stream();
     let seed = fresh_seed();
     let seq_k = 128 * (2 * gpu.sm_count() as usize + 1);
-    let shape = AttnShape::new(1, 100, seq_k, 1, 1, 64);
-    let q_len = shape.rows() * shape.head_dim;
-    let kv_len = shape.seq_k * shape.head_dim;
-    let draw = |len, seed| -> CudaSlice<bf16> {
-        stream.clone_htod(&randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect::<Vec<_>>()).unwrap()
-    };
-    let (q, k, v, d_o) = (draw(q_len, seed), draw(kv_len, seed + 1), draw(kv_len, seed + 2), draw(q_len, seed + 3));
-    let options = AttnOptions::default();
-    let refused = AttnBwdPlan::<bf16>::new_deterministic_in(&gpu, shape, options, &q, &k, &v, &d_o, DqOrder::Staggered);
-    let err = refused.err().expect("the staggered order refused");
-    assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("resident"), "{err}");
-    let plan = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
-    assert_eq!(plan.dq_order(), Some(DqOrder::Ascending));
-    let mut o = stream.alloc_zeros::<bf16>(q_len).unwrap();
-    let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
-    attention::attention::<bf16>(&gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
-    let (mut dq, mut dk, mut dv) =
-        (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
-    let mut runs = Vec::new();
-    for _ in 0..2 {
-        plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
-        runs.push(stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<u16>>());
-    }
-    assert!(runs[0] == runs[1], "seed {seed}: dQ differs between launches");
-    let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
-    let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
-    attention_backward_reference::<bf16>(&gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options)
+    for (head_dim, causal, staggered_taken) in [(64, false, false), (64, true, true), (128, true, false)] {
+        let shape = AttnShape::new(1, 100, seq_k, 1, 1, head_dim);
+        let q_len = shape.rows() * shape.head_dim;
+        let kv_len = shape.seq_k * shape.head_dim;
+        let draw = |len, seed| -> CudaSlice<bf16> {
+            stream.clone_htod(&randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect::<Vec<_>>()).unwrap()
+        };
+        let seed = seed + head_dim as u64 + causal as u64;
+        let (q, k, v, d_o) = (draw(q_len, seed), draw(kv_len, seed + 1), draw(kv_len, seed + 2), draw(q_len, seed + 3));
+        let case = format!("seed {seed}, head dim {head_dim}, causal {causal}");
+        let options = AttnOptions { causal, ..AttnOptions::default() };
+        let staggered =
+            AttnBwdPlan::<bf16>::new_deterministic_in(&gpu, shape, options, &q, &k, &v, &d_o, DqOrder::Staggered);
+        let plan = if staggered_taken {
+            staggered.unwrap()
+        } else {
+            let err = staggered.err().expect("the staggered order refused");
+            assert!(matches!(err, Error::Unsupported { .. }) && err.to_string().contains("resident"), "{case}: {err}");
+            AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap()
+        };
+        let order = if staggered_taken { DqOrder::Staggered } else { DqOrder::Ascending };
+        assert_eq!(plan.dq_order(), Some(order), "{case}");
+        let chosen = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
+        assert_eq!(chosen.dq_order(), Some(order), "{case}: the order new_deterministic picks");
+        let mut o = stream.alloc_zeros::<bf16>(q_len).unwrap();
+        let mut lse = stream.alloc_zeros::<f32>(shape.rows()).unwrap();
+        attention::attention::<bf16>(&gpu, shape, &q, &k, &v, &mut o, &mut lse, options).unwrap();
+        let (mut dq, mut dk, mut dv) =
+            (poisoned::<bf16>(&gpu, q_len), poisoned::<bf16>(&gpu, kv_len), poisoned::<bf16>(&gpu, kv_len));
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            plan.launch(&gpu, &q, &k, &v, &o, &lse, &d_o, &mut dq, &mut dk, &mut dv).unwrap();
+            runs.push(stream.clone_dtoh(&dq).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<u16>>());
+        }
+        assert!(runs[0] == runs[1], "{case}: dQ differs between launches");
+        let zeros = |len| stream.alloc_zeros::<f32>(len).unwrap();
+        let (mut rq, mut rk, mut rv) = (zeros(q_len), zeros(kv_len), zeros(kv_len));
+        attention_backward_reference::<bf16>(
+            &gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options,
+        )
         .unwrap();
-    let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
-    let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
-    let (error, written) = relative_error(&got, &reference);
-    assert!(written && error <= fast_bound::<bf16>(), "seed {seed}: dq {error:.2e}, written {written}");
+        let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
+        let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
+        let (error, written) = relative_error(&got, &reference);
+        assert!(written && error <= fast_bound::<bf16>(), "{case}: dq {error:.2e}, written {written}");
+    }
 }

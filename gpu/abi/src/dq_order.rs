@@ -24,14 +24,18 @@
 //!   tile before block j: the turns go by key block, descending (where seq_k > seq_q, the blocks whose keys every
 //!   query sees share tile 0 as their first and still queue there, a shorter chain than ascending's). Either way a
 //!   block's turn at a tile comes after blocks that reached it at the same or an earlier step of their walk, so
-//!   waiting is rare; but the waits point
-//!   to higher-numbered blocks too, so every block of one (batch, head) must be resident at once:
-//!   `key_blocks` ≤ the blocks the GPU holds (the host checks; otherwise Ascending). A block waiting longer than
-//!   the bounded wait allows traps (an error, never a hang).
+//!   waiting is rare. But the waits point to blocks launched later too, so every block of one (batch, head) must
+//!   be resident at once: `key_blocks` ≤ the blocks the GPU holds (the host checks; otherwise Ascending). Except
+//!   causal with `tile_kv < 2 · tile_q` ([`DqSchedule::launches_descending`]): there the grid launches the key
+//!   blocks in descending order ([`DqSchedule::key_block`]), so a block waits only for blocks launched before
+//!   it, as in the ascending order: no residency condition, and no block waits for one the GPU has not
+//!   dispatched yet. A block waiting longer than the bounded wait allows traps (an error, never a hang).
 //!
-//! What the simulation below does not model: a grid of several groups. A group dispatched partly at the end of a
-//! wave has its first blocks wait for turns of blocks not yet on the GPU, which arrive as earlier groups finish: a
-//! stall the ascending order does not have, up to a block's lifetime, paid where groups do not fill waves evenly.
+//! What the simulation below does not model: a grid of several groups. In full attention a group dispatched partly
+//! at the end of a wave has its first blocks wait for turns of blocks not yet on the GPU, which arrive as earlier
+//! groups finish: a stall the ascending order does not have, up to a block's lifetime, paid where groups do not
+//! fill waves evenly. (Causal groups, whose blocks' walks range from one tile to all of them, straddled waves
+//! everywhere before their launch order was reversed: docs/perf-notes.md, session 40.)
 //! `oxtile bench attn --backward` times both orders on one problem (rows `oxtile-bwd-det` and
 //! `oxtile-bwd-det-asc`), which is what decides the host's rule.
 //!
@@ -72,6 +76,31 @@ impl DqSchedule {
         }
         let first_row = (block * self.tile_kv + self.seq_q).saturating_sub(self.seq_k);
         (first_row / self.tile_q).min(self.q_tiles)
+    }
+
+    /// The key block that the grid's block `x` (its x index) owns: descending where [`Self::launches_descending`],
+    /// else `x`.
+    #[inline(always)]
+    pub fn key_block(&self, x: u32) -> u32 {
+        if self.launches_descending() { self.key_blocks - 1 - x } else { x }
+    }
+
+    /// Causal staggered with neighbouring blocks' walks starting less than two query tiles apart (`tile_kv <
+    /// 2 · tile_q`: head dims 64 and 256): the grid launches the key blocks in descending order, the order of the
+    /// turns, so a block waits only for blocks launched before it. There a group dispatched over a spread of times
+    /// (as the previous group's short walks end) would otherwise chain its blocks' additions behind the latest
+    /// dispatch; with two tiles of slack (head dim 128) the ascending launch, longest walks first, is the faster
+    /// one (docs/perf-notes.md, session 40).
+    #[inline(always)]
+    pub const fn launches_descending(&self) -> bool {
+        matches!(self.order, DqOrder::Staggered) && self.causal && self.tile_kv < 2 * self.tile_q
+    }
+
+    /// Whether every block waits only for blocks launched before it (then the order needs no residency: in-order
+    /// dispatch puts those blocks on the GPU first); else all blocks of a (batch, key/value head) must be resident
+    /// at once.
+    pub const fn waits_only_for_earlier_launches(&self) -> bool {
+        matches!(self.order, DqOrder::Ascending) || self.launches_descending()
     }
 
     /// How many query tiles block `block` walks.
@@ -273,6 +302,114 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Where the schedule says so, a tile's turns follow the grid's launch order: each block's predecessor at a
+    /// tile was launched before it, so with in-order dispatch no wait can be for a block not yet on the GPU. The
+    /// launch order is a permutation of the key blocks.
+    #[test]
+    fn where_no_residency_is_needed_every_turn_follows_the_launch_order() {
+        for order in [DqOrder::Ascending, DqOrder::Staggered] {
+            for causal in [false, true] {
+                for (tile, (seq_q, seq_k)) in TILES.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
+                    let s = schedule_with(order, causal, seq_q, seq_k, tile);
+                    let mut blocks: Vec<u32> = (0..s.key_blocks).map(|x| s.key_block(x)).collect();
+                    blocks.sort_unstable();
+                    assert_eq!(blocks, (0..s.key_blocks).collect::<Vec<_>>(), "{s:?}");
+                    if !s.waits_only_for_earlier_launches() {
+                        continue;
+                    }
+                    let launch = |block: u32| (0..s.key_blocks).find(|&x| s.key_block(x) == block).unwrap();
+                    for (t, visitors) in (0..).zip(visitors(&s)) {
+                        let mut by_turn: Vec<(u32, u32)> = visitors.iter().map(|&b| (s.turn(b, t), b)).collect();
+                        by_turn.sort_unstable();
+                        for pair in by_turn.windows(2) {
+                            let (before, after) = (pair[0].1, pair[1].1);
+                            assert!(launch(before) < launch(after), "{s:?} tile {t}: {before} after {after}");
+                        }
+                    }
+                }
+            }
+        }
+        // And the other way: full attention's staggered turns do wait for later launches.
+        let full = schedule(DqOrder::Staggered, false, 4096, 4096);
+        assert!(!full.waits_only_for_earlier_launches());
+    }
+
+    /// Simulates a grid of `groups` (batch, key/value head) groups on `resident` block slots, dispatched in
+    /// launch order as slots free up: per block, a consumer computes each tile of its walk in `tile` units once the
+    /// writer has taken the tile before the previous one (one staging buffer), and the writer adds each tile in
+    /// `latency` units once the consumer is done with it, the writer's previous addition is, and (deterministic)
+    /// the tile's previous turn is. One pass in launch order, so it needs every turn to come after blocks launched
+    /// before it; returns None where one does not. The time the last block finishes.
+    fn simulate_grid(
+        s: &DqSchedule,
+        groups: u32,
+        resident: usize,
+        tile: u64,
+        latency: u64,
+        deterministic: bool,
+    ) -> Option<u64> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut slots: BinaryHeap<Reverse<u64>> = (0..resident).map(|_| Reverse(0)).collect();
+        let (mut dispatched, mut end) = (0, 0);
+        for _ in 0..groups {
+            let mut done = vec![(0u32, 0u64); s.q_tiles as usize];
+            for x in 0..s.key_blocks {
+                let Reverse(free) = slots.pop().unwrap();
+                dispatched = dispatched.max(free);
+                let block = s.key_block(x);
+                // The consumer's and the writer's last finish, and the writer's one before it.
+                let (mut consumer, mut writer, mut writer_before) = (dispatched, dispatched, dispatched);
+                for step in 0..s.visits(block) {
+                    let t = s.q_tile(block, step);
+                    consumer = consumer.max(writer_before) + tile;
+                    let mut start = consumer.max(writer);
+                    let turn = &mut done[t as usize];
+                    if deterministic {
+                        if turn.0 != s.turn(block, t) {
+                            return None;
+                        }
+                        start = start.max(turn.1);
+                    }
+                    (writer_before, writer) = (writer, start + latency);
+                    *turn = (turn.0 + 1, writer);
+                }
+                end = end.max(writer);
+                slots.push(Reverse(writer));
+            }
+        }
+        Some(end)
+    }
+
+    /// Causal, over a GPU's worth of resident blocks and waves of groups: where the staggered order launches its
+    /// key blocks in its turns' order, it costs little over the same walks with no turns at all (the default mode,
+    /// launched ascending), with an addition's latency most of a tile's time. (Launched ascending, the same model
+    /// gives 1.57× at 16k keys of head dim 64's tile, 64 groups: docs/perf-notes.md, session 40.) Where it
+    /// launches ascending (head dim 128's tile), its turns wait for later launches and the one-pass model cannot
+    /// run it.
+    #[test]
+    fn causal_staggered_turns_cost_little_over_waves_of_groups() {
+        let (tile, latency, resident) = (5, 4, 132);
+        for (tile_q, tile_kv) in TILES {
+            // (keys, groups, the bound): the tables' 32k tokens a batch at 32 heads, and a short batch at 16k, where
+            // the longest walks, now launched last in each group, leave a tail.
+            for (seq, groups, bound) in [(4096, 256, 1.05), (16384, 64, 1.05), (16384, 8, 1.16)] {
+                let staggered = schedule_with(DqOrder::Staggered, true, seq, seq, (tile_q, tile_kv));
+                let plain = DqSchedule { order: DqOrder::Ascending, ..staggered };
+                let turns = simulate_grid(&staggered, groups, resident, tile, latency, true);
+                assert_eq!(turns.is_some(), staggered.launches_descending(), "{staggered:?}");
+                let Some(turns) = turns else { continue };
+                let free = simulate_grid(&plain, groups, resident, tile, latency, false).unwrap();
+                let cost = turns as f64 / free as f64;
+                std::println!("{tile_q}×{tile_kv}, {seq} keys, {groups} groups: {free} without turns, ×{cost:.3}");
+                assert!(cost <= bound, "{staggered:?}, {groups} groups: ×{cost:.3}");
+            }
+        }
+        // Full attention's staggered turns wait for later launches too.
+        let full = schedule(DqOrder::Staggered, false, 4096, 4096);
+        assert_eq!(simulate_grid(&full, 2, 132, 5, 4, true), None);
     }
 
     /// The kernels' 32-bit arithmetic gives the 64-bit formulas' walk and turns wherever `fits_u32` holds, up to

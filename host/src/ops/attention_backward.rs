@@ -111,12 +111,13 @@ fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
 
 /// Why a checked problem cannot take the staggered order, or None if it can: the kernel's 32-bit arithmetic must
 /// hold ([`DqSchedule::fits_u32`]), and every key block of one (batch, key/value head) must be resident at once,
-/// since in that order blocks also wait for higher-numbered ones (gpu/abi/src/dq_order.rs). The grid is (key
+/// since blocks also wait for blocks launched after them (gpu/abi/src/dq_order.rs), unless the grid launches the
+/// key blocks in the turns' order ([`DqSchedule::waits_only_for_earlier_launches`]). The grid is (key
 /// blocks, key/value heads, batch), so the blocks of a group are dispatched together; with `key_blocks` no larger
 /// than what the occupancy API says the GPU holds at once, a group whose first blocks wait gets the rest as the
 /// groups before it (which wait only among themselves) finish. Work on other streams that keeps SMs busy delays
-/// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang). Raises `function`'s
-/// dynamic shared-memory limit to the tile's first, as the occupancy it asks for depends on it.
+/// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang). Where it asks the
+/// occupancy API, raises `function`'s dynamic shared-memory limit to the tile's first, as the occupancy depends on it.
 fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
     let schedule = staggered_schedule(shape, causal);
     if !schedule.fits_u32() {
@@ -124,6 +125,9 @@ fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causa
             "{} key blocks × {} query tiles: past the staggered order's 32-bit arithmetic",
             schedule.key_blocks, schedule.q_tiles
         )));
+    }
+    if schedule.waits_only_for_earlier_launches() {
+        return Ok(None);
     }
     let tile = tile_for(shape.head_dim);
     function.set_attribute(
@@ -201,10 +205,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
 
     /// As [`new`](Self::new), in the deterministic mode: the blocks add their parts of each dQ tile in a fixed
     /// order, each waiting at a semaphore per (batch, head, query tile) for the ones before it, so dQ comes out bit
-    /// for bit the same from every launch. The order is [`DqOrder::Staggered`] where the problem allows it (every
-    /// key block of a key/value head resident at once: up to the GPU's resident blocks × the block's keys, some 17k
-    /// keys on an H200 at head dims 64 and 128, 8k at 256), else [`DqOrder::Ascending`], whose waits cost more where
-    /// many blocks share a query tile.
+    /// for bit the same from every launch. The order is [`DqOrder::Staggered`] where the problem allows it (its
+    /// 32-bit arithmetic holds, and every key block of a key/value head is resident at once, up to the GPU's
+    /// resident blocks × the block's keys, some 17k keys on an H200 at head dims 64 and 128, 8k at 256; causal at
+    /// head dims 64 and 256 needs no residency: [`DqSchedule::launches_descending`]), else [`DqOrder::Ascending`], whose waits cost more where many blocks share a query tile.
     #[allow(clippy::too_many_arguments)]
     pub fn new_deterministic(
         gpu: &Gpu,

@@ -560,9 +560,10 @@ macro_rules! attn_bwd_kernel_fn {
         /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
         /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / tile_kv), heads_kv,
-        /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel waits for higher-numbered
-        /// blocks of its (batch, kv head) as well: it needs `dq_semaphores` set, the 32-bit arithmetic of
-        /// `DqSchedule::fits_u32`, and every key block of a (batch, kv head) resident at once (else a wait traps).
+        /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel needs `dq_semaphores` set
+        /// and the 32-bit arithmetic of `DqSchedule::fits_u32`; unless `DqSchedule::launches_descending`, it waits
+        /// for blocks launched after it as well, so every key block of a (batch, kv head) must be resident at once
+        /// (else a wait traps).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -739,7 +740,8 @@ const CONSUMER_BASE: u32 = 1;
 
 /// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
-/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile.
+/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. The staggered
+/// kernels' key block is [`DqSchedule::key_block`] of the grid's x.
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
@@ -755,17 +757,18 @@ impl Block {
     #[inline(always)]
     fn new<C: Config>(problem: &Problem) -> Block {
         let tile = C::TILE;
-        let key0 = block_idx_x() * tile.tile_kv;
         if C::STAGGERED {
             let schedule = staggered_schedule(problem, tile);
+            let key_block = schedule.key_block(block_idx_x());
             return Block {
                 kv_head: block_idx_y(),
                 batch: block_idx_z(),
-                key0,
-                first_q_tile: schedule.q_tile(block_idx_x(), 0),
-                q_tiles: schedule.visits(block_idx_x()),
+                key0: key_block * tile.tile_kv,
+                first_q_tile: schedule.q_tile(key_block, 0),
+                q_tiles: schedule.visits(key_block),
             };
         }
+        let key0 = block_idx_x() * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let first_q_tile = first_row / tile.tile_q;
@@ -802,7 +805,8 @@ impl Block {
     /// its (batch, key/value head), [`DqSchedule::turn`]. (The ascending order's is the block index.)
     #[inline(always)]
     fn staggered_turn(&self, q0: u32, problem: &Problem, tile: AttnBwdTile) -> u32 {
-        staggered_schedule(problem, tile).turn(block_idx_x(), q0 / tile.tile_q)
+        let schedule = staggered_schedule(problem, tile);
+        schedule.turn(schedule.key_block(block_idx_x()), q0 / tile.tile_q)
     }
 
     /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
