@@ -208,7 +208,8 @@ impl<T: AttnElement> AttnBwdPlan<T> {
     /// for bit the same from every launch. The order is [`DqOrder::Staggered`] where the problem allows it (its
     /// 32-bit arithmetic holds, and every key block of a key/value head is resident at once, up to the GPU's
     /// resident blocks × the block's keys, some 17k keys on an H200 at head dims 64 and 128, 8k at 256; causal at
-    /// head dims 64 and 256 needs no residency: [`DqSchedule::launches_descending`]), else [`DqOrder::Ascending`], whose waits cost more where many blocks share a query tile.
+    /// head dims 64 and 256 needs no residency: [`DqSchedule::launches_descending`]), else [`DqOrder::Ascending`],
+    /// whose waits cost more where many blocks share a query tile.
     #[allow(clippy::too_many_arguments)]
     pub fn new_deterministic(
         gpu: &Gpu,
