@@ -18,7 +18,9 @@
 //!    of 64 queries × 64 columns of head dim at a time (two per tile), each staged in shared memory as f32 and
 //!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer
 //!    warpgroup's dQ writer warp ([`write_dq`], which in the deterministic mode also waits for the tile's turn):
-//!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]).
+//!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]). Where the
+//!    consumers' dQ pieces add to the same elements, the second consumer folds the first one's staged piece into
+//!    its own ([`folds`]), so the writer adds one piece per tile, not two (half the L2's reductions).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
 //!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
@@ -860,7 +862,10 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             }
             for consumer in 0..tile.consumers {
                 mbarrier::init(smem.dq_full(consumer), AttnBwdTile::WARPGROUP_THREADS);
-                mbarrier::init(smem.dq_empty(consumer), 1);
+                // A consumer that passes its partial on gets its staging back from the next consumer's threads,
+                // the last from the writer.
+                let passes = folds::<C>() && consumer + 1 < tile.consumers;
+                mbarrier::init(smem.dq_empty(consumer), if passes { AttnBwdTile::WARPGROUP_THREADS } else { 1 });
             }
         }
         mbarrier::fence_init();
@@ -951,9 +956,11 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
         let count = tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block_idx_x() };
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
-        for consumer in 0..tile.consumers {
+        // Where the consumers fold their partials into the last one's staging, only that one is added.
+        let first = if folds::<C>() { tile.consumers - 1 } else { 0 };
+        for consumer in first..tile.consumers {
             unsafe { mbarrier::wait(smem.dq_full(consumer), index % 2) };
-            if deterministic && consumer == 0 {
+            if deterministic && consumer == first {
                 unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
             }
             if leader {
@@ -978,11 +985,19 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
                 unsafe { atomic::red_release_gpu_add(semaphore, tile.consumers) };
             }
             tma::wait_group_read::<0>();
-            for consumer in 0..tile.consumers {
+            for consumer in first..tile.consumers {
                 unsafe { mbarrier::arrive(smem.dq_empty(consumer)) };
             }
         }
     }
+}
+
+/// Whether the consumers fold their dQ partials before the writer adds them ([`AttnBwdTile::folds_dq`]): each
+/// consumer but the first adds the previous one's staged partial to its own as it stages it ([`add_dq`]), and the
+/// writer adds only the last one's staging to the accumulator.
+#[inline(always)]
+const fn folds<C: Config>() -> bool {
+    C::TILE.folds_dq(C::STAGGERED)
 }
 
 /// What a consumer warpgroup needs to issue its matrix work.
@@ -1377,9 +1392,12 @@ unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup, base: u32, 
 
 /// Stages the tile's dQ partial over this warpgroup's keys for the writer warp, which adds it to the accumulator
 /// ([`write_dq`]): each piece (64 queries × 64 of the warpgroup's columns) stored by every thread into the staging
-/// pieces once the writer has read the previous tile's (`dq` holds the first piece's values; where there are two,
-/// `second` issues the second piece's product, which runs while they are stored), then every thread arrives on
-/// `dq_full` after a proxy fence (its stores ordered before the reductions' reads).
+/// pieces once they are free again (`dq` holds the first piece's values; where there are two, `second` issues the
+/// second piece's product, which runs while they are stored), then every thread arrives on `dq_full`, after a proxy
+/// fence where the writer's bulk reductions read the staging (its stores ordered before those reads). Where the
+/// consumers fold their partials ([`folds`]), the first consumer's staging goes to the next consumer instead, which
+/// waits for it, adds it value by value to its own as it stages (then hands it back through the first one's
+/// `dq_empty`, every thread arriving), and whose staging the writer adds.
 #[inline(always)]
 unsafe fn add_dq<C: Config>(
     dq: &[f32; PIECE_VALUES],
@@ -1395,14 +1413,33 @@ unsafe fn add_dq<C: Config>(
         second(&mut second_piece);
         wgmma::commit_group();
     }
+    let receives = folds::<C>() && consumer > 0;
+    let passes = folds::<C>() && consumer + 1 < tile.consumers;
     unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
-    unsafe { stage_dq(dq, warpgroup, 0) };
+    if receives {
+        // The previous consumer's partial of this tile is staged.
+        unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
+        unsafe { stage_dq::<true>(dq, warpgroup, 0) };
+    } else {
+        unsafe { stage_dq::<false>(dq, warpgroup, 0) };
+    }
     if two_pieces {
         wgmma::wait_group::<0>();
         wgmma::fence_operands(&mut second_piece);
-        unsafe { stage_dq(&second_piece, warpgroup, 1) };
+        if receives {
+            unsafe { stage_dq::<true>(&second_piece, warpgroup, 1) };
+        } else {
+            unsafe { stage_dq::<false>(&second_piece, warpgroup, 1) };
+        }
     }
-    smem::fence_proxy_async_shared();
+    if receives {
+        // Done reading the previous consumer's staging: every thread arrives, each read ordered before its reuse.
+        unsafe { mbarrier::arrive(smem.dq_empty(consumer - 1)) };
+    }
+    if !passes {
+        // The staging goes to the writer's bulk reductions (the async proxy).
+        smem::fence_proxy_async_shared();
+    }
     unsafe { mbarrier::arrive(smem.dq_full(consumer)) };
 }
 
@@ -1410,14 +1447,22 @@ unsafe fn add_dq<C: Config>(
 /// staging piece: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets (whose permutation spreads
 /// each half-warp's store over all 32 banks).
 #[inline(always)]
-unsafe fn stage_dq(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, piece: u32) {
+unsafe fn stage_dq<const ADD_PREVIOUS: bool>(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, piece: u32) {
     let base = warpgroup.smem.dq(warpgroup.consumer, piece);
+    // With ADD_PREVIOUS, the previous consumer's staged value at the same place is added first (the same layout,
+    // the same thread: a fixed order of the f32 sums).
+    let previous = warpgroup.smem.dq(warpgroup.consumer.saturating_sub(1), piece);
     // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
     seq!(I in 0..16 {
         let (half, column) = value_position(2 * I);
         let offset = SW32_64X64_B32.crd2idx_u32(&[row + 8 * half, first_column + column]);
-        unsafe { smem::store_f32x2(base + offset, dq[2 * I], dq[2 * I + 1]) };
+        let (mut lo, mut hi) = (dq[2 * I], dq[2 * I + 1]);
+        if ADD_PREVIOUS {
+            let (p_lo, p_hi) = unsafe { smem::load_f32x2(previous + offset) };
+            (lo, hi) = (p_lo + lo, p_hi + hi);
+        }
+        unsafe { smem::store_f32x2(base + offset, lo, hi) };
     });
 }
 
