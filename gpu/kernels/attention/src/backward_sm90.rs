@@ -934,8 +934,9 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
 /// walks the block's query tiles as the consumers do and computes each tile's accumulator row and turn itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
-/// consumers' reductions, each consumer's completed before the next one's is issued where they add to the same
-/// columns ([`BwdSplit::Keys`]), and counts the block's consumers in once all are complete (release). The chain
+/// consumers' reductions (only the last consumer's where they fold their partials, [`folds`]), each consumer's
+/// completed before the next one's is issued where they add to the same columns ([`BwdSplit::Keys`]), and counts
+/// the block's consumers in once all are complete (release). The chain
 /// that orders block A's additions before those of B, the next in line, in each element's order of modifications:
 /// A's reductions complete (`cp.async.bulk.wait_group 0`: the additions performed, not only the staging read) →
 /// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
