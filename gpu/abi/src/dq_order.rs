@@ -275,31 +275,37 @@ mod tests {
         (777, 4095),
     ];
 
+    /// Every schedule the tests walk: both orders, full and causal, each tile against each of `SHAPES`.
+    fn every_schedule() -> impl Iterator<Item = DqSchedule> {
+        [DqOrder::Ascending, DqOrder::Staggered].into_iter().flat_map(|order| {
+            [false, true].into_iter().flat_map(move |causal| {
+                TILES
+                    .into_iter()
+                    .flat_map(move |tile| SHAPES.map(|(seq_q, seq_k)| schedule_with(order, causal, seq_q, seq_k, tile)))
+            })
+        })
+    }
+
     #[test]
     fn every_tile_takes_each_visitor_once_in_turns_zero_to_its_visitors() {
-        for order in [DqOrder::Ascending, DqOrder::Staggered] {
-            for causal in [false, true] {
-                for (tile, (seq_q, seq_k)) in TILES.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
-                    let s = schedule_with(order, causal, seq_q, seq_k, tile);
-                    for block in 0..s.key_blocks {
-                        let walk: Vec<u32> = (0..s.visits(block)).map(|step| s.q_tile(block, step)).collect();
-                        let mut sorted = walk.clone();
-                        sorted.sort_unstable();
-                        let first = s.first_q_tile(block);
-                        assert_eq!(sorted, (first..s.q_tiles).collect::<Vec<_>>(), "{s:?} block {block}");
-                        for (step, &t) in (0..).zip(&walk) {
-                            assert_eq!(s.step(block, t), step, "{s:?} block {block}");
-                            // What the kernel's `Block` walks: its start plus the step, wrapped once.
-                            let wrapped = (walk[0] + step) % s.q_tiles.max(1);
-                            assert_eq!(t, wrapped, "{s:?} block {block} step {step}");
-                        }
-                    }
-                    for (t, blocks) in (0..).zip(visitors(&s)) {
-                        let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
-                        turns.sort_unstable();
-                        assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");
-                    }
+        for s in every_schedule() {
+            for block in 0..s.key_blocks {
+                let walk: Vec<u32> = (0..s.visits(block)).map(|step| s.q_tile(block, step)).collect();
+                let mut sorted = walk.clone();
+                sorted.sort_unstable();
+                let first = s.first_q_tile(block);
+                assert_eq!(sorted, (first..s.q_tiles).collect::<Vec<_>>(), "{s:?} block {block}");
+                for (step, &t) in (0..).zip(&walk) {
+                    assert_eq!(s.step(block, t), step, "{s:?} block {block}");
+                    // What the kernel's `Block` walks: its start plus the step, wrapped once.
+                    let wrapped = (walk[0] + step) % s.q_tiles.max(1);
+                    assert_eq!(t, wrapped, "{s:?} block {block} step {step}");
                 }
+            }
+            for (t, blocks) in (0..).zip(visitors(&s)) {
+                let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
+                turns.sort_unstable();
+                assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");
             }
         }
     }
@@ -309,25 +315,20 @@ mod tests {
     /// launch order is a permutation of the key blocks.
     #[test]
     fn where_no_residency_is_needed_every_turn_follows_the_launch_order() {
-        for order in [DqOrder::Ascending, DqOrder::Staggered] {
-            for causal in [false, true] {
-                for (tile, (seq_q, seq_k)) in TILES.into_iter().flat_map(|t| SHAPES.map(|s| (t, s))) {
-                    let s = schedule_with(order, causal, seq_q, seq_k, tile);
-                    let mut blocks: Vec<u32> = (0..s.key_blocks).map(|x| s.key_block(x)).collect();
-                    blocks.sort_unstable();
-                    assert_eq!(blocks, (0..s.key_blocks).collect::<Vec<_>>(), "{s:?}");
-                    if !s.waits_only_for_earlier_launches() {
-                        continue;
-                    }
-                    let launch = |block: u32| (0..s.key_blocks).find(|&x| s.key_block(x) == block).unwrap();
-                    for (t, visitors) in (0..).zip(visitors(&s)) {
-                        let mut by_turn: Vec<(u32, u32)> = visitors.iter().map(|&b| (s.turn(b, t), b)).collect();
-                        by_turn.sort_unstable();
-                        for pair in by_turn.windows(2) {
-                            let (before, after) = (pair[0].1, pair[1].1);
-                            assert!(launch(before) < launch(after), "{s:?} tile {t}: {before} after {after}");
-                        }
-                    }
+        for s in every_schedule() {
+            let mut blocks: Vec<u32> = (0..s.key_blocks).map(|x| s.key_block(x)).collect();
+            blocks.sort_unstable();
+            assert_eq!(blocks, (0..s.key_blocks).collect::<Vec<_>>(), "{s:?}");
+            if !s.waits_only_for_earlier_launches() {
+                continue;
+            }
+            let launch = |block: u32| (0..s.key_blocks).find(|&x| s.key_block(x) == block).unwrap();
+            for (t, visitors) in (0..).zip(visitors(&s)) {
+                let mut by_turn: Vec<(u32, u32)> = visitors.iter().map(|&b| (s.turn(b, t), b)).collect();
+                by_turn.sort_unstable();
+                for pair in by_turn.windows(2) {
+                    let (before, after) = (pair[0].1, pair[1].1);
+                    assert!(launch(before) < launch(after), "{s:?} tile {t}: {before} after {after}");
                 }
             }
         }

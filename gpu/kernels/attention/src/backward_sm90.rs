@@ -1416,22 +1416,19 @@ unsafe fn add_dq<C: Config>(
     }
     let receives = folds::<C>() && consumer > 0;
     let passes = folds::<C>() && consumer + 1 < tile.consumers;
+    let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
+        if receives { stage_dq::<true>(values, warpgroup, piece) } else { stage_dq::<false>(values, warpgroup, piece) }
+    };
     unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
     if receives {
         // The previous consumer's partial of this tile is staged.
         unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
-        unsafe { stage_dq::<true>(dq, warpgroup, 0) };
-    } else {
-        unsafe { stage_dq::<false>(dq, warpgroup, 0) };
     }
+    stage(dq, 0);
     if two_pieces {
         wgmma::wait_group::<0>();
         wgmma::fence_operands(&mut second_piece);
-        if receives {
-            unsafe { stage_dq::<true>(&second_piece, warpgroup, 1) };
-        } else {
-            unsafe { stage_dq::<false>(&second_piece, warpgroup, 1) };
-        }
+        stage(&second_piece, 1);
     }
     if receives {
         // Done reading the previous consumer's staging: every thread arrives, each read ordered before its reuse.
