@@ -470,11 +470,12 @@ const _: () = {
 /// Shared memory, in order: K, V, then per stage Q and dO, then the score tiles ([`Self::score_tiles`], each
 /// [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit, each 64 queries a 128-byte swizzled tile with a row
 /// per key: one dSᵀ per consumer where the consumers split the keys, the shared Pᵀ and dSᵀ where they split the
-/// head dim), then per consumer its dQ staging pieces ([`Self::dq_pieces`] of [`Self::DQ_PIECE_BYTES`]: 64
-/// queries × 64 columns of f32 each, for each 64-row unit of the query tile the consumer's column blocks), then
-/// per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and
-/// Q empty per stage, then dQ full per consumer and dQ empty per consumer (its staging pieces handed to the dQ writer
-/// warp and back).
+/// head dim), then one dQ staging slot per consumer ([`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]:
+/// 64 queries × 64 columns of f32 each, for each 64-row unit of the query tile the consumer's column blocks; each
+/// consumer's own, or the query tiles' in turn, [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit
+/// LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then dQ full
+/// and dQ empty per staging slot (handed to the dQ writer warp and back), then dQ passed per slot and consumer but
+/// the last (where the consumers share slots: a partial handed to the next consumer).
 ///
 /// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
 /// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
@@ -614,10 +615,10 @@ impl AttnBwdTile {
         self.tile_q / Self::DQ_UNIT_ROWS * self.consumer_blocks()
     }
 
-    /// Consumer `consumer`'s staging piece `piece` (unit `piece / consumer_blocks`, its column block
+    /// Piece `piece` of staging slot `slot` (unit `piece / consumer_blocks`, its column block
     /// `piece % consumer_blocks`).
-    pub const fn smem_dq_offset(&self, consumer: u32, piece: u32) -> u32 {
-        self.smem_ds_offset(self.score_tiles()) + (consumer * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
+    pub const fn smem_dq_offset(&self, slot: u32, piece: u32) -> u32 {
+        self.smem_ds_offset(self.score_tiles()) + (slot * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
     }
 
     /// The run of a query tile's dQ accumulator (in units of [`Self::DQ_PIECE_BYTES`] from the tile's first row)
@@ -636,6 +637,17 @@ impl AttnBwdTile {
     /// their staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
     pub const fn folds_dq(&self, staggered: bool) -> bool {
         matches!(self.split, BwdSplit::Keys) && (staggered || self.consumer_queries() < 128)
+    }
+
+    /// Whether the consumers fold their partials into staging slots they share (the query tiles taking the slots in
+    /// turn, each consumer adding its partial in place, the writer handing a slot back to the first consumer)
+    /// rather than each into its own (the last one adding the previous one's to its own): in the kernels that serve
+    /// only the deterministic mode (`staggered`), where the first consumer then stages a tile while the writer,
+    /// waiting for the tile's turn, still reads the previous one's (the deterministic mode 5% faster at head dim
+    /// 128). Not in the plain kernels: their default mode was 1–2.5% slower with shared slots (docs/perf-notes.md,
+    /// session 43).
+    pub const fn shares_dq_slots(&self, staggered: bool) -> bool {
+        staggered && self.folds_dq(staggered)
     }
 
     /// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
@@ -659,14 +671,16 @@ impl AttnBwdTile {
         self.smem_lse_offset(self.stages) + stage * self.smem_rows_bytes()
     }
 
-    /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full per consumer, then dQ empty per consumer.
+    /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per slot, then dQ passed
+    /// per slot and consumer but the last.
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_dsum_offset(self.stages)
     }
 
-    /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per consumer.
+    /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot (one slot per
+    /// consumer), dQ passed per slot and consumer but the last.
     pub const fn barriers(&self) -> u32 {
-        1 + 2 * self.stages + 2 * self.consumers
+        1 + 2 * self.stages + 2 * self.consumers + self.consumers * (self.consumers - 1)
     }
 
     pub const fn smem_bytes(&self) -> u32 {

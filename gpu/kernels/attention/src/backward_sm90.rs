@@ -699,8 +699,9 @@ impl SmemMap {
     fn ds_block_bytes(&self) -> u32 {
         self.tile.consumer_keys() * 128
     }
-    fn dq(&self, consumer: u32, piece: u32) -> u32 {
-        self.base + self.tile.smem_dq_offset(consumer, piece)
+    /// Piece `piece` of staging slot `slot` ([`dq_slot`]).
+    fn dq(&self, slot: u32, piece: u32) -> u32 {
+        self.base + self.tile.smem_dq_offset(slot, piece)
     }
     fn lse(&self, stage: u32) -> u32 {
         self.base + self.tile.smem_lse_offset(stage)
@@ -720,13 +721,20 @@ impl SmemMap {
     fn q_empty(&self, stage: u32) -> u32 {
         self.barrier(1 + self.tile.stages + stage)
     }
-    /// Consumer `consumer`'s staging pieces are staged (every thread of it arrives).
-    fn dq_full(&self, consumer: u32) -> u32 {
-        self.barrier(1 + 2 * self.tile.stages + consumer)
+    /// Staging slot `slot` is staged (every thread of its consumer arrives); where the consumers fold into shared
+    /// slots ([`shares_slots`]), by the last consumer.
+    fn dq_full(&self, slot: u32) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + slot)
     }
-    /// Consumer `consumer`'s staging pieces are free again (the writer's bulk reductions have read them).
-    fn dq_empty(&self, consumer: u32) -> u32 {
-        self.barrier(1 + 2 * self.tile.stages + self.tile.consumers + consumer)
+    /// Slot `slot` is free again: the writer's bulk reductions have read it (the writer's lane 0 arrives), or where
+    /// the consumers fold into slots of their own, the next consumer has added it to its own (its threads arrive).
+    fn dq_empty(&self, slot: u32) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + self.tile.consumers + slot)
+    }
+    /// Where the consumers fold into shared slots ([`shares_slots`]): consumer `consumer` (not the last) has added its
+    /// partial to slot `slot`, for the next one to add to (every thread of it arrives).
+    fn dq_passed(&self, slot: u32, consumer: u32) -> u32 {
+        self.barrier(1 + 2 * (self.tile.stages + self.tile.consumers) + slot * (self.tile.consumers - 1) + consumer)
     }
 }
 
@@ -860,12 +868,17 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 mbarrier::init(smem.q_full(stage), 1);
                 mbarrier::init(smem.q_empty(stage), tile.consumers * AttnBwdTile::WARPGROUP_THREADS);
             }
-            for consumer in 0..tile.consumers {
-                mbarrier::init(smem.dq_full(consumer), AttnBwdTile::WARPGROUP_THREADS);
-                // A consumer that passes its partial on gets its staging back from the next consumer's threads,
-                // the last from the writer.
-                let passes = folds::<C>() && consumer + 1 < tile.consumers;
-                mbarrier::init(smem.dq_empty(consumer), if passes { AttnBwdTile::WARPGROUP_THREADS } else { 1 });
+            for slot in 0..tile.consumers {
+                mbarrier::init(smem.dq_full(slot), AttnBwdTile::WARPGROUP_THREADS);
+                // A consumer that passes its partial on in a slot of its own gets it back from the next consumer's
+                // threads; every other slot comes back from the writer.
+                let passes = folds::<C>() && !shares_slots::<C>() && slot + 1 < tile.consumers;
+                mbarrier::init(smem.dq_empty(slot), if passes { AttnBwdTile::WARPGROUP_THREADS } else { 1 });
+                if shares_slots::<C>() {
+                    for consumer in 0..tile.consumers - 1 {
+                        mbarrier::init(smem.dq_passed(slot, consumer), AttnBwdTile::WARPGROUP_THREADS);
+                    }
+                }
             }
         }
         mbarrier::fence_init();
@@ -927,11 +940,12 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
 }
 
 /// The dQ writer warp: per query tile, each consumer's staged dQ pieces added to the f32 accumulator by bulk
-/// reduce-adds (one per piece, from lane 0), and the staging handed back once they are read. The consumers hand a
-/// tile over through `dq_full` (every consumer thread arrives after its stores and a proxy fence, so each store
-/// is ordered before the reductions' reads) and get the staging back through `dq_empty`, so they never wait for a
-/// reduction, or in the deterministic mode for their turn, unless the writer is a whole tile behind. The writer
-/// walks the block's query tiles as the consumers do and computes each tile's accumulator row and turn itself.
+/// reduce-adds (one per piece, from lane 0), and the staging slot handed back once they are read. The consumers hand
+/// a tile over through `dq_full` (every consumer thread arrives after its stores and a proxy fence, so each store
+/// is ordered before the reductions' reads) and get the slot back through `dq_empty`, so they never wait for a
+/// reduction, or in the deterministic mode for their turn, unless the writer is a whole turn of slots behind. The
+/// writer walks the block's query tiles as the consumers do and computes each tile's accumulator row and turn
+/// itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
 /// consumers' reductions (only the last consumer's where they fold their partials, [`folds`]), each consumer's
@@ -960,7 +974,8 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
         // Where the consumers fold their partials into the last one's staging, only that one is added.
         let first = if folds::<C>() { tile.consumers - 1 } else { 0 };
         for consumer in first..tile.consumers {
-            unsafe { mbarrier::wait(smem.dq_full(consumer), index % 2) };
+            let (slot, parity) = dq_slot::<C>(index, consumer);
+            unsafe { mbarrier::wait(smem.dq_full(slot), parity) };
             if deterministic && consumer == first {
                 unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
             }
@@ -972,7 +987,7 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
                 }
                 for piece in 0..tile.dq_pieces() {
                     let to = unsafe { accum_tile.add((tile.dq_run(consumer, piece) * run / 4) as usize) };
-                    unsafe { tma::reduce_add_bulk_f32(to, smem.dq(consumer, piece), run) };
+                    unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
                 }
                 tma::commit_group();
                 if deterministic && (tile.split == BwdSplit::Keys || consumer + 1 == tile.consumers) {
@@ -987,7 +1002,7 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
             }
             tma::wait_group_read::<0>();
             for consumer in first..tile.consumers {
-                unsafe { mbarrier::arrive(smem.dq_empty(consumer)) };
+                unsafe { mbarrier::arrive(smem.dq_empty(dq_slot::<C>(index, consumer).0)) };
             }
         }
     }
@@ -999,6 +1014,23 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
 #[inline(always)]
 const fn folds<C: Config>() -> bool {
     C::TILE.folds_dq(C::STAGGERED)
+}
+
+/// Whether the consumers fold their partials into staging slots they share ([`AttnBwdTile::shares_dq_slots`],
+/// [`dq_slot`]).
+#[inline(always)]
+const fn shares_slots<C: Config>() -> bool {
+    C::TILE.shares_dq_slots(C::STAGGERED)
+}
+
+/// The staging slot (one per consumer, each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages the
+/// dQ partial of the block's query tile `index` in, and the parity of that slot's barriers for it: the consumer's
+/// own, or where they share slots ([`shares_slots`]) one per tile, the tiles taking them in turn, all consumers
+/// adding into it.
+#[inline(always)]
+const fn dq_slot<C: Config>(index: u32, consumer: u32) -> (u32, u32) {
+    let slots = C::TILE.consumers;
+    if shares_slots::<C>() { (index % slots, (index / slots) % 2) } else { (consumer, index % 2) }
 }
 
 /// What a consumer warpgroup needs to issue its matrix work.
@@ -1199,6 +1231,9 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
         ring.advance();
     }
+    // Where the consumers share slots, the first key from values opaque here: computed before the loop and held
+    // across it, it is spilled in the staggered head-dim-64 kernel (the slots' parity takes a register).
+    let key0 = if shares_slots::<C>() { block.key0 + opaque_here(consumer) * tile.consumer_keys() } else { key0 };
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
 }
 
@@ -1392,13 +1427,14 @@ unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup, base: u32, 
 }
 
 /// Stages the tile's dQ partial over this warpgroup's keys for the writer warp, which adds it to the accumulator
-/// ([`write_dq`]): each piece (64 queries × 64 of the warpgroup's columns) stored by every thread into the staging
-/// pieces once they are free again (`dq` holds the first piece's values; where there are two, `second` issues the
-/// second piece's product, which runs while they are stored), then every thread arrives on `dq_full`, after a proxy
-/// fence where the writer's bulk reductions read the staging (its stores ordered before those reads). Where the
-/// consumers fold their partials ([`folds`]), the first consumer's staging goes to the next consumer instead, which
-/// waits for it, adds it value by value to its own as it stages (then hands it back through the first one's
-/// `dq_empty`, every thread arriving), and whose staging the writer adds.
+/// ([`write_dq`]): each piece (64 queries × 64 of the warpgroup's columns) stored by every thread into the pieces
+/// of the tile's staging slot ([`dq_slot`]) once it is free again (`dq` holds the first piece's values; where there
+/// are two, `second` issues the second piece's product, which runs while they are stored), then every thread
+/// arrives on `dq_full`, after a proxy fence where the writer's bulk reductions read the slot (its stores ordered
+/// before those reads). Where the consumers fold their partials ([`folds`]), the first consumer's staging goes to
+/// the next consumer instead, which adds its own values to it as it stages them: into its own slot, handing the
+/// first one's back through `dq_empty`; or where they share slots ([`shares_slots`]), in place (`dq_passed`), the
+/// writer handing the slot back to the first consumer. Either way the writer adds the last consumer's sums.
 #[inline(always)]
 unsafe fn add_dq<C: Config>(
     dq: &[f32; PIECE_VALUES],
@@ -1416,40 +1452,93 @@ unsafe fn add_dq<C: Config>(
     }
     let receives = folds::<C>() && consumer > 0;
     let passes = folds::<C>() && consumer + 1 < tile.consumers;
-    let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
-        if receives { stage_dq::<true>(values, warpgroup, piece) } else { stage_dq::<false>(values, warpgroup, piece) }
-    };
-    unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
-    if receives {
-        // The previous consumer's partial of this tile is staged.
-        unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
+    if shares_slots::<C>() {
+        // One slot per tile, the consumers adding into it in turn (in place), the writer handing it back.
+        let (slot, parity) = dq_slot::<C>(index, consumer);
+        let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
+            let in_place = Some(smem.dq(slot, piece));
+            if receives {
+                stage_dq::<true>(values, warpgroup, piece, in_place)
+            } else {
+                stage_dq::<false>(values, warpgroup, piece, in_place)
+            }
+        };
+        if receives {
+            // The previous consumer's partial of this tile is staged in the slot (which it waited to be free).
+            unsafe { mbarrier::wait(smem.dq_passed(slot, consumer - 1), parity) };
+        } else {
+            if passes && index > 0 {
+                // The first consumer stays at most one tile ahead of the last: the previous tile's sums are staged.
+                let (previous, previous_parity) = dq_slot::<C>(index - 1, consumer);
+                unsafe { mbarrier::wait(smem.dq_full(previous), previous_parity) };
+            }
+            unsafe { mbarrier::wait(smem.dq_empty(slot), parity ^ 1) };
+        }
+        stage(dq, 0);
+        if two_pieces {
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(&mut second_piece);
+            stage(&second_piece, 1);
+        }
+        if passes {
+            unsafe { mbarrier::arrive(smem.dq_passed(slot, consumer)) };
+        } else {
+            // The staging goes to the writer's bulk reductions (the async proxy).
+            smem::fence_proxy_async_shared();
+            unsafe { mbarrier::arrive(smem.dq_full(slot)) };
+        }
+    } else {
+        // The consumer's own slot; where it receives, the previous consumer's slot handed back once read.
+        let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
+            if receives {
+                stage_dq::<true>(values, warpgroup, piece, None)
+            } else {
+                stage_dq::<false>(values, warpgroup, piece, None)
+            }
+        };
+        unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
+        if receives {
+            // The previous consumer's partial of this tile is staged.
+            unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
+        }
+        stage(dq, 0);
+        if two_pieces {
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(&mut second_piece);
+            stage(&second_piece, 1);
+        }
+        if receives {
+            // Done reading the previous consumer's staging: every thread arrives, each read ordered before its reuse.
+            unsafe { mbarrier::arrive(smem.dq_empty(consumer - 1)) };
+        }
+        if !passes {
+            // The staging goes to the writer's bulk reductions (the async proxy).
+            smem::fence_proxy_async_shared();
+        }
+        unsafe { mbarrier::arrive(smem.dq_full(consumer)) };
     }
-    stage(dq, 0);
-    if two_pieces {
-        wgmma::wait_group::<0>();
-        wgmma::fence_operands(&mut second_piece);
-        stage(&second_piece, 1);
-    }
-    if receives {
-        // Done reading the previous consumer's staging: every thread arrives, each read ordered before its reuse.
-        unsafe { mbarrier::arrive(smem.dq_empty(consumer - 1)) };
-    }
-    if !passes {
-        // The staging goes to the writer's bulk reductions (the async proxy).
-        smem::fence_proxy_async_shared();
-    }
-    unsafe { mbarrier::arrive(smem.dq_full(consumer)) };
 }
 
 /// Writes this thread's values of one piece of the dQ partial (64 queries × 64 columns) into the warpgroup's
 /// staging piece: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets (whose permutation spreads
 /// each half-warp's store over all 32 banks).
 #[inline(always)]
-unsafe fn stage_dq<const ADD_PREVIOUS: bool>(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, piece: u32) {
-    let base = warpgroup.smem.dq(warpgroup.consumer, piece);
-    // With ADD_PREVIOUS, the previous consumer's staged value at the same place is added first (the same layout,
-    // the same thread: a fixed order of the f32 sums).
-    let previous = warpgroup.smem.dq(warpgroup.consumer.saturating_sub(1), piece);
+unsafe fn stage_dq<const ADD_PREVIOUS: bool>(
+    dq: &[f32; PIECE_VALUES],
+    warpgroup: &Warpgroup,
+    piece: u32,
+    shared: Option<u32>,
+) {
+    // The piece in the warpgroup's own slot, or at `shared` in a slot the consumers share. With ADD_PREVIOUS, the
+    // previous consumer's value staged at the same place (in its own slot, or in place) is added first (the same
+    // layout, the same thread: a fixed order of the f32 sums).
+    let (base, previous) = match shared {
+        Some(at) => (at, at),
+        None => {
+            let consumer = warpgroup.consumer;
+            (warpgroup.smem.dq(consumer, piece), warpgroup.smem.dq(consumer.saturating_sub(1), piece))
+        }
+    };
     // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
     seq!(I in 0..16 {
