@@ -631,8 +631,8 @@ impl AttnBwdTile {
 
     /// Whether the consumers fold their dQ partials into one staging before the writer warp adds it to the
     /// accumulator (`staggered`: the deterministic staggered kernel, else the plain one): where they split the keys,
-    /// so add to the same elements, this halves the bulk reductions through the L2, which bounds the head-dim-128
-    /// kernel (90% of its throughput). Not in the plain kernels with 128-query score tiles (head dim 64), whose
+    /// so add to the same elements, this halves the bulk reductions through the L2, which bounded the head-dim-128
+    /// kernel (90% of its throughput without the folding, 54% with it). Not in the plain kernels with 128-query score tiles (head dim 64), whose
     /// consumers the folding's loads push past their 240 registers (64 bytes spilled, the default mode 8% slower);
     /// their staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
     pub const fn folds_dq(&self, staggered: bool) -> bool {
