@@ -1452,6 +1452,8 @@ unsafe fn add_dq<C: Config>(
     }
     let receives = folds::<C>() && consumer > 0;
     let passes = folds::<C>() && consumer + 1 < tile.consumers;
+    // The two arrangements are written out in full: a helper for the steps they share changed the plain kernels'
+    // SASS (these are the measured kernels; docs/perf-notes.md, session 43).
     if shares_slots::<C>() {
         // One slot per tile, the consumers adding into it in turn (in place), the writer handing it back.
         let (slot, parity) = dq_slot::<C>(index, consumer);
