@@ -12,7 +12,7 @@ use oxtile::kernels::{self, Kernel};
 use oxtile::ops::attention::{self, AttnElement};
 use oxtile::types::Order;
 use oxtile_abi::symmetric;
-use oxtile_abi::{AttnTile, BwdSplit, GemmConfig, GemmSchedule};
+use oxtile_abi::{AttnTile, GemmConfig, GemmSchedule};
 
 /// Every module inspected once for the whole binary (the build's cubin and ptxas report where the build assembled it
 /// with the pinned ptxas, else assembled here, tens of seconds for the GEMM module), so no test does it again.
@@ -686,14 +686,15 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
             .unwrap();
         let (head_dim, pieces) = (tile.head_dim, tile.dq_pieces());
         // Per query tile and consumer: Sᵀ and dPᵀ over the head dim, dV and dK over the tile's queries, and its dQ
-        // pieces over its 64 keys.
-        let expected = 2 * (head_dim / 16) + 2 * (tile.tile_q / 16) + 4 * pieces;
+        // pieces over its 64 keys (or the block's, where the consumers split dQ's columns).
+        let dq_steps = pieces * tile.dq_keys() / 16;
+        let expected = 2 * (head_dim / 16) + 2 * (tile.tile_q / 16) + dq_steps;
         assert_eq!(s.count("HGMMA"), expected, "`{}`: HGMMA", kernel.name);
         let scores = format!("HGMMA.64x{}x16.F32", tile.consumer_queries());
         let score_products = s.instructions.iter().filter(|i| i.starts_with(&scores) && !i.contains("tnsp")).count();
         assert_eq!(score_products as u32, 2 * (head_dim / 16), "`{}`: Sᵀ and dPᵀ at the tile's width", kernel.name);
         let transposed = s.instructions.iter().filter(|i| i.starts_with("HGMMA") && i.contains("tnspA")).count();
-        assert_eq!(transposed as u32, 4 * pieces, "`{}`: dS·K with A read MN-major", kernel.name);
+        assert_eq!(transposed as u32, dq_steps, "`{}`: dS·K with A read MN-major", kernel.name);
         assert_eq!(s.count_with("REDG", "F32"), 0, "`{}`: no scattered dQ reductions", kernel.name);
         // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
         assert_eq!(s.count("REDG"), 1, "`{}`: semaphore releases", kernel.name);
@@ -712,7 +713,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         // The deterministic chain: the full wait (not only `.read`) for the reductions (after each consumer's where
         // the consumers add the same columns, else once after all), then the proxy fence, then the release; a proxy
         // fence before each consumer's reductions as well (after the acquire, or after the previous consumer's).
-        let full_waits = if tile.split == BwdSplit::Keys { added } else { 1 };
+        let full_waits = if tile.consumers_share_dq_runs() { added } else { 1 };
         assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count() as u32, full_waits, "`{}`", kernel.name);
         let fences = ptx.matches("fence.proxy.async.global;").count() as u32;
         assert_eq!(fences, added + 1, "`{}`: proxy fences", kernel.name);

@@ -469,10 +469,11 @@ const _: () = {
 ///
 /// Shared memory, in order: K, V, then per stage Q and dO, then the score tiles ([`Self::score_tiles`], each
 /// [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit, each 64 queries a 128-byte swizzled tile with a row
-/// per key: one dSᵀ per consumer where the consumers split the keys, the shared Pᵀ and dSᵀ where they split the
-/// head dim), then one dQ staging slot per consumer ([`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]:
-/// 64 queries × 64 columns of f32 each, for each 64-row unit of the query tile the consumer's column blocks; each
-/// consumer's own, or the query tiles' in turn, [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit
+/// per key: one dSᵀ per consumer where the consumers split the keys, a set of them per stage where they also
+/// split dQ's columns, the shared Pᵀ and dSᵀ where they split the head dim), then the dQ staging slots ([`Self::dq_slots`],
+/// each [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of f32 each, for each
+/// 64-row unit of the query tile the consumer's dQ column blocks; each consumer's own, or the query tiles' in turn,
+/// [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit
 /// LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then dQ full
 /// and dQ empty per staging slot (handed to the dQ writer warp and back), then dQ passed per slot and consumer but
 /// the last (where the consumers share slots: a partial handed to the next consumer).
@@ -560,9 +561,12 @@ impl AttnBwdTile {
         }
     }
 
-    /// 16-bit score tiles in shared memory: one dSᵀ per consumer (split keys), or the shared Pᵀ (0) and dSᵀ (1).
+    /// 16-bit score tiles in shared memory: one dSᵀ per consumer (split keys; a set of them per stage where the
+    /// consumers split dQ's columns: a consumer stores a tile's while the other may still read the previous
+    /// one's), or the shared Pᵀ (0) and dSᵀ (1).
     pub const fn score_tiles(&self) -> u32 {
         match self.split {
+            BwdSplit::Keys if self.splits_dq_columns() => self.stages * self.consumers,
             BwdSplit::Keys => self.consumers,
             BwdSplit::HeadDim => 2,
         }
@@ -604,19 +608,65 @@ impl AttnBwdTile {
         self.smem_do_offset(self.stages) + index * self.smem_ds_bytes()
     }
 
-    /// Column blocks of each consumer's dQ.
+    /// Column blocks of each consumer's dK and dV.
     pub const fn consumer_blocks(&self) -> u32 {
         self.consumer_columns() / Self::BOX_COLS
     }
 
-    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block
-    /// of the consumer's, unit-major (the accumulator's order).
-    pub const fn dq_pieces(&self) -> u32 {
-        self.tile_q / Self::DQ_UNIT_ROWS * self.consumer_blocks()
+    /// Whether the consumers, which split the keys for the scores, dK and dV, split dQ's columns instead: each
+    /// computes dQ = dS·K for its share of the column blocks over all the block's keys (every consumer's dSᵀ, one
+    /// operand of `tile_kv` key rows), FlashAttention-3's arrangement at head dim 128. Each element of a tile's dQ
+    /// then has one partial per block (the L2 traffic of [`Self::folds_dq`]'s folding, without its loads, sums and
+    /// second stores, and with half the accumulator registers), for one barrier among the consumers per tile (both
+    /// dSᵀ stored before either product reads them; a set of score tiles per stage, so that a consumer stores a
+    /// tile's while the other may still read the previous one's). Where the head dim has whole column blocks per
+    /// consumer, a query tile is one 64-row unit (the consumers' score tiles adjacent make the operand) and the
+    /// ring has at least two stages.
+    pub const fn splits_dq_columns(&self) -> bool {
+        matches!(self.split, BwdSplit::Keys)
+            && self.column_blocks().is_multiple_of(self.consumers)
+            && self.tile_q == Self::DQ_UNIT_ROWS
+            && self.stages >= 2
     }
 
-    /// Piece `piece` of staging slot `slot` (unit `piece / consumer_blocks`, its column block
-    /// `piece % consumer_blocks`).
+    /// Whether the consumers add to the same elements of a tile's dQ (they split the keys, not dQ's columns).
+    pub const fn consumers_share_dq_runs(&self) -> bool {
+        matches!(self.split, BwdSplit::Keys) && !self.splits_dq_columns()
+    }
+
+    /// Column blocks of each consumer's dQ.
+    pub const fn dq_blocks(&self) -> u32 {
+        if self.splits_dq_columns() { self.column_blocks() / self.consumers } else { self.consumer_blocks() }
+    }
+
+    /// The first column block of consumer `consumer`'s dQ.
+    pub const fn dq_first_block(&self, consumer: u32) -> u32 {
+        if self.splits_dq_columns() { consumer * self.dq_blocks() } else { self.consumer_first_block(consumer) }
+    }
+
+    /// Keys a consumer's dQ product runs over (its k extent).
+    pub const fn dq_keys(&self) -> u32 {
+        if self.splits_dq_columns() { self.tile_kv } else { self.consumer_keys() }
+    }
+
+    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block
+    /// of the consumer's dQ, unit-major (the accumulator's order).
+    pub const fn dq_pieces(&self) -> u32 {
+        self.tile_q / Self::DQ_UNIT_ROWS * self.dq_blocks()
+    }
+
+    /// Staging slots per consumer: two where the consumers split dQ's columns (a slot is one piece, and a consumer
+    /// stages a tile while the writer still reads its previous one), else one.
+    pub const fn dq_slots_per_consumer(&self) -> u32 {
+        if self.splits_dq_columns() { 2 } else { 1 }
+    }
+
+    /// Staging slots in all.
+    pub const fn dq_slots(&self) -> u32 {
+        self.consumers * self.dq_slots_per_consumer()
+    }
+
+    /// Piece `piece` of staging slot `slot` (unit `piece / dq_blocks`, its column block `piece % dq_blocks`).
     pub const fn smem_dq_offset(&self, slot: u32, piece: u32) -> u32 {
         self.smem_ds_offset(self.score_tiles()) + (slot * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
     }
@@ -625,18 +675,19 @@ impl AttnBwdTile {
     /// that consumer `consumer` adds its staging piece `piece` to: the piece's unit's runs, one per column block of
     /// the head dim, then the consumer's column block.
     pub const fn dq_run(&self, consumer: u32, piece: u32) -> u32 {
-        let (unit, block) = (piece / self.consumer_blocks(), piece % self.consumer_blocks());
-        unit * self.column_blocks() + self.consumer_first_block(consumer) + block
+        let (unit, block) = (piece / self.dq_blocks(), piece % self.dq_blocks());
+        unit * self.column_blocks() + self.dq_first_block(consumer) + block
     }
 
     /// Whether the consumers fold their dQ partials into one staging before the writer warp adds it to the
-    /// accumulator (`staggered`: the deterministic staggered kernel, else the plain one): where they split the keys,
-    /// so add to the same elements, this halves the bulk reductions through the L2, which bounded the head-dim-128
-    /// kernel (90% of its throughput without the folding, 54% with it). Not in the plain kernels with 128-query score tiles (head dim 64), whose
-    /// consumers the folding's loads push past their 240 registers (64 bytes spilled, the default mode 8% slower);
-    /// their staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
+    /// accumulator (`staggered`: the deterministic staggered kernel, else the plain one): where they add to the same
+    /// elements (they split the keys and not dQ's columns: head dim 64), this halves the bulk reductions through the
+    /// L2, which bounded the head-dim-128 kernel before it split dQ's columns (90% of its throughput without the
+    /// folding, 54% with it). Not in the plain kernels with 128-query score tiles (head dim 64), whose consumers the
+    /// folding's loads push past their 240 registers (64 bytes spilled, the default mode 8% slower); their
+    /// staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
     pub const fn folds_dq(&self, staggered: bool) -> bool {
-        matches!(self.split, BwdSplit::Keys) && (staggered || self.consumer_queries() < 128)
+        self.consumers_share_dq_runs() && (staggered || self.consumer_queries() < 128)
     }
 
     /// Whether the consumers fold their partials into staging slots they share (the query tiles taking the slots in
@@ -644,8 +695,8 @@ impl AttnBwdTile {
     /// rather than each into its own (the last one adding the previous one's to its own): in the kernels that serve
     /// only the deterministic mode (`staggered`), where the first consumer then stages a tile while the writer,
     /// waiting for the tile's turn, still reads the previous one's (the deterministic mode 5% faster at head dim
-    /// 128). Not in the plain kernels: their default mode was 1–2.5% slower with shared slots (docs/perf-notes.md,
-    /// session 43).
+    /// 128 when it folded). Not in the plain kernels: their default mode was 1–2.5% slower with shared slots
+    /// (docs/perf-notes.md, session 43).
     pub const fn shares_dq_slots(&self, staggered: bool) -> bool {
         staggered && self.folds_dq(staggered)
     }
@@ -663,7 +714,7 @@ impl AttnBwdTile {
 
     /// The log2-unit LSE of a stage's query rows.
     pub const fn smem_lse_offset(&self, stage: u32) -> u32 {
-        self.smem_dq_offset(self.consumers, 0) + stage * self.smem_rows_bytes()
+        self.smem_dq_offset(self.dq_slots(), 0) + stage * self.smem_rows_bytes()
     }
 
     /// dO·O of a stage's query rows.
@@ -672,15 +723,15 @@ impl AttnBwdTile {
     }
 
     /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per slot, then dQ passed
-    /// per slot and consumer but the last.
+    /// per slot and consumer but the last (used where the consumers share slots: one slot per consumer).
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_dsum_offset(self.stages)
     }
 
-    /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot (one slot per
-    /// consumer), dQ passed per slot and consumer but the last.
+    /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot
+    /// ([`Self::dq_slots`]), dQ passed per slot and consumer but the last.
     pub const fn barriers(&self) -> u32 {
-        1 + 2 * self.stages + 2 * self.consumers + self.consumers * (self.consumers - 1)
+        1 + 2 * self.stages + 2 * self.dq_slots() + self.consumers * (self.consumers - 1)
     }
 
     pub const fn smem_bytes(&self) -> u32 {

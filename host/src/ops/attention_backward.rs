@@ -656,7 +656,7 @@ pub fn attention_backward_reference<T: AttnElement>(
 
 #[cfg(test)]
 mod tests {
-    use oxtile_abi::{ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, BwdSplit};
+    use oxtile_abi::{ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256};
 
     use super::*;
 
@@ -747,7 +747,8 @@ mod tests {
             assert_eq!(tile.padded_rows(1), tile.tile_q);
             assert!(tile.tile_q.is_multiple_of(AttnBwdTile::DQ_UNIT_ROWS));
             // Every run of a query tile's dQ accumulator is added to once per consumer (each has the tile's dQ
-            // over its keys) or, where the consumers split the head dim, once per block (each has its columns).
+            // over its keys) or, where the consumers split the head dim or dQ's columns, once per block (each has
+            // its columns).
             let runs = tile.tile_q / AttnBwdTile::DQ_UNIT_ROWS * tile.column_blocks();
             let mut additions = vec![0u32; runs as usize];
             for consumer in 0..tile.consumers {
@@ -755,10 +756,7 @@ mod tests {
                     additions[tile.dq_run(consumer, piece) as usize] += 1;
                 }
             }
-            let per_run = match tile.split {
-                BwdSplit::Keys => tile.consumers,
-                BwdSplit::HeadDim => 1,
-            };
+            let per_run = if tile.consumers_share_dq_runs() { tile.consumers } else { 1 };
             assert!(additions.iter().all(|&n| n == per_run), "head dim {head_dim}: {additions:?}");
         }
     }

@@ -14,13 +14,16 @@
 //!    tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (m64n{tile_q}k16, both operands K-major in shared memory);
 //!    Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) per query column; dSᵀ = Pᵀ ∘ (dPᵀ − D);
 //!    dV += Pᵀ·dO and dK += dSᵀ·Q (A from registers, converted in place as the forward converts P; dO and Q read
-//!    MN-major); dSᵀ to shared memory; dQ_partial = dS·K (A = dSᵀ read MN-major, B = K read MN-major), one piece
-//!    of 64 queries × 64 columns of head dim at a time (two per tile), each staged in shared memory as f32 and
-//!    added to the f32 accumulator by one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer
-//!    warpgroup's dQ writer warp ([`write_dq`], which in the deterministic mode also waits for the tile's turn):
-//!    the accumulator is tiled so that each piece is one contiguous run of it ([`dq_accum_index`]). Where the
-//!    consumers' dQ pieces add to the same elements, the second consumer folds the first one's staged piece into
-//!    its own ([`folds`]), so the writer adds one piece per tile, not two (half the L2's reductions).
+//!    MN-major); dSᵀ to shared memory; dQ = dS·K (A = dSᵀ read MN-major, B = K read MN-major) in pieces of 64
+//!    queries × 64 columns of head dim, each staged in shared memory as f32 and added to the f32 accumulator by
+//!    one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer warpgroup's dQ writer warp
+//!    ([`write_dq`], which in the deterministic mode also waits for the tile's turn): the accumulator is tiled so
+//!    that each piece is one contiguous run of it ([`dq_accum_index`]). At head dim 128 the consumers split dQ's
+//!    columns (FlashAttention-3's arrangement, [`AttnBwdTile::splits_dq_columns`]): after a barrier between them,
+//!    each computes one 64-column piece over all 128 keys from both consumers' dSᵀ. At head dim 64 (one column
+//!    block) each computes the tile's dQ over its own 64 keys, and the second consumer folds the first one's
+//!    staged piece into its own where registers allow ([`folds`]); either way the writer adds each element of a
+//!    tile's dQ once per block (half the L2's reductions of one partial per consumer).
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
 //!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
@@ -690,8 +693,9 @@ impl SmemMap {
     fn d_o(&self, stage: u32, block: u32) -> u32 {
         self.base + self.tile.smem_do_offset(stage) + block * self.q_block_bytes()
     }
-    /// Score tile `index`: consumer `index`'s dSᵀ where the consumers split the keys; where they split the head
-    /// dim, the shared Pᵀ (0) and dSᵀ (1).
+    /// Score tile `index`: consumer `index`'s dSᵀ where the consumers split the keys (where they also split dQ's
+    /// columns, `stage · consumers + consumer`: a set per stage); where they split the head dim, the shared Pᵀ (0)
+    /// and dSᵀ (1).
     fn ds(&self, index: u32) -> u32 {
         self.base + self.tile.smem_ds_offset(index)
     }
@@ -729,12 +733,12 @@ impl SmemMap {
     /// Slot `slot` is free again: the writer's bulk reductions have read it (the writer's lane 0 arrives), or where
     /// the consumers fold into slots of their own, the next consumer has added it to its own (its threads arrive).
     fn dq_empty(&self, slot: u32) -> u32 {
-        self.barrier(1 + 2 * self.tile.stages + self.tile.consumers + slot)
+        self.barrier(1 + 2 * self.tile.stages + self.tile.dq_slots() + slot)
     }
     /// Where the consumers fold into shared slots ([`shares_slots`]): consumer `consumer` (not the last) has added its
     /// partial to slot `slot`, for the next one to add to (every thread of it arrives).
     fn dq_passed(&self, slot: u32, consumer: u32) -> u32 {
-        self.barrier(1 + 2 * (self.tile.stages + self.tile.consumers) + slot * (self.tile.consumers - 1) + consumer)
+        self.barrier(1 + 2 * (self.tile.stages + self.tile.dq_slots()) + slot * (self.tile.consumers - 1) + consumer)
     }
 }
 
@@ -868,7 +872,7 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 mbarrier::init(smem.q_full(stage), 1);
                 mbarrier::init(smem.q_empty(stage), tile.consumers * AttnBwdTile::WARPGROUP_THREADS);
             }
-            for slot in 0..tile.consumers {
+            for slot in 0..tile.dq_slots() {
                 mbarrier::init(smem.dq_full(slot), AttnBwdTile::WARPGROUP_THREADS);
                 // A consumer that passes its partial on in a slot of its own gets it back from the next consumer's
                 // threads; every other slot comes back from the writer.
@@ -990,7 +994,7 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
                     unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
                 }
                 tma::commit_group();
-                if deterministic && (tile.split == BwdSplit::Keys || consumer + 1 == tile.consumers) {
+                if deterministic && (tile.consumers_share_dq_runs() || consumer + 1 == tile.consumers) {
                     tma::wait_group::<0>();
                 }
             }
@@ -1023,14 +1027,19 @@ const fn shares_slots<C: Config>() -> bool {
     C::TILE.shares_dq_slots(C::STAGGERED)
 }
 
-/// The staging slot (one per consumer, each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages the
-/// dQ partial of the block's query tile `index` in, and the parity of that slot's barriers for it: the consumer's
-/// own, or where they share slots ([`shares_slots`]) one per tile, the tiles taking them in turn, all consumers
-/// adding into it.
+/// The staging slot (each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages the dQ partial of the
+/// block's query tile `index` in, and the parity of that slot's barriers for it: one of the consumer's own
+/// ([`AttnBwdTile::dq_slots_per_consumer`], the tiles taking them in turn), or where they share slots
+/// ([`shares_slots`]) one per tile, the tiles taking them in turn, all consumers adding into it.
 #[inline(always)]
 const fn dq_slot<C: Config>(index: u32, consumer: u32) -> (u32, u32) {
     let slots = C::TILE.consumers;
-    if shares_slots::<C>() { (index % slots, (index / slots) % 2) } else { (consumer, index % 2) }
+    let own = C::TILE.dq_slots_per_consumer();
+    if shares_slots::<C>() {
+        (index % slots, (index / slots) % 2)
+    } else {
+        (consumer * own + index % own, (index / own) % 2)
+    }
 }
 
 /// What a consumer warpgroup needs to issue its matrix work.
@@ -1138,6 +1147,28 @@ impl<'a> Warpgroup<'a> {
         });
     }
 
+    /// acc = dS · K[:, 64 · column_block ..][.. 64] over all the block's keys for the tile's 64 queries, where the
+    /// consumers split dQ's columns (this warpgroup's first, [`AttnBwdTile::dq_first_block`]): A = every consumer's
+    /// dSᵀ of the set at `ds` (adjacent tiles of 64 key rows: one operand of `tile_kv` rows), B = K, both read
+    /// MN-major; one wgmma per 16 keys.
+    #[inline(always)]
+    fn issue_dq_columns<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], ds: u32) {
+        let tile = C::TILE;
+        let ds_major = const { wgmma::sw128_fields(&sw128_mn_major(1, C::TILE.tile_kv)) };
+        let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
+        let column_block = tile.dq_first_block(self.consumer);
+        // Both tiles stay put (see `issue_dq_at`).
+        let desc_a = wgmma::desc(opaque_here(ds), ds_major);
+        let desc_b = wgmma::desc(opaque_here(self.smem.k(column_block)), k_major);
+        seq!(STEP in 0..16 {
+            if STEP < C::TILE.tile_kv / 16 {
+                let step_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
+                let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
+                unsafe { C::mma_ss::<1, 1>(acc, step_a, step_b, STEP > 0) };
+            }
+        });
+    }
+
     /// A barrier among this warpgroup's 128 threads (unaligned: correct even if a warp arrives diverged).
     #[inline(always)]
     fn sync(&self) {
@@ -1204,24 +1235,41 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
 
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
         // and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only the causal
-        // mask needs applying.
-        let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0);
+        // mask needs applying. The block's key bound from a value opaque here where it would otherwise be held
+        // across the loop and spilled (the kernels whose consumers share dQ slots or split dQ's columns).
+        let key_end = if shares_slots::<C>() || tile.splits_dq_columns() { opaque_here(key0) } else { key0 };
+        let masked = crosses_diagonal(problem, key_end + tile.consumer_keys(), q0);
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
 
-        // dSᵀ to shared memory once every warp's dQ product of the previous tile has read it.
-        warpgroup.sync();
-        unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds(consumer), 0) };
-        smem::fence_proxy_async_shared();
-        warpgroup.sync();
+        // Where the consumers split dQ's columns, dSᵀ goes to the stage's set of score tiles, which every
+        // consumer's dQ products of the stage's previous tile (at least two back) have read (each waited for them
+        // before the next tile's barrier), and the barrier after the stores gives this consumer every consumer's
+        // dSᵀ of the tile for its dQ columns over all the block's keys. Else dSᵀ goes to the consumer's own tile
+        // once every warp's dQ product of the previous tile has read it.
+        if tile.splits_dq_columns() {
+            let set = smem.ds(stage * tile.consumers);
+            unsafe { store_ds::<C>(&ds, &warpgroup, set + consumer * tile.smem_ds_bytes(), 0) };
+            smem::fence_proxy_async_shared();
+            warpgroup.sync_consumers::<C>();
+        } else {
+            warpgroup.sync();
+            unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds(consumer), 0) };
+            smem::fence_proxy_async_shared();
+            warpgroup.sync();
+        }
 
-        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first piece of dQ = dS·K.
+        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first piece of dQ = dS·K (or this consumer's columns of it).
         let mut dq = [0.0f32; PIECE_VALUES];
         wgmma::fence();
         warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
         warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
-        warpgroup.issue_dq::<C>(&mut dq, 0);
+        if tile.splits_dq_columns() {
+            warpgroup.issue_dq_columns::<C>(&mut dq, smem.ds(stage * tile.consumers));
+        } else {
+            warpgroup.issue_dq::<C>(&mut dq, 0);
+        }
         wgmma::commit_group();
         wgmma::wait_group::<0>();
         wgmma::fence_operands(dv.as_mut());
@@ -1231,9 +1279,14 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
         ring.advance();
     }
-    // Where the consumers share slots, the first key from values opaque here: computed before the loop and held
-    // across it, it is spilled in the staggered head-dim-64 kernel (the slots' parity takes a register).
-    let key0 = if shares_slots::<C>() { block.key0 + opaque_here(consumer) * tile.consumer_keys() } else { key0 };
+    // Where the consumers share slots or split dQ's columns, the first key from values opaque here: computed before
+    // the loop and held across it, it is spilled in the staggered head-dim-64 kernel (the slots' parity takes a
+    // register) and in the head-dim-128 ones.
+    let key0 = if shares_slots::<C>() || tile.splits_dq_columns() {
+        block.key0 + opaque_here(consumer) * tile.consumer_keys()
+    } else {
+        key0
+    };
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
 }
 
@@ -1460,9 +1513,9 @@ unsafe fn add_dq<C: Config>(
         let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
             let in_place = Some(smem.dq(slot, piece));
             if receives {
-                stage_dq::<true>(values, warpgroup, piece, in_place)
+                stage_dq::<true>(values, warpgroup, piece, slot, in_place)
             } else {
-                stage_dq::<false>(values, warpgroup, piece, in_place)
+                stage_dq::<false>(values, warpgroup, piece, slot, in_place)
             }
         };
         if receives {
@@ -1491,14 +1544,15 @@ unsafe fn add_dq<C: Config>(
         }
     } else {
         // The consumer's own slot; where it receives, the previous consumer's slot handed back once read.
+        let (slot, parity) = dq_slot::<C>(index, consumer);
         let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
             if receives {
-                stage_dq::<true>(values, warpgroup, piece, None)
+                stage_dq::<true>(values, warpgroup, piece, slot, None)
             } else {
-                stage_dq::<false>(values, warpgroup, piece, None)
+                stage_dq::<false>(values, warpgroup, piece, slot, None)
             }
         };
-        unsafe { mbarrier::wait(smem.dq_empty(consumer), (index % 2) ^ 1) };
+        unsafe { mbarrier::wait(smem.dq_empty(slot), parity ^ 1) };
         if receives {
             // The previous consumer's partial of this tile is staged.
             unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
@@ -1517,7 +1571,7 @@ unsafe fn add_dq<C: Config>(
             // The staging goes to the writer's bulk reductions (the async proxy).
             smem::fence_proxy_async_shared();
         }
-        unsafe { mbarrier::arrive(smem.dq_full(consumer)) };
+        unsafe { mbarrier::arrive(smem.dq_full(slot)) };
     }
 }
 
@@ -1529,17 +1583,15 @@ unsafe fn stage_dq<const ADD_PREVIOUS: bool>(
     dq: &[f32; PIECE_VALUES],
     warpgroup: &Warpgroup,
     piece: u32,
+    slot: u32,
     shared: Option<u32>,
 ) {
-    // The piece in the warpgroup's own slot, or at `shared` in a slot the consumers share. With ADD_PREVIOUS, the
-    // previous consumer's value staged at the same place (in its own slot, or in place) is added first (the same
-    // layout, the same thread: a fixed order of the f32 sums).
+    // The piece in the warpgroup's own slot `slot`, or at `shared` in a slot the consumers share. With
+    // ADD_PREVIOUS, the previous consumer's value staged at the same place (in its own slot, one per consumer where
+    // they fold, or in place) is added first (the same layout, the same thread: a fixed order of the f32 sums).
     let (base, previous) = match shared {
         Some(at) => (at, at),
-        None => {
-            let consumer = warpgroup.consumer;
-            (warpgroup.smem.dq(consumer, piece), warpgroup.smem.dq(consumer.saturating_sub(1), piece))
-        }
+        None => (warpgroup.smem.dq(slot, piece), warpgroup.smem.dq(warpgroup.consumer.saturating_sub(1), piece)),
     };
     // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
