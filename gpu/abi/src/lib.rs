@@ -470,11 +470,11 @@ const _: () = {
 /// Shared memory, in order: K, V, then per stage Q and dO, then the score tiles ([`Self::score_tiles`], each
 /// [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit, each 64 queries a 128-byte swizzled tile with a row
 /// per key: one dSᵀ per consumer where the consumers split the keys, a set of them per stage where they also
-/// split dQ's columns, the shared Pᵀ and dSᵀ where they split the head dim), then the dQ staging slots ([`Self::dq_slots`],
-/// each [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of f32 each, for each
-/// 64-row unit of the query tile the consumer's dQ column blocks; each consumer's own, or the query tiles' in turn,
-/// [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit
-/// LSE and the `tile_q` dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then dQ full
+/// split dQ's columns, the shared Pᵀ and dSᵀ where they split the head dim), then the dQ staging slots
+/// ([`Self::dq_slots`], each [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of
+/// f32 each, for each 64-row unit of the query tile the consumer's dQ column blocks; each consumer's own, or the
+/// query tiles' in turn, [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit LSE and the `tile_q`
+/// dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then dQ full
 /// and dQ empty per staging slot (handed to the dQ writer warp and back), then dQ passed per slot and consumer but
 /// the last (where the consumers share slots: a partial handed to the next consumer).
 ///
@@ -682,8 +682,7 @@ impl AttnBwdTile {
     /// Whether the consumers fold their dQ partials into one staging before the writer warp adds it to the
     /// accumulator (`staggered`: the deterministic staggered kernel, else the plain one): where they add to the same
     /// elements (they split the keys and not dQ's columns: head dim 64), this halves the bulk reductions through the
-    /// L2, which bounded the head-dim-128 kernel before it split dQ's columns (90% of its throughput without the
-    /// folding, 54% with it). Not in the plain kernels with 128-query score tiles (head dim 64), whose consumers the
+    /// L2. Not in the plain kernels with 128-query score tiles (head dim 64), whose consumers the
     /// folding's loads push past their 240 registers (64 bytes spilled, the default mode 8% slower); their
     /// staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
     pub const fn folds_dq(&self, staggered: bool) -> bool {
@@ -694,9 +693,8 @@ impl AttnBwdTile {
     /// turn, each consumer adding its partial in place, the writer handing a slot back to the first consumer)
     /// rather than each into its own (the last one adding the previous one's to its own): in the kernels that serve
     /// only the deterministic mode (`staggered`), where the first consumer then stages a tile while the writer,
-    /// waiting for the tile's turn, still reads the previous one's (the deterministic mode 5% faster at head dim
-    /// 128 when it folded). Not in the plain kernels: their default mode was 1–2.5% slower with shared slots
-    /// (docs/perf-notes.md, session 43).
+    /// waiting for the tile's turn, still reads the previous one's (the deterministic mode faster). Not in the
+    /// plain kernels: their default mode was 1–2.5% slower with shared slots (docs/perf-notes.md, session 43).
     pub const fn shares_dq_slots(&self, staggered: bool) -> bool {
         staggered && self.folds_dq(staggered)
     }
