@@ -861,6 +861,9 @@ const _: () = {
         // stage at most two pieces (one while the next one's product runs).
         assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && AttnBwdTile::DQ_PIECE_BYTES.is_multiple_of(1024));
         assert!(t.dq_pieces() >= 1 && t.dq_pieces() <= 2);
+        // Where the consumers split dQ's columns the kernel issues one piece per consumer and tile
+        // (`Warpgroup::issue_dq_columns`; its second-piece path is the key split's).
+        assert!(!t.splits_dq_columns() || t.dq_pieces() == 1);
         i += 1;
     }
 };
