@@ -13,6 +13,10 @@
 #   bash docs/wip/attn-bwd-call.sh writer             # tests, sanitize and ab of `writer` (attn-bwd-dq-writer.patch)
 #                                                     # against BASE (default `base`, main's kernels): ~4 minutes
 #   bash docs/wip/attn-bwd-call.sh checks BUILD...    # tests and sanitize of each build (~1 minute a build)
+#   bash docs/wip/attn-bwd-call.sh abf A B [SHAPE...] # the forward's A/B (`gpu-ab.sh --attn A B 2`)
+#   bash docs/wip/attn-bwd-call.sh uniform            # session 45's first call: uni3's tests (backward and
+#                                                     # forward), sanitizers, and A/B against c1 (~8 minutes)
+#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen3 and ro3 against uni3 (~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
@@ -30,25 +34,30 @@ cd gpu-pack
 for pack in *.tar.xz; do [ -e "$pack" ] && xz -dc "$pack" | tar -xf -; done
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv
 
+# BUILD [TEST]: the build's test binary TEST (default attention_backward; the packs hold the ones named to
+# build-pack.sh) with the GPU.
 tests_of() {
-  echo "=== $1: tests/attention_backward"
-  ( cd "$1" && timeout 120 ./attention_backward --include-ignored --test-threads=1 > "$OUT/tests-$1.log" 2>&1 )
-  grep -E "test result|FAILED|panicked" "$OUT/tests-$1.log" | head -20
+  local t=${2:-attention_backward}
+  echo "=== $1: tests/$t"
+  ( cd "$1" && timeout 120 "./$t" --include-ignored --test-threads=1 > "$OUT/tests-$1-$t.log" 2>&1 )
+  grep -E "test result|FAILED|panicked" "$OUT/tests-$1-$t.log" | head -20
 }
 
+# BUILD [TEST]: the same GPU tests, sanitizer-sized, under memcheck, racecheck and synccheck at once.
 sanitize_build() {
+  local t=${2:-attention_backward}
   (
     cd "$1"
     export OXTILE_UNDER_SANITIZER=1
     for tool in memcheck racecheck synccheck; do
       extra=(); [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-      ( timeout 200 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 ./attention_backward \
-          --ignored --test-threads=1 > "$OUT/san-$1-$tool.log" 2>&1; echo "rc=$?" >> "$OUT/san-$1-$tool.log" ) &
+      ( timeout 200 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "./$t" \
+          --ignored --test-threads=1 > "$OUT/san-$1-$t-$tool.log" 2>&1; echo "rc=$?" >> "$OUT/san-$1-$t-$tool.log" ) &
     done
     wait
     for tool in memcheck racecheck synccheck; do
-      echo "=== $1 under $tool"
-      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$1-$tool.log" | head -6
+      echo "=== $1 ($t) under $tool"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=|FAILED|panicked" "$OUT/san-$1-$t-$tool.log" | head -6
     done
   )
 }
@@ -63,17 +72,46 @@ ab() {
   echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/ab-$a-$b"/*.log
 }
 
+# The forward's A/B (`gpu-ab.sh --attn A B 2`), default shapes head dims 64, 128 and 256, full and causal.
+ab_forward() {
+  local a=$1 b=$2
+  shift 2
+  [ $# -gt 0 ] || set -- 16,32,2048,64,full 16,32,2048,64,causal 8,16,4096,128,full 8,16,4096,128,causal \
+    32,16,1024,128,full 16,16,2048,256,full 16,16,2048,256,causal
+  echo "=== forward: $a against $b"
+  AB_OUT=$OUT/abf-$a-$b bash "$root/scripts/gpu-ab.sh" --attn "$a/oxtile" "$b/oxtile" 2 --shapes "$@" 2>&1 |
+    tail -$((2 * $# + 4))
+  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/abf-$a-$b"/*.log
+}
+
 mode=${1:-}
 shift || true
 case "$mode" in
-tests) tests_of "${1:?BUILD}" ;;
-sanitize) sanitize_build "${1:?BUILD}" ;;
+tests) tests_of "${1:?BUILD}" "${2:-attention_backward}" ;;
+sanitize) sanitize_build "${1:?BUILD}" "${2:-attention_backward}" ;;
 ab) ab "$@" ;;
 checks)
   for build in "$@"; do
     tests_of "$build"
     sanitize_build "$build"
   done ;;
+abf) ab_forward "$@" ;;
+uniform)
+  # uni3 = main + attn-uniform-roles.patch; c1 = main's kernels (docs/wip/README.md, session 45).
+  tests_of uni3
+  tests_of uni3 attention
+  sanitize_build uni3
+  sanitize_build uni3 attention
+  ab c1 uni3
+  ab_forward c1 uni3 ;;
+uniform2)
+  # gen3 = uni3 + the dQ pieces at head dim 64; ro3 = uni3 + dV/dK before the consumers' barrier at head dim 128.
+  for build in gen3 ro3; do
+    tests_of "$build"
+    sanitize_build "$build"
+  done
+  ab uni3 gen3 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
+  ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full ;;
 writer)
   tests_of writer
   sanitize_build writer
@@ -116,5 +154,5 @@ python)
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|abf|uniform|uniform2|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
 esac
