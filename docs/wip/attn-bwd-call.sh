@@ -16,7 +16,7 @@
 #   bash docs/wip/attn-bwd-call.sh abf A B [SHAPE...] # the forward's A/B (`gpu-ab.sh --attn A B 2`)
 #   bash docs/wip/attn-bwd-call.sh uniform            # session 45's first call: uni3's tests (backward and
 #                                                     # forward), sanitizers, and A/B against c1 (~8 minutes)
-#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen3 and ro3 against uni3 (~7 minutes)
+#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen4 and ro3 against uni3 (~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
@@ -105,12 +105,13 @@ uniform)
   ab c1 uni3
   ab_forward c1 uni3 ;;
 uniform2)
-  # gen3 = uni3 + the dQ pieces at head dim 64; ro3 = uni3 + dV/dK before the consumers' barrier at head dim 128.
-  for build in gen3 ro3; do
+  # gen4 = uni3 + the dQ pieces at head dim 64 (the fold paths deleted); ro3 = uni3 + dV/dK before the
+  # consumers' barrier at head dim 128.
+  for build in gen4 ro3; do
     tests_of "$build"
     sanitize_build "$build"
   done
-  ab uni3 gen3 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
+  ab uni3 gen4 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
   ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full ;;
 writer)
   tests_of writer
