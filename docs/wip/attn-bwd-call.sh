@@ -15,8 +15,11 @@
 #   bash docs/wip/attn-bwd-call.sh checks BUILD...    # tests and sanitize of each build (~1 minute a build)
 #   bash docs/wip/attn-bwd-call.sh abf A B [SHAPE...] # the forward's A/B (`gpu-ab.sh --attn A B 2`)
 #   bash docs/wip/attn-bwd-call.sh uniform            # session 45's first call: uni3's tests (backward and
-#                                                     # forward), sanitizers, and A/B against c1 (~8 minutes)
+#                                                     # forward), the backward's sanitizers, and A/B against c1
+#                                                     # (~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen4 and ro3 against uni3 (~7 minutes)
+#   bash docs/wip/attn-bwd-call.sh uniform3           # its third: the forward's sanitizers on uni3, and fpw
+#                                                     # (tests, sanitizers, A/B against uni3; ~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
@@ -80,7 +83,7 @@ ab_forward() {
     32,16,1024,128,full 16,16,2048,256,full 16,16,2048,256,causal
   echo "=== forward: $a against $b"
   AB_OUT=$OUT/abf-$a-$b bash "$root/scripts/gpu-ab.sh" --attn "$a/oxtile" "$b/oxtile" 2 --shapes "$@" 2>&1 |
-    tail -$((2 * $# + 4))
+    tail -$((8 * $# + 4))
   echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/abf-$a-$b"/*.log
 }
 
@@ -101,7 +104,6 @@ uniform)
   tests_of uni3
   tests_of uni3 attention
   sanitize_build uni3
-  sanitize_build uni3 attention
   ab c1 uni3
   ab_forward c1 uni3 ;;
 uniform2)
@@ -113,6 +115,12 @@ uniform2)
   done
   ab uni3 gen4 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
   ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full ;;
+uniform3)
+  # The forward: uni3's tests/attention under the sanitizers; fpw = uni3 + the forward's producer as a warp.
+  sanitize_build uni3 attention
+  tests_of fpw attention
+  sanitize_build fpw attention
+  ab_forward uni3 fpw ;;
 writer)
   tests_of writer
   sanitize_build writer
@@ -155,5 +163,5 @@ python)
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|abf|uniform|uniform2|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|abf|uniform|uniform2|uniform3|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
 esac
