@@ -102,6 +102,26 @@ impl Strides {
         batch * self.batch + seq * self.seq + head * self.head
     }
 
+    /// The TMA map of a BSHD tensor of `T` at `address` with these strides, `seq` positions of `heads` heads of
+    /// `shape.head_dim` columns: boxes of 64 columns (one 128-byte swizzled row, the attention kernels' column
+    /// block) by `rows` positions of one head.
+    pub(crate) fn tile<T: AttnElement>(
+        &self,
+        shape: AttnShape,
+        address: u64,
+        seq: usize,
+        heads: usize,
+        rows: u32,
+    ) -> Tile4d {
+        Tile4d {
+            data_type: T::TENSOR_MAP_TYPE,
+            address,
+            dims: [shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64],
+            strides: [self.head as u64, self.seq as u64, self.batch as u64],
+            boxes: [AttnTile::BOX_COLS, 1, rows, 1],
+        }
+    }
+
     /// Elements from the tensor's first to one past its last, for `batch × seq × heads × head_dim`: how long its
     /// buffer must be. `None` on overflow.
     pub fn extent(&self, batch: usize, seq: usize, heads: usize, head_dim: usize) -> Option<usize> {
@@ -508,19 +528,12 @@ impl<T: AttnElement> AttnPlan<T> {
         let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
         let (o_address, _o_use) = strided_ptr_mut(OP, "o", o, stream, o_len, 16)?;
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = problem.strides;
-        let operand = |address, strides: Strides, seq: usize, heads: usize, rows: u32| Tile4d {
-            data_type: T::TENSOR_MAP_TYPE,
-            address,
-            dims: [shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64],
-            strides: [strides.head as u64, strides.seq as u64, strides.batch as u64],
-            boxes: [AttnTile::BOX_COLS, 1, rows, 1],
-        };
         let maps = [
-            operand(q_address, qs, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
-            operand(k_address, ks, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
-            operand(v_address, vs, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            qs.tile::<T>(shape, q_address, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+            ks.tile::<T>(shape, k_address, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            vs.tile::<T>(shape, v_address, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
             // Each consumer warpgroup stores its own rows.
-            operand(o_address, os, shape.seq_q, shape.heads_q, tile.consumer_rows()).encode(OP)?,
+            os.tile::<T>(shape, o_address, shape.seq_q, shape.heads_q, tile.consumer_rows()).encode(OP)?,
         ];
         let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
         let function = gpu.function(kernel)?;

@@ -32,7 +32,7 @@ use super::{check_disjoint, input_ptr, output_ptr, strided_ptr, strided_ptr_mut}
 use crate::error::{Error, Result};
 use crate::kernels::Kernel;
 use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
-use crate::tma::{self, Tile4d};
+use crate::tma;
 
 const OP: &str = "attention_backward";
 const REFERENCE_OP: &str = "attention_backward_reference";
@@ -273,18 +273,13 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let (v_address, _v_use) = strided_ptr(OP, "v", v, stream, v_len, 16)?;
         let (d_o_address, _d_o_use) = strided_ptr(OP, "d_o", d_o, stream, o_len, 16)?;
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = problem.strides;
-        let operand = |address, strides: Strides, seq: usize, heads: usize, rows: u32| Tile4d {
-            data_type: T::TENSOR_MAP_TYPE,
-            address,
-            dims: [shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64],
-            strides: [strides.head as u64, strides.seq as u64, strides.batch as u64],
-            boxes: [AttnBwdTile::BOX_COLS, 1, rows, 1],
-        };
+        // The forward's column blocks (`Strides::tile`'s boxes).
+        const { assert!(AttnBwdTile::BOX_COLS == oxtile_abi::AttnTile::BOX_COLS) };
         let maps = [
-            operand(q_address, qs, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
-            operand(k_address, ks, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
-            operand(v_address, vs, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
-            operand(d_o_address, os, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+            qs.tile::<T>(shape, q_address, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
+            ks.tile::<T>(shape, k_address, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            vs.tile::<T>(shape, v_address, shape.seq_k, shape.heads_kv, tile.tile_kv).encode(OP)?,
+            os.tile::<T>(shape, d_o_address, shape.seq_q, shape.heads_q, tile.tile_q).encode(OP)?,
         ];
         let tensor_maps = stream.clone_htod(&tma::as_words(&maps))?;
         function.set_attribute(
