@@ -17,7 +17,7 @@
 #   bash docs/wip/attn-bwd-call.sh uniform            # session 45's first call: uni3's tests (backward and
 #                                                     # forward), the backward's sanitizers, and A/B against c1
 #                                                     # (~7 minutes)
-#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen4 and ro3 against uni3 (~7 minutes)
+#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen4, ro3 and wel against uni3 (~9 minutes)
 #   bash docs/wip/attn-bwd-call.sh uniform3           # its third: the forward's sanitizers on uni3, and fpw
 #                                                     # (tests, sanitizers, A/B against uni3; ~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
@@ -109,12 +109,14 @@ uniform)
 uniform2)
   # gen4 = uni3 + the dQ pieces at head dim 64 (the fold paths deleted); ro3 = uni3 + dV/dK before the
   # consumers' barrier at head dim 128.
-  for build in gen4 ro3; do
+  # wel = uni3 + the dQ writer's reductions from an elected lane.
+  for build in gen4 ro3 wel; do
     tests_of "$build"
     sanitize_build "$build"
   done
   ab uni3 gen4 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
-  ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full ;;
+  ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full
+  ab uni3 wel 4,16,4096,128,full 16,32,2048,64,full ;;
 uniform3)
   # The forward: uni3's tests/attention under the sanitizers; fpw = uni3 + the forward's producer as a warp.
   sanitize_build uni3 attention
