@@ -199,12 +199,17 @@ pub(crate) const fn compose_mode(
         if cs <= 0 {
             return Err(LayoutError::NonPositiveShape(cs));
         }
-        // `rest_stride % cs` cannot overflow (cs > 0); `cs % rest_stride` only for -1, which
-        // divides everything.
-        if rest_stride == 0 || !(rest_stride == -1 || cs % rest_stride == 0 || rest_stride % cs == 0) {
+        // A negative stride walks A's modes downwards: its magnitude decides how many of B's elements fall in
+        // this mode of A, and the sign stays on the strides (pycute's floor division instead gave a step inside
+        // the mode, |stride| < shape, no elements here and a stride of 0 after it: not A ∘ B).
+        let magnitude = match rest_stride.checked_abs() {
+            Some(m) => m,
+            None => return Err(LayoutError::Overflow),
+        };
+        if magnitude == 0 || !(cs % magnitude == 0 || magnitude % cs == 0) {
             return Err(LayoutError::StrideDivisibility { shape: cs, stride: rest_stride });
         }
-        let q = tri!(floor_div(cs, rest_stride));
+        let q = cs / magnitude;
         let mut new_shape = if q > 1 { q } else { 1 };
         if new_shape > rest_shape {
             new_shape = rest_shape;
@@ -223,7 +228,8 @@ pub(crate) const fn compose_mode(
             return Err(LayoutError::ShapeDivisibility { shape: rest_shape, divisor: new_shape });
         }
         rest_shape /= new_shape;
-        rest_stride = tri!(ceil_div(rest_stride, cs));
+        let next = tri!(ceil_div(magnitude, cs));
+        rest_stride = if rest_stride < 0 { -next } else { next };
         i += 1;
     }
     if rest_shape != 1 || k == 0 {

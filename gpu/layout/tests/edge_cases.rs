@@ -89,6 +89,19 @@ fn composition_examples() {
 }
 
 #[test]
+fn composition_with_a_negative_stride_inside_a_mode_of_a_is_a_after_b() {
+    // B's second mode steps down by one inside A's first mode: (0, −1) there, so B(3) = 1 − 1 = 0 and R(3) must be
+    // A(0) = 0 (proptest found the floor-division form's (2):(0) for that mode, R(3) = 1).
+    let a = parse("(2,83413335885383726):(1,2606382854464942434)");
+    let b = parse("((2),(2)):((1),(-1))");
+    let r = ops::composition(&a, &b).unwrap();
+    assert_same("((2),(2)):((1),(-1))", &r);
+    assert_eq!((r.call(3), a.call(b.call(3).unwrap())), (Ok(0), Ok(0)));
+    // Past a mode of A, as before: −4 over a mode of 2 is −2 in the next mode's units.
+    assert_same("2:-6", &ops::composition(&parse("(2,8):(1,3)"), &parse("2:-4")).unwrap());
+}
+
+#[test]
 fn composition_divisibility_failures_are_errors() {
     assert_eq!(
         ops::composition(&parse("(3,4):(1,10)"), &parse("2:2")),
