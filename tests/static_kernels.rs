@@ -661,16 +661,47 @@ fn gemm_producers_issue_their_loads_from_uniform_registers() {
     }
 }
 
+/// The attention kernels' roles branch on warp-uniform values (the warpgroup and warp indices broadcast from lane 0),
+/// so each role's loop state and its wgmma descriptors live in uniform registers: no wgmma of the backward's kernels,
+/// or of the forward's at head dims 128 and 256, waits for descriptor words moved from vector registers (`R2UR` in
+/// the six instructions before an `HGMMA`). With the roles picked by `%tid.x / 128` alone, ptxas treated every
+/// role's code as divergent: 11 to 34 of each backward kernel's 32 or 48 HGMMA and 20 of the head-dim-128
+/// forward's 48 had them, and the head-dim-128 backward kernel issued 1,800 instructions instead of 1,488
+/// (docs/perf-notes.md, session 45). The forward at head dim 64 still takes one descriptor of each item's first
+/// products from vector registers (6 of its 24 HGMMA).
+#[test]
+fn attention_kernels_issue_wgmma_from_uniform_registers() {
+    let mut checked = 0;
+    for kernel in kernels::ALL.iter().filter(|k| k.hot && k.name.starts_with("attn_")) {
+        let code = &stats(*kernel).instructions;
+        let mnemonic = |line: &String| inspect::sass::mnemonic(inspect::sass::opcode(line)).to_string();
+        let products: Vec<usize> = (0..code.len()).filter(|&i| mnemonic(&code[i]) == "HGMMA").collect();
+        if products.is_empty() {
+            continue;
+        }
+        let fed_from_vector_registers = products
+            .iter()
+            .filter(|&&i| code[i.saturating_sub(6)..i].iter().any(|line| mnemonic(line) == "R2UR"))
+            .count();
+        let allowed = if kernel.name.starts_with("attn_fwd_") && kernel.name.contains("_d64") { 6 } else { 0 };
+        assert!(
+            fed_from_vector_registers <= allowed,
+            "`{}`: {fed_from_vector_registers} of {} HGMMA after an R2UR",
+            kernel.name,
+            products.len()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} attention kernels with wgmma checked");
+}
+
 /// The attention backward's main kernels issue every product by wgmma, from one copy of the loop: per query tile
 /// and consumer, Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (head_dim / 16 m64n{consumer_queries}k16 each), dV += Pᵀ·dO and
 /// dK += dSᵀ·Q (tile_q / 16 m64n{consumer_columns}k16 each, A from registers, or at head dim 256 from the shared
 /// score tiles), and dQ = dS·K (4 m64n64k16 per piece of 64 queries × 64 columns of head dim, both operands
-/// transposed); they stage dQ in shared memory (one 8-byte store per value pair: 16 per thread and
-/// piece, and where the consumers fold their partials, as many 8-byte loads of the first consumer's partial and a
-/// second copy of the stores) and add it to the f32 accumulator by one bulk reduce-add per piece
-/// (`cp.reduce.async.bulk`, SASS `UBLKRED`; where the consumers fold, for the last consumer only), never by a
-/// scattered
-/// `red.global.add.f32`; in the deterministic mode behind a semaphore per query tile, released by the one remaining
+/// transposed); they stage dQ in shared memory (one 8-byte store per value pair: 16 per thread and piece) and add
+/// it to the f32 accumulator by one bulk reduce-add per piece (`cp.reduce.async.bulk`, SASS `UBLKRED`), never by a
+/// scattered `red.global.add.f32`; in the deterministic mode behind a semaphore per query tile, released by the one remaining
 /// `red` after a full wait for the bulk group and a proxy fence; they keep everything in registers (the hot-kernel
 /// check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap). The `_staggered` kernels,
 /// the same data path walked in the staggered order, are the plain ones plus only the order's arithmetic: its few
@@ -686,7 +717,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
             .unwrap();
         let (head_dim, pieces) = (tile.head_dim, tile.dq_pieces());
         // Per query tile and consumer: Sᵀ and dPᵀ over the head dim, dV and dK over the tile's queries, and its dQ
-        // pieces over its 64 keys (or the block's, where the consumers split dQ's columns).
+        // pieces over the block's keys (its 64, where the consumers split the head dim).
         let dq_steps = pieces * tile.dq_keys() / 16;
         let expected = 2 * (head_dim / 16) + 2 * (tile.tile_q / 16) + dq_steps;
         assert_eq!(s.count("HGMMA"), expected, "`{}`: HGMMA", kernel.name);
@@ -698,11 +729,10 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         assert_eq!(s.count_with("REDG", "F32"), 0, "`{}`: no scattered dQ reductions", kernel.name);
         // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
         assert_eq!(s.count("REDG"), 1, "`{}`: semaphore releases", kernel.name);
-        // One bulk reduce-add per 64 columns of dQ, consumer and query tile (the last consumer only, where they
-        // fold), issued by the writer warp. Its code is compiled once or twice (with and without the deterministic
-        // mode's waits: the mode is a uniform kernel parameter, and LLVM merges what the two have in common).
-        let folds = tile.folds_dq(kernel.name.contains("_staggered"));
-        let added = if folds { 1 } else { tile.consumers };
+        // One bulk reduce-add per piece, consumer and query tile, issued by the writer warp. Its code is compiled
+        // once or twice (with and without the deterministic mode's waits: the mode is a uniform kernel parameter,
+        // and LLVM merges what the two have in common).
+        let added = tile.consumers;
         let per_tile = added * pieces;
         let bulk = s.opcodes().filter(|op| *op == "UBLKRED.G.S.ADD.F32.RN").count() as u32;
         assert_eq!(s.count("UBLKRED"), bulk, "`{}`: only f32 bulk additions", kernel.name);
@@ -710,11 +740,10 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         let ptx = entry_ptx(*kernel);
         let reduce = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32";
         assert_eq!(ptx.matches(reduce).count() as u32, bulk, "`{}`", kernel.name);
-        // The deterministic chain: the full wait (not only `.read`) for the reductions (after each consumer's where
-        // the consumers add the same columns, else once after all), then the proxy fence, then the release; a proxy
-        // fence before each consumer's reductions as well (after the acquire, or after the previous consumer's).
-        let full_waits = if tile.consumers_share_dq_runs() { added } else { 1 };
-        assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count() as u32, full_waits, "`{}`", kernel.name);
+        // The deterministic chain: the full wait (not only `.read`) for the reductions, once after every
+        // consumer's (they add to different elements), then the proxy fence, then the release; a proxy fence before
+        // each consumer's reductions as well.
+        assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count(), 1, "`{}`", kernel.name);
         let fences = ptx.matches("fence.proxy.async.global;").count() as u32;
         assert_eq!(fences, added + 1, "`{}`: proxy fences", kernel.name);
         // The staging handed over to the writer warp by an arrival right after the proxy fence that orders the
@@ -731,22 +760,13 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
             })
             .collect();
         let arrive = "mbarrier.arrive.shared::cta.b64";
-        // Where the consumers fold, only the last one's staging goes to the reductions: the fence is in a branch of
-        // its own there, before the arrival in the block after it, so the check is of the two fences (the score
-        // tile's and the staging's).
-        if folds {
-            let fences = ptx.matches("fence.proxy.async.shared::cta").count();
-            assert_eq!(fences, 2, "`{}`: shared-memory proxy fences", kernel.name);
-        } else {
-            let handed_over = events.windows(2).filter(|w| w == &["fence.proxy.async.shared::cta", arrive]).count();
-            assert_eq!(handed_over, 1, "`{}`: the hand-over {events:#?}", kernel.name);
-        }
+        let handed_over = events.windows(2).filter(|w| w == &["fence.proxy.async.shared::cta", arrive]).count();
+        assert_eq!(handed_over, 1, "`{}`: the hand-over {events:#?}", kernel.name);
         let read = events.iter().position(|e| *e == "cp.async.bulk.wait_group.read").unwrap();
         let handed_back = events[read + 1..].iter().take_while(|e| **e == arrive).count() as u32;
         assert_eq!(handed_back, added, "`{}`: the hand-backs {events:#?}", kernel.name);
-        // The staging pieces: 8-byte stores of value pairs, 16 per thread and piece (twice where the consumers
-        // fold: the first consumer's stores, and the next one's of the sums).
-        let stores = 16 * pieces * if folds { 2 } else { 1 };
+        // The staging pieces: 8-byte stores of value pairs, 16 per thread and piece.
+        let stores = 16 * pieces;
         assert_eq!(s.count_with("STS", "64") as u32, stores, "`{}`: dQ staging stores", kernel.name);
         assert_eq!(s.registers, 168, "`{}`: registers at entry", kernel.name);
         // Every product inline (the second dQ piece's is issued from a closure): a call between wgmma would make
@@ -756,10 +776,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         if let Some(plain) = kernel.name.strip_suffix("_staggered_sm90") {
             let plain = stats(*kernels::ALL.iter().find(|k| k.name == format!("{plain}_sm90")).unwrap());
             let extra = s.instructions.len() as i64 - plain.instructions.len() as i64;
-            // Where only the staggered kernel folds the consumers' partials (head dim 64), the folding's own
-            // instructions come on top: the second copy of the staging, its loads and additions.
-            let limit = if tile.folds_dq(false) == tile.folds_dq(true) { 160 } else { 360 };
-            assert!((1..=limit).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
+            assert!((1..=160).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
             assert!(ptx.contains("%nctaid.x"), "`{}`: the schedule's key blocks from the grid", kernel.name);
             assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
         }

@@ -118,6 +118,15 @@ impl DqSchedule {
         }
     }
 
+    /// The query tile block `block`'s walk starts at, [`Self::q_tile`] at step 0: both orders' first tiles computed
+    /// and one selected rather than branched to, so that on the GPU the value stays warp-uniform to the compiler
+    /// (behind a branch on the mask, ptxas held it in a vector register).
+    #[inline(always)]
+    pub fn first_visit(&self, block: u32) -> u32 {
+        let (first, start) = (self.first_q_tile(block), self.start(block));
+        if matches!(self.order, DqOrder::Staggered) && !self.causal { start } else { first }
+    }
+
     /// The step at which block `block` reaches query tile `q_tile` (which it visits).
     #[inline(always)]
     pub fn step(&self, block: u32, q_tile: u32) -> u32 {
@@ -295,6 +304,10 @@ mod tests {
                 sorted.sort_unstable();
                 let first = s.first_q_tile(block);
                 assert_eq!(sorted, (first..s.q_tiles).collect::<Vec<_>>(), "{s:?} block {block}");
+                // The kernel's walk starts where the schedule's does (`first_visit`, computed without a branch).
+                if s.q_tiles > 0 {
+                    assert_eq!(s.first_visit(block), s.q_tile(block, 0), "{s:?} block {block}");
+                }
                 for (step, &t) in (0..).zip(&walk) {
                     assert_eq!(s.step(block, t), step, "{s:?} block {block}");
                     // What the kernel's `Block` walks: its start plus the step, wrapped once.

@@ -469,14 +469,12 @@ const _: () = {
 ///
 /// Shared memory, in order: K, V, then per stage Q and dO, then the score tiles ([`Self::score_tiles`], each
 /// [`Self::consumer_keys`] keys × `tile_q` queries, 16-bit, each 64 queries a 128-byte swizzled tile with a row
-/// per key: one dSᵀ per consumer where the consumers split the keys, a set of them per stage where they also
-/// split dQ's columns, the shared Pᵀ and dSᵀ where they split the head dim), then the dQ staging slots
-/// ([`Self::dq_slots`], each [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of
-/// f32 each, for each 64-row unit of the query tile the consumer's dQ column blocks; each consumer's own, or the
-/// query tiles' in turn, [`Self::shares_dq_slots`]), then per stage the `tile_q` log2-unit LSE and the `tile_q`
-/// dO·O (f32), then the barriers: K/V full, then Q full and Q empty per stage, then dQ full
-/// and dQ empty per staging slot (handed to the dQ writer warp and back), then dQ passed per slot and consumer but
-/// the last (where the consumers share slots: a partial handed to the next consumer).
+/// per key: a set of one dSᵀ per consumer per stage where the consumers split the keys, the shared Pᵀ and dSᵀ
+/// where they split the head dim), then the dQ staging slots ([`Self::dq_slots`], each consumer's own, each
+/// [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of f32 each, the consumer's
+/// share of the tile's pieces), then per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the
+/// barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per staging slot (handed to the
+/// dQ writer warp and back).
 ///
 /// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
 /// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
@@ -561,13 +559,11 @@ impl AttnBwdTile {
         }
     }
 
-    /// 16-bit score tiles in shared memory: one dSᵀ per consumer (split keys; a set of them per stage where the
-    /// consumers split dQ's columns: a consumer stores a tile's while the other may still read the previous
-    /// one's), or the shared Pᵀ (0) and dSᵀ (1).
+    /// 16-bit score tiles in shared memory: a set of one dSᵀ per consumer per stage (split keys: a consumer stores
+    /// a tile's while the other may still read the previous one's), or the shared Pᵀ (0) and dSᵀ (1).
     pub const fn score_tiles(&self) -> u32 {
         match self.split {
-            BwdSplit::Keys if self.splits_dq_columns() => self.stages * self.consumers,
-            BwdSplit::Keys => self.consumers,
+            BwdSplit::Keys => self.stages * self.consumers,
             BwdSplit::HeadDim => 2,
         }
     }
@@ -613,52 +609,44 @@ impl AttnBwdTile {
         self.consumer_columns() / Self::BOX_COLS
     }
 
-    /// Whether the consumers, which split the keys for the scores, dK and dV, split dQ's columns instead: each
-    /// computes dQ = dS·K for its share of the column blocks over all the block's keys (every consumer's dSᵀ, one
-    /// operand of `tile_kv` key rows), FlashAttention-3's arrangement at head dim 128. Each element of a tile's dQ
-    /// then has one partial per block (the L2 traffic of [`Self::folds_dq`]'s folding, without its loads, sums and
-    /// second stores, and with half the accumulator registers), for one barrier among the consumers per tile (both
-    /// dSᵀ stored before either product reads them; a set of score tiles per stage, so that a consumer stores a
-    /// tile's while the other may still read the previous one's). Where the head dim has whole column blocks per
-    /// consumer, a query tile is one 64-row unit (the consumers' score tiles adjacent make the operand) and the
-    /// ring has at least two stages.
-    pub const fn splits_dq_columns(&self) -> bool {
-        matches!(self.split, BwdSplit::Keys)
-            && self.column_blocks().is_multiple_of(self.consumers)
-            && self.tile_q == Self::DQ_UNIT_ROWS
-            && self.stages >= 2
+    /// dQ pieces of a query tile: one per 64-row unit and column block, unit-major (the accumulator's runs).
+    pub const fn tile_dq_pieces(&self) -> u32 {
+        self.tile_q / Self::DQ_UNIT_ROWS * self.column_blocks()
     }
 
-    /// Whether the consumers add to the same elements of a tile's dQ (they split the keys, not dQ's columns).
-    pub const fn consumers_share_dq_runs(&self) -> bool {
-        matches!(self.split, BwdSplit::Keys) && !self.splits_dq_columns()
-    }
-
-    /// Column blocks of each consumer's dQ.
-    pub const fn dq_blocks(&self) -> u32 {
-        if self.splits_dq_columns() { self.column_blocks() / self.consumers } else { self.consumer_blocks() }
-    }
-
-    /// The first column block of consumer `consumer`'s dQ.
-    pub const fn dq_first_block(&self, consumer: u32) -> u32 {
-        if self.splits_dq_columns() { consumer * self.dq_blocks() } else { self.consumer_first_block(consumer) }
+    /// Whether the consumers, which split the keys for the scores, dK and dV, split the query tile's dQ pieces
+    /// instead (every key-split tile does; the table's check): each computes whole pieces (64 queries × 64
+    /// columns, [`Self::dq_run`]) over all the block's keys, from every consumer's dSᵀ (FlashAttention-3's
+    /// arrangement: at head dim 128 a column block each, at head dim 64 a 64-row unit each). Each element of a
+    /// tile's dQ then has one partial per block, for one barrier among the consumers per tile (every dSᵀ stored
+    /// before any product reads them; a set of score tiles per stage, so that a consumer stores a tile's while
+    /// another may still read the previous one's). It takes the consumers sharing the pieces evenly and a ring of at
+    /// least two stages.
+    pub const fn splits_dq_pieces(&self) -> bool {
+        matches!(self.split, BwdSplit::Keys) && self.tile_dq_pieces().is_multiple_of(self.consumers) && self.stages >= 2
     }
 
     /// Keys a consumer's dQ product runs over (its k extent).
     pub const fn dq_keys(&self) -> u32 {
-        if self.splits_dq_columns() { self.tile_kv } else { self.consumer_keys() }
+        if self.splits_dq_pieces() { self.tile_kv } else { self.consumer_keys() }
     }
 
-    /// dQ staging pieces per consumer: a 64 × 64 f32 product per 64-row unit of the query tile and column block
-    /// of the consumer's dQ, unit-major (the accumulator's order).
+    /// dQ staging pieces per consumer, 64 × 64 f32 products: its share of the tile's where the consumers split the
+    /// keys ([`Self::splits_dq_pieces`]), or where they split the head dim one per 64-row unit of the query tile
+    /// and column block of the consumer's columns, unit-major (the accumulator's order).
     pub const fn dq_pieces(&self) -> u32 {
-        self.tile_q / Self::DQ_UNIT_ROWS * self.dq_blocks()
+        if self.splits_dq_pieces() {
+            self.tile_dq_pieces() / self.consumers
+        } else {
+            self.tile_q / Self::DQ_UNIT_ROWS * self.consumer_blocks()
+        }
     }
 
-    /// Staging slots per consumer: two where the consumers split dQ's columns (a slot is one piece, and a consumer
-    /// stages a tile while the writer still reads its previous one), else one.
+    /// Staging slots per consumer: two where the consumers split dQ's pieces (a slot is one piece, and a consumer
+    /// stages a tile while the writer still reads its previous one), one where they split the head dim (its two
+    /// pieces a slot; no room for a second).
     pub const fn dq_slots_per_consumer(&self) -> u32 {
-        if self.splits_dq_columns() { 2 } else { 1 }
+        if self.splits_dq_pieces() { 2 } else { 1 }
     }
 
     /// Staging slots in all.
@@ -666,37 +654,22 @@ impl AttnBwdTile {
         self.consumers * self.dq_slots_per_consumer()
     }
 
-    /// Piece `piece` of staging slot `slot` (unit `piece / dq_blocks`, its column block `piece % dq_blocks`).
+    /// Piece `piece` of staging slot `slot` (its run of the accumulator: [`Self::dq_run`]).
     pub const fn smem_dq_offset(&self, slot: u32, piece: u32) -> u32 {
         self.smem_ds_offset(self.score_tiles()) + (slot * self.dq_pieces() + piece) * Self::DQ_PIECE_BYTES
     }
 
     /// The run of a query tile's dQ accumulator (in units of [`Self::DQ_PIECE_BYTES`] from the tile's first row)
-    /// that consumer `consumer` adds its staging piece `piece` to: the piece's unit's runs, one per column block of
-    /// the head dim, then the consumer's column block.
+    /// that consumer `consumer` adds its staging piece `piece` to, and so the piece's 64-row unit (`run /
+    /// column_blocks`) and column block (`run % column_blocks`): where the consumers split the pieces, its share's
+    /// `piece`th; where they split the head dim, the piece's unit's runs, one per column block of the head dim,
+    /// then the consumer's column block.
     pub const fn dq_run(&self, consumer: u32, piece: u32) -> u32 {
-        let (unit, block) = (piece / self.dq_blocks(), piece % self.dq_blocks());
-        unit * self.column_blocks() + self.dq_first_block(consumer) + block
-    }
-
-    /// Whether the consumers fold their dQ partials into one staging before the writer warp adds it to the
-    /// accumulator (`staggered`: the deterministic staggered kernel, else the plain one): where they add to the same
-    /// elements (they split the keys and not dQ's columns: head dim 64), this halves the bulk reductions through the
-    /// L2. Not in the plain kernels with 128-query score tiles (head dim 64), whose consumers the
-    /// folding's loads push past their 240 registers (64 bytes spilled, the default mode 8% slower); their
-    /// staggered kernels, with less to hold, fold (docs/perf-notes.md, session 42).
-    pub const fn folds_dq(&self, staggered: bool) -> bool {
-        self.consumers_share_dq_runs() && (staggered || self.consumer_queries() < 128)
-    }
-
-    /// Whether the consumers fold their partials into staging slots they share (the query tiles taking the slots in
-    /// turn, each consumer adding its partial in place, the writer handing a slot back to the first consumer)
-    /// rather than each into its own (the last one adding the previous one's to its own): in the kernels that serve
-    /// only the deterministic mode (`staggered`), where the first consumer then stages a tile while the writer,
-    /// waiting for the tile's turn, still reads the previous one's (the deterministic mode faster). Not in the
-    /// plain kernels: their default mode was 1–2.5% slower with shared slots (docs/perf-notes.md, session 43).
-    pub const fn shares_dq_slots(&self, staggered: bool) -> bool {
-        staggered && self.folds_dq(staggered)
+        if self.splits_dq_pieces() {
+            return consumer * self.dq_pieces() + piece;
+        }
+        let (unit, block) = (piece / self.consumer_blocks(), piece % self.consumer_blocks());
+        unit * self.column_blocks() + self.consumer_first_block(consumer) + block
     }
 
     /// Rows of the backward's per-row workspaces (log2-unit LSE, dO·O, the f32 dQ accumulator) per (batch, head):
@@ -720,16 +693,15 @@ impl AttnBwdTile {
         self.smem_lse_offset(self.stages) + stage * self.smem_rows_bytes()
     }
 
-    /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per slot, then dQ passed
-    /// per slot and consumer but the last (used where the consumers share slots: one slot per consumer).
+    /// Barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per slot.
     pub const fn barriers_offset(&self) -> u32 {
         self.smem_dsum_offset(self.stages)
     }
 
     /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot
-    /// ([`Self::dq_slots`]), dQ passed per slot and consumer but the last.
+    /// ([`Self::dq_slots`]).
     pub const fn barriers(&self) -> u32 {
-        1 + 2 * self.stages + 2 * self.dq_slots() + self.consumers * (self.consumers - 1)
+        1 + 2 * self.stages + 2 * self.dq_slots()
     }
 
     pub const fn smem_bytes(&self) -> u32 {
@@ -855,15 +827,17 @@ const _: () = {
         assert!(t.consumer_columns().is_multiple_of(AttnBwdTile::BOX_COLS));
         assert!(t.consumer_queries().is_multiple_of(8) && t.consumer_queries() * t.consumers >= t.tile_q);
         // Consumers that split the head dim share one 64-query block of the score tiles (their queries are
-        // columns of one 128-byte row per key), and one 64-row unit of dQ per tile.
+        // columns of one 128-byte row per key), and one 64-row unit of dQ per tile; consumers that split the keys
+        // split dQ's pieces (the kernel has no other path for them).
         assert!(matches!(t.split, BwdSplit::Keys) || t.tile_q == AttnBwdTile::DQ_UNIT_ROWS);
+        assert!(matches!(t.split, BwdSplit::HeadDim) || t.splits_dq_pieces());
         // dQ staging: the bulk reduce-add wants 16-byte aligned runs of a multiple of 16 bytes; the consumers
         // stage at most two pieces (one while the next one's product runs).
         assert!(t.smem_dq_offset(0, 0).is_multiple_of(1024) && AttnBwdTile::DQ_PIECE_BYTES.is_multiple_of(1024));
         assert!(t.dq_pieces() >= 1 && t.dq_pieces() <= 2);
-        // Where the consumers split dQ's columns the kernel issues one piece per consumer and tile
-        // (`Warpgroup::issue_dq_columns`; its second-piece path is the key split's).
-        assert!(!t.splits_dq_columns() || t.dq_pieces() == 1);
+        // Where the consumers split dQ's pieces the kernel issues one piece per consumer and tile
+        // (`Warpgroup::issue_dq_piece`; its second-piece path is the key split's).
+        assert!(!t.splits_dq_pieces() || t.dq_pieces() == 1);
         i += 1;
     }
 };

@@ -741,9 +741,8 @@ mod tests {
             // Whole query tiles are whole units of the dQ accumulator and of the semaphores.
             assert_eq!(tile.padded_rows(1), tile.tile_q);
             assert!(tile.tile_q.is_multiple_of(AttnBwdTile::DQ_UNIT_ROWS));
-            // Every run of a query tile's dQ accumulator is added to once per consumer (each has the tile's dQ
-            // over its keys) or, where the consumers split the head dim or dQ's columns, once per block (each has
-            // its columns).
+            // Every run of a query tile's dQ accumulator is added to exactly once per block: the consumers split
+            // the tile's pieces (or, at head dim 256, the columns).
             let runs = tile.tile_q / AttnBwdTile::DQ_UNIT_ROWS * tile.column_blocks();
             let mut additions = vec![0u32; runs as usize];
             for consumer in 0..tile.consumers {
@@ -751,8 +750,7 @@ mod tests {
                     additions[tile.dq_run(consumer, piece) as usize] += 1;
                 }
             }
-            let per_run = if tile.consumers_share_dq_runs() { tile.consumers } else { 1 };
-            assert!(additions.iter().all(|&n| n == per_run), "head dim {head_dim}: {additions:?}");
+            assert!(additions.iter().all(|&n| n == 1), "head dim {head_dim}: {additions:?}");
         }
     }
 }

@@ -18,12 +18,10 @@
 //!    queries × 64 columns of head dim, each staged in shared memory as f32 and added to the f32 accumulator by
 //!    one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer warpgroup's dQ writer warp
 //!    ([`write_dq`], which in the deterministic mode also waits for the tile's turn): the accumulator is tiled so
-//!    that each piece is one contiguous run of it ([`dq_accum_index`]). At head dim 128 the consumers split dQ's
-//!    columns (FlashAttention-3's arrangement, [`AttnBwdTile::splits_dq_columns`]): after a barrier between them,
-//!    each computes one 64-column piece over all 128 keys from both consumers' dSᵀ. At head dim 64 (one column
-//!    block) each computes the tile's dQ over its own 64 keys, and the second consumer folds the first one's
-//!    staged piece into its own where registers allow ([`folds`]); either way the writer adds each element of a
-//!    tile's dQ once per block (half the L2's reductions of one partial per consumer).
+//!    that each piece is one contiguous run of it ([`dq_accum_index`]). The consumers split the tile's pieces
+//!    (FlashAttention-3's arrangement, [`AttnBwdTile::splits_dq_pieces`]): after a barrier between them, each
+//!    computes its pieces over all 128 keys from both consumers' dSᵀ (at head dim 128 a column block each, at head
+//!    dim 64 a 64-row unit each), so the writer adds each element of a tile's dQ once per block.
 //!    At the end dK (times the softmax scale) and dV are converted and stored.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
 //!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
@@ -45,7 +43,7 @@ use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{
     block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
 };
-use crate::arch::warp::shfl_xor;
+use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::opaque_here;
@@ -693,11 +691,14 @@ impl SmemMap {
     fn d_o(&self, stage: u32, block: u32) -> u32 {
         self.base + self.tile.smem_do_offset(stage) + block * self.q_block_bytes()
     }
-    /// Score tile `index`: consumer `index`'s dSᵀ where the consumers split the keys (where they also split dQ's
-    /// columns, `stage · consumers + consumer`: a set per stage); where they split the head dim, the shared Pᵀ (0)
-    /// and dSᵀ (1).
+    /// Score tile `index`: where the consumers split the keys, consumer `c`'s dSᵀ of stage `s` at
+    /// `s · consumers + c` ([`Self::ds_set`]); where they split the head dim, the shared Pᵀ (0) and dSᵀ (1).
     fn ds(&self, index: u32) -> u32 {
         self.base + self.tile.smem_ds_offset(index)
+    }
+    /// Stage `stage`'s set of score tiles where the consumers split the keys: each consumer's dSᵀ, adjacent.
+    fn ds_set(&self, stage: u32) -> u32 {
+        self.ds(stage * self.tile.consumers)
     }
     /// Bytes of one 64-query block of a score tile (a 128-byte row per key).
     fn ds_block_bytes(&self) -> u32 {
@@ -725,20 +726,13 @@ impl SmemMap {
     fn q_empty(&self, stage: u32) -> u32 {
         self.barrier(1 + self.tile.stages + stage)
     }
-    /// Staging slot `slot` is staged (every thread of its consumer arrives); where the consumers fold into shared
-    /// slots ([`shares_slots`]), by the last consumer.
+    /// Staging slot `slot` is staged (every thread of its consumer arrives).
     fn dq_full(&self, slot: u32) -> u32 {
         self.barrier(1 + 2 * self.tile.stages + slot)
     }
-    /// Slot `slot` is free again: the writer's bulk reductions have read it (the writer's lane 0 arrives), or where
-    /// the consumers fold into slots of their own, the next consumer has added it to its own (its threads arrive).
+    /// Slot `slot` is free again: the writer's bulk reductions have read it (the writer's lane 0 arrives).
     fn dq_empty(&self, slot: u32) -> u32 {
         self.barrier(1 + 2 * self.tile.stages + self.tile.dq_slots() + slot)
-    }
-    /// Where the consumers fold into shared slots ([`shares_slots`]): consumer `consumer` (not the last) has added its
-    /// partial to slot `slot`, for the next one to add to (every thread of it arrives).
-    fn dq_passed(&self, slot: u32, consumer: u32) -> u32 {
-        self.barrier(1 + 2 * (self.tile.stages + self.tile.dq_slots()) + slot * (self.tile.consumers - 1) + consumer)
     }
 }
 
@@ -749,8 +743,8 @@ const K_MAJOR: u64 = wgmma::sw128_fields(&SW128_64X64_B16);
 const K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&SW128_64X64_B16);
 /// Bytes between the k16 slices of an MN-major operand: two 8-row swizzle atoms, 2048.
 const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
-/// Named barriers among the 128 threads of consumer warpgroup `c`: `CONSUMER_BASE + c`.
-const CONSUMER_BASE: u32 = 1;
+/// The named barrier among every consumer thread ([`Warpgroup::sync_consumers`]): any id but 0, the block's.
+const CONSUMERS_BARRIER: u32 = 3;
 
 /// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
@@ -778,7 +772,7 @@ impl Block {
                 kv_head: block_idx_y(),
                 batch: block_idx_z(),
                 key0: key_block * tile.tile_kv,
-                first_q_tile: schedule.q_tile(key_block, 0),
+                first_q_tile: schedule.first_visit(key_block),
                 q_tiles: schedule.visits(key_block),
             };
         }
@@ -861,9 +855,11 @@ fn staggered_schedule(problem: &Problem, tile: AttnBwdTile) -> DqSchedule {
 unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
-    let warpgroup = thread_idx_x() / AttnBwdTile::WARPGROUP_THREADS;
+    // The warpgroup and warp indices broadcast from lane 0, so that ptxas knows every branch on them is
+    // warp-uniform: each role's loop state, addresses and wgmma descriptors can then live in uniform registers (held
+    // in vector registers they took one R2UR per descriptor word before each wgmma, and the consumers' registers).
+    let warpgroup = warp::broadcast_first(thread_idx_x() / AttnBwdTile::WARPGROUP_THREADS);
     let thread = thread_idx_x() % AttnBwdTile::WARPGROUP_THREADS;
-    let block = Block::new::<C>(problem);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -874,26 +870,20 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             }
             for slot in 0..tile.dq_slots() {
                 mbarrier::init(smem.dq_full(slot), AttnBwdTile::WARPGROUP_THREADS);
-                // A consumer that passes its partial on in a slot of its own gets it back from the next consumer's
-                // threads; every other slot comes back from the writer.
-                let passes = folds::<C>() && !shares_slots::<C>() && slot + 1 < tile.consumers;
-                mbarrier::init(smem.dq_empty(slot), if passes { AttnBwdTile::WARPGROUP_THREADS } else { 1 });
-                if shares_slots::<C>() {
-                    for consumer in 0..tile.consumers - 1 {
-                        mbarrier::init(smem.dq_passed(slot, consumer), AttnBwdTile::WARPGROUP_THREADS);
-                    }
-                }
+                mbarrier::init(smem.dq_empty(slot), 1);
             }
         }
         mbarrier::fence_init();
     }
     barrier::sync_threads();
 
+    let block = Block::new::<C>(problem);
     if warpgroup == 0 {
         setmaxnreg::dec::<24>();
-        if thread == 0 {
+        let warp = warp::broadcast_first(thread / 32);
+        if warp == 0 {
             unsafe { produce::<C>(tensor_maps, &smem, &block, problem) };
-        } else if thread / 32 == 1 {
+        } else if warp == 1 {
             unsafe { write_dq::<C>(&smem, &block, problem) };
         }
     } else {
@@ -902,22 +892,27 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     }
 }
 
-/// The producer thread: K and V once, then each query tile's Q, dO, LSE and D into the ring.
+/// The producer warp: K and V once, then each query tile's Q, dO, LSE and D into the ring. Every lane walks the
+/// loop and waits for the stage (the walk's values are then warp-uniform, in uniform registers); one lane, chosen by
+/// `elect.sync`, issues the copies (no loop over lanes around them).
 #[inline(always)]
 unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem: &Problem) {
     let tile = smem.tile;
     let [map_q, map_k, map_v, map_do] = tensor_maps;
-    for map in tensor_maps {
-        tma::prefetch_tensormap(map);
-    }
+    let leader = warp::elect_one();
     let (kv_head, batch) = (block.kv_head as i32, block.batch as i32);
-    unsafe {
-        mbarrier::arrive_expect_tx(smem.kv_full(), 2 * tile.smem_kv_bytes());
-        for column_block in 0..tile.column_blocks() {
-            let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
-            let key0 = block.key0 as i32;
-            tma::load_4d(smem.k(column_block), map_k, column, kv_head, key0, batch, smem.kv_full());
-            tma::load_4d(smem.v(column_block), map_v, column, kv_head, key0, batch, smem.kv_full());
+    if leader {
+        for map in tensor_maps {
+            tma::prefetch_tensormap(map);
+        }
+        unsafe {
+            mbarrier::arrive_expect_tx(smem.kv_full(), 2 * tile.smem_kv_bytes());
+            for column_block in 0..tile.column_blocks() {
+                let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
+                let key0 = block.key0 as i32;
+                tma::load_4d(smem.k(column_block), map_k, column, kv_head, key0, batch, smem.kv_full());
+                tma::load_4d(smem.v(column_block), map_v, column, kv_head, key0, batch, smem.kv_full());
+            }
         }
     }
     let mut ring = RingState::new(tile.stages);
@@ -926,18 +921,20 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
         let stage = ring.stage;
         let full = smem.q_full(stage);
         let row = block.workspace_row(head, q0, problem);
-        unsafe {
-            mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1);
-            mbarrier::arrive_expect_tx(full, tile.stage_bytes());
-            for column_block in 0..tile.column_blocks() {
-                let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
-                let (head, q0) = (head as i32, q0 as i32);
-                tma::load_4d(smem.q(stage, column_block), map_q, column, head, q0, batch, full);
-                tma::load_4d(smem.d_o(stage, column_block), map_do, column, head, q0, batch, full);
+        unsafe { mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1) };
+        if leader {
+            unsafe {
+                mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+                for column_block in 0..tile.column_blocks() {
+                    let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
+                    let (head, q0) = (head as i32, q0 as i32);
+                    tma::load_4d(smem.q(stage, column_block), map_q, column, head, q0, batch, full);
+                    tma::load_4d(smem.d_o(stage, column_block), map_do, column, head, q0, batch, full);
+                }
+                let rows_bytes = tile.smem_rows_bytes();
+                tma::load_bulk(smem.lse(stage), problem.lse_log2.add(row) as *const u8, rows_bytes, full);
+                tma::load_bulk(smem.dsum(stage), problem.dsum.add(row) as *const u8, rows_bytes, full);
             }
-            let rows_bytes = tile.smem_rows_bytes();
-            tma::load_bulk(smem.lse(stage), problem.lse_log2.add(row) as *const u8, rows_bytes, full);
-            tma::load_bulk(smem.dsum(stage), problem.dsum.add(row) as *const u8, rows_bytes, full);
         }
         ring.advance();
     }
@@ -952,9 +949,8 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
 /// itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
-/// consumers' reductions (only the last consumer's where they fold their partials, [`folds`]), each consumer's
-/// completed before the next one's is issued where they add to the same columns ([`BwdSplit::Keys`]), and counts
-/// the block's consumers in once all are complete (release). The chain
+/// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]), and counts the
+/// block's consumers in once all are complete (release). The chain
 /// that orders block A's additions before those of B, the next in line, in each element's order of modifications:
 /// A's reductions complete (`cp.async.bulk.wait_group 0`: the additions performed, not only the staging read) →
 /// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
@@ -975,18 +971,15 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
         let count = tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block_idx_x() };
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
-        // Where the consumers fold their partials into the last one's staging, only that one is added.
-        let first = if folds::<C>() { tile.consumers - 1 } else { 0 };
-        for consumer in first..tile.consumers {
+        for consumer in 0..tile.consumers {
             let (slot, parity) = dq_slot::<C>(index, consumer);
             unsafe { mbarrier::wait(smem.dq_full(slot), parity) };
-            if deterministic && consumer == first {
+            if deterministic && consumer == 0 {
                 unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
             }
             if leader {
                 if deterministic {
-                    // After the acquire (the first consumer), or where the consumers add the same columns after
-                    // the previous consumer's completed reductions.
+                    // After the acquire (the first consumer's, or where the acquire came before).
                     atomic::fence_proxy_async_global();
                 }
                 for piece in 0..tile.dq_pieces() {
@@ -994,7 +987,7 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
                     unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
                 }
                 tma::commit_group();
-                if deterministic && (tile.consumers_share_dq_runs() || consumer + 1 == tile.consumers) {
+                if deterministic && consumer + 1 == tile.consumers {
                     tma::wait_group::<0>();
                 }
             }
@@ -1005,41 +998,20 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
                 unsafe { atomic::red_release_gpu_add(semaphore, tile.consumers) };
             }
             tma::wait_group_read::<0>();
-            for consumer in first..tile.consumers {
+            for consumer in 0..tile.consumers {
                 unsafe { mbarrier::arrive(smem.dq_empty(dq_slot::<C>(index, consumer).0)) };
             }
         }
     }
 }
 
-/// Whether the consumers fold their dQ partials before the writer adds them ([`AttnBwdTile::folds_dq`]): each
-/// consumer but the first adds the previous one's staged partial to its own as it stages it ([`add_dq`]), and the
-/// writer adds only the last one's staging to the accumulator.
-#[inline(always)]
-const fn folds<C: Config>() -> bool {
-    C::TILE.folds_dq(C::STAGGERED)
-}
-
-/// Whether the consumers fold their partials into staging slots they share ([`AttnBwdTile::shares_dq_slots`],
-/// [`dq_slot`]).
-#[inline(always)]
-const fn shares_slots<C: Config>() -> bool {
-    C::TILE.shares_dq_slots(C::STAGGERED)
-}
-
-/// The staging slot (each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages the dQ partial of the
+/// The staging slot (each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages its dQ of the
 /// block's query tile `index` in, and the parity of that slot's barriers for it: one of the consumer's own
-/// ([`AttnBwdTile::dq_slots_per_consumer`], the tiles taking them in turn), or where they share slots
-/// ([`shares_slots`]) one per tile, the tiles taking them in turn, all consumers adding into it.
+/// ([`AttnBwdTile::dq_slots_per_consumer`]), the tiles taking them in turn.
 #[inline(always)]
 const fn dq_slot<C: Config>(index: u32, consumer: u32) -> (u32, u32) {
-    let slots = C::TILE.consumers;
     let own = C::TILE.dq_slots_per_consumer();
-    if shares_slots::<C>() {
-        (index % slots, (index / slots) % 2)
-    } else {
-        (consumer * own + index % own, (index / own) % 2)
-    }
+    (consumer * own + index % own, (index / own) % 2)
 }
 
 /// What a consumer warpgroup needs to issue its matrix work.
@@ -1118,16 +1090,6 @@ impl<'a> Warpgroup<'a> {
         });
     }
 
-    /// acc = dS · K[:, 64 · column_block ..][.. 64] for dQ piece `piece` of a consumer that owns its keys (`unit` =
-    /// piece / column blocks: the tile's 64 queries from 64 · unit on; `column_block` = piece % column blocks), see
-    /// [`Self::issue_dq_at`].
-    #[inline(always)]
-    fn issue_dq<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], piece: u32) {
-        let (unit, column_block) = (piece / C::TILE.column_blocks(), piece % C::TILE.column_blocks());
-        let ds = self.smem.ds(self.consumer) + unit * self.smem.ds_block_bytes();
-        self.issue_dq_at::<C>(acc, ds, column_block);
-    }
-
     /// acc = dS · K[:, 64 · column_block ..][.. 64] over this warpgroup's 64 keys for 64 queries: A = dSᵀ from the
     /// score tile block at `ds`, B = K, both read MN-major; one wgmma per 16 keys.
     #[inline(always)]
@@ -1147,40 +1109,45 @@ impl<'a> Warpgroup<'a> {
         });
     }
 
-    /// acc = dS · K[:, 64 · column_block ..][.. 64] over all the block's keys for the tile's 64 queries, where the
-    /// consumers split dQ's columns (this warpgroup's first, [`AttnBwdTile::dq_first_block`]): A = every consumer's
-    /// dSᵀ of the set at `ds` (adjacent tiles of 64 key rows: one operand of `tile_kv` rows), B = K, both read
-    /// MN-major; one wgmma per 16 keys.
+    /// acc = this warpgroup's dQ piece `piece` over all the block's keys, where the consumers split the tile's
+    /// pieces ([`AttnBwdTile::dq_run`]: 64 queries of one unit × 64 columns of one block): dS · K, A = every
+    /// consumer's dSᵀ of the score-tile set at `set` (for each consumer's 64 keys the unit's 64-query block of its
+    /// tile), B = K, both read MN-major; one wgmma per 16 keys.
     #[inline(always)]
-    fn issue_dq_columns<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], ds: u32) {
+    fn issue_dq_piece<C: Config>(&self, acc: &mut [f32; PIECE_VALUES], set: u32, piece: u32) {
         let tile = C::TILE;
+        // A: one 64-query block (M) of `consumer_keys` key rows (k) per consumer tile; B: head-dim blocks (N) of
+        // `tile_kv` key rows (k).
         let ds_major = const { wgmma::sw128_fields(&sw128_mn_major(1, C::TILE.tile_kv)) };
         let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
-        let column_block = tile.dq_first_block(self.consumer);
+        let (units, blocks) = (tile.tile_q / AttnBwdTile::DQ_UNIT_ROWS, tile.column_blocks());
+        let run = tile.dq_run(self.consumer, piece);
+        let (unit, block) = match (units, blocks) {
+            (1, _) => (0, run),
+            (_, 1) => (run, 0),
+            _ => (run / blocks, run % blocks),
+        };
         // Both tiles stay put (see `issue_dq_at`).
-        let desc_a = wgmma::desc(opaque_here(ds), ds_major);
-        let desc_b = wgmma::desc(opaque_here(self.smem.k(column_block)), k_major);
+        let desc_a = wgmma::desc(opaque_here(set + unit * self.smem.ds_block_bytes()), ds_major);
+        let desc_b = wgmma::desc(opaque_here(self.smem.k(block)), k_major);
+        let steps_per_tile = tile.consumer_keys() / 16;
         seq!(STEP in 0..16 {
             if STEP < C::TILE.tile_kv / 16 {
-                let step_a = wgmma::desc_advance(desc_a, STEP * MN_K_STEP_BYTES);
+                let (consumer_tile, k_step) = (STEP / steps_per_tile, STEP % steps_per_tile);
+                let a_offset = consumer_tile * tile.smem_ds_bytes() + k_step * MN_K_STEP_BYTES;
+                let step_a = wgmma::desc_advance(desc_a, a_offset);
                 let step_b = wgmma::desc_advance(desc_b, STEP * MN_K_STEP_BYTES);
                 unsafe { C::mma_ss::<1, 1>(acc, step_a, step_b, STEP > 0) };
             }
         });
     }
 
-    /// A barrier among this warpgroup's 128 threads (unaligned: correct even if a warp arrives diverged).
-    #[inline(always)]
-    fn sync(&self) {
-        barrier::named_sync_id_unaligned(CONSUMER_BASE + self.consumer, AttnBwdTile::WARPGROUP_THREADS);
-    }
-
-    /// A barrier among every consumer thread (the shared score tiles' hand-overs where the consumers split the
-    /// head dim), the named barrier after the consumers' own.
+    /// A barrier among every consumer thread (the score tiles' hand-overs: every consumer's dSᵀ of a tile stored
+    /// before any consumer's products read them); unaligned, so correct even if a warp arrives diverged.
     #[inline(always)]
     fn sync_consumers<C: Config>(&self) {
         let consumers = C::TILE.consumers;
-        barrier::named_sync_id_unaligned(CONSUMER_BASE + consumers, consumers * AttnBwdTile::WARPGROUP_THREADS);
+        barrier::named_sync_id_unaligned(CONSUMERS_BARRIER, consumers * AttnBwdTile::WARPGROUP_THREADS);
     }
 
     /// This thread is done with the stage guarded by the empty barrier `bar`: every consumer thread arrives, as
@@ -1235,58 +1202,39 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
 
         // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
         // and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only the causal
-        // mask needs applying. The block's key bound from a value opaque here where it would otherwise be held
-        // across the loop and spilled (the kernels whose consumers share dQ slots or split dQ's columns).
-        let key_end = if shares_slots::<C>() || tile.splits_dq_columns() { opaque_here(key0) } else { key0 };
+        // mask needs applying. The block's key bound from a value opaque here: held across the loop, it is spilled.
+        let key_end = opaque_here(key0);
         let masked = crosses_diagonal(problem, key_end + tile.consumer_keys(), q0);
         unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
 
-        // Where the consumers split dQ's columns, dSᵀ goes to the stage's set of score tiles, which every
-        // consumer's dQ products of the stage's previous tile (at least two back) have read (each waited for them
-        // before the next tile's barrier), and the barrier after the stores gives this consumer every consumer's
-        // dSᵀ of the tile for its dQ columns over all the block's keys. Else dSᵀ goes to the consumer's own tile
-        // once every warp's dQ product of the previous tile has read it.
-        if tile.splits_dq_columns() {
-            let set = smem.ds(stage * tile.consumers);
-            unsafe { store_ds::<C>(&ds, &warpgroup, set + consumer * tile.smem_ds_bytes(), 0) };
-            smem::fence_proxy_async_shared();
-            warpgroup.sync_consumers::<C>();
-        } else {
-            warpgroup.sync();
-            unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds(consumer), 0) };
-            smem::fence_proxy_async_shared();
-            warpgroup.sync();
-        }
+        // dSᵀ goes to the stage's set of score tiles, which every consumer's dQ products of the stage's previous
+        // tile (at least two back) have read (each waited for them before the next tile's barrier), and the barrier
+        // after the stores gives this consumer every consumer's dSᵀ of the tile for its dQ piece over all the
+        // block's keys.
+        unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds_set(stage) + consumer * tile.smem_ds_bytes(), 0) };
+        smem::fence_proxy_async_shared();
+        warpgroup.sync_consumers::<C>();
 
-        // dV += Pᵀ·dO, dK += dSᵀ·Q, and the first piece of dQ = dS·K (or this consumer's columns of it).
+        // dV += Pᵀ·dO, dK += dSᵀ·Q, and this consumer's piece of dQ = dS·K.
         let mut dq = [0.0f32; PIECE_VALUES];
         wgmma::fence();
         warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
         warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
-        if tile.splits_dq_columns() {
-            warpgroup.issue_dq_columns::<C>(&mut dq, smem.ds(stage * tile.consumers));
-        } else {
-            warpgroup.issue_dq::<C>(&mut dq, 0);
-        }
+        warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
         wgmma::commit_group();
         wgmma::wait_group::<0>();
         wgmma::fence_operands(dv.as_mut());
         wgmma::fence_operands(dk.as_mut());
         wgmma::fence_operands(&mut dq);
-        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq::<C>(acc, 1);
+        // One piece per consumer and tile (gpu/abi's table checks it): no second product.
+        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_piece::<C>(acc, smem.ds_set(stage), 1);
         unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
         ring.advance();
     }
-    // Where the consumers share slots or split dQ's columns, the first key from values opaque here: computed before
-    // the loop and held across it, it is spilled in the staggered head-dim-64 kernel (the slots' parity takes a
-    // register) and in the head-dim-128 ones.
-    let key0 = if shares_slots::<C>() || tile.splits_dq_columns() {
-        block.key0 + opaque_here(consumer) * tile.consumer_keys()
-    } else {
-        key0
-    };
+    // The first key from values opaque here: computed before the loop and held across it, it is spilled.
+    let key0 = block.key0 + opaque_here(consumer) * tile.consumer_keys();
     unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
 }
 
@@ -1479,15 +1427,12 @@ unsafe fn store_ds<C: Config>(ds: &C::Packed, warpgroup: &Warpgroup, base: u32, 
     });
 }
 
-/// Stages the tile's dQ partial over this warpgroup's keys for the writer warp, which adds it to the accumulator
-/// ([`write_dq`]): each piece (64 queries × 64 of the warpgroup's columns) stored by every thread into the pieces
-/// of the tile's staging slot ([`dq_slot`]) once it is free again (`dq` holds the first piece's values; where there
-/// are two, `second` issues the second piece's product, which runs while they are stored), then every thread
-/// arrives on `dq_full`, after a proxy fence where the writer's bulk reductions read the slot (its stores ordered
-/// before those reads). Where the consumers fold their partials ([`folds`]), the first consumer's staging goes to
-/// the next consumer instead, which adds its own values to it as it stages them: into its own slot, handing the
-/// first one's back through `dq_empty`; or where they share slots ([`shares_slots`]), in place (`dq_passed`), the
-/// writer handing the slot back to the first consumer. Either way the writer adds the last consumer's sums.
+/// Stages this consumer's dQ of the tile for the writer warp, which adds it to the accumulator ([`write_dq`]): each
+/// piece (64 queries × 64 columns, [`AttnBwdTile::dq_run`]) stored by every thread into the pieces of the tile's
+/// staging slot ([`dq_slot`]) once it is free again (`dq` holds the first piece's values; where there are two,
+/// `second` issues the second piece's product, which runs while they are stored), then every thread arrives on
+/// `dq_full` after a proxy fence (the writer's bulk reductions read the slot: its stores ordered before those
+/// reads).
 #[inline(always)]
 unsafe fn add_dq<C: Config>(
     dq: &[f32; PIECE_VALUES],
@@ -1503,107 +1448,30 @@ unsafe fn add_dq<C: Config>(
         second(&mut second_piece);
         wgmma::commit_group();
     }
-    let receives = folds::<C>() && consumer > 0;
-    let passes = folds::<C>() && consumer + 1 < tile.consumers;
-    // The two arrangements are written out in full: a helper for the steps they share changed the plain kernels'
-    // SASS (these are the measured kernels; docs/perf-notes.md, session 43).
-    if shares_slots::<C>() {
-        // One slot per tile, the consumers adding into it in turn (in place), the writer handing it back.
-        let (slot, parity) = dq_slot::<C>(index, consumer);
-        let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
-            let in_place = Some(smem.dq(slot, piece));
-            if receives {
-                stage_dq::<true>(values, warpgroup, piece, slot, in_place)
-            } else {
-                stage_dq::<false>(values, warpgroup, piece, slot, in_place)
-            }
-        };
-        if receives {
-            // The previous consumer's partial of this tile is staged in the slot (which it waited to be free).
-            unsafe { mbarrier::wait(smem.dq_passed(slot, consumer - 1), parity) };
-        } else {
-            if passes && index > 0 {
-                // The first consumer stays at most one tile ahead of the last: the previous tile's sums are staged.
-                let (previous, previous_parity) = dq_slot::<C>(index - 1, consumer);
-                unsafe { mbarrier::wait(smem.dq_full(previous), previous_parity) };
-            }
-            unsafe { mbarrier::wait(smem.dq_empty(slot), parity ^ 1) };
-        }
-        stage(dq, 0);
-        if two_pieces {
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(&mut second_piece);
-            stage(&second_piece, 1);
-        }
-        if passes {
-            unsafe { mbarrier::arrive(smem.dq_passed(slot, consumer)) };
-        } else {
-            // The staging goes to the writer's bulk reductions (the async proxy).
-            smem::fence_proxy_async_shared();
-            unsafe { mbarrier::arrive(smem.dq_full(slot)) };
-        }
-    } else {
-        // The consumer's own slot; where it receives, the previous consumer's slot handed back once read.
-        let (slot, parity) = dq_slot::<C>(index, consumer);
-        let stage = |values: &[f32; PIECE_VALUES], piece| unsafe {
-            if receives {
-                stage_dq::<true>(values, warpgroup, piece, slot, None)
-            } else {
-                stage_dq::<false>(values, warpgroup, piece, slot, None)
-            }
-        };
-        unsafe { mbarrier::wait(smem.dq_empty(slot), parity ^ 1) };
-        if receives {
-            // The previous consumer's partial of this tile is staged.
-            unsafe { mbarrier::wait(smem.dq_full(consumer - 1), index % 2) };
-        }
-        stage(dq, 0);
-        if two_pieces {
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(&mut second_piece);
-            stage(&second_piece, 1);
-        }
-        if receives {
-            // Done reading the previous consumer's staging: every thread arrives, each read ordered before its reuse.
-            unsafe { mbarrier::arrive(smem.dq_empty(consumer - 1)) };
-        }
-        if !passes {
-            // The staging goes to the writer's bulk reductions (the async proxy).
-            smem::fence_proxy_async_shared();
-        }
-        unsafe { mbarrier::arrive(smem.dq_full(slot)) };
+    let (slot, parity) = dq_slot::<C>(index, consumer);
+    unsafe { mbarrier::wait(smem.dq_empty(slot), parity ^ 1) };
+    unsafe { stage_dq(dq, warpgroup, smem.dq(slot, 0)) };
+    if two_pieces {
+        wgmma::wait_group::<0>();
+        wgmma::fence_operands(&mut second_piece);
+        unsafe { stage_dq(&second_piece, warpgroup, smem.dq(slot, 1)) };
     }
+    // The staging goes to the writer's bulk reductions (the async proxy).
+    smem::fence_proxy_async_shared();
+    unsafe { mbarrier::arrive(smem.dq_full(slot)) };
 }
 
-/// Writes this thread's values of one piece of the dQ partial (64 queries × 64 columns) into the warpgroup's
-/// staging piece: one 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets (whose permutation spreads
-/// each half-warp's store over all 32 banks).
+/// Writes this thread's values of one piece of dQ (64 queries × 64 columns) into the staging piece at `base`: one
+/// 8-byte store per column pair, at [`SW32_64X64_B32`]'s offsets (whose permutation spreads each half-warp's store
+/// over all 32 banks).
 #[inline(always)]
-unsafe fn stage_dq<const ADD_PREVIOUS: bool>(
-    dq: &[f32; PIECE_VALUES],
-    warpgroup: &Warpgroup,
-    piece: u32,
-    slot: u32,
-    shared: Option<u32>,
-) {
-    // The piece in the warpgroup's own slot `slot`, or at `shared` in a slot the consumers share. With
-    // ADD_PREVIOUS, the previous consumer's value staged at the same place (in its own slot, one per consumer where
-    // they fold, or in place) is added first (the same layout, the same thread: a fixed order of the f32 sums).
-    let (base, previous) = match shared {
-        Some(at) => (at, at),
-        None => (warpgroup.smem.dq(slot, piece), warpgroup.smem.dq(warpgroup.consumer.saturating_sub(1), piece)),
-    };
+unsafe fn stage_dq(dq: &[f32; PIECE_VALUES], warpgroup: &Warpgroup, base: u32) {
     // Offsets that depend on the thread only, computed here from values opaque here (see `store_ds`).
     let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
     seq!(I in 0..16 {
         let (half, column) = value_position(2 * I);
         let offset = SW32_64X64_B32.crd2idx_u32(&[row + 8 * half, first_column + column]);
-        let (mut lo, mut hi) = (dq[2 * I], dq[2 * I + 1]);
-        if ADD_PREVIOUS {
-            let (p_lo, p_hi) = unsafe { smem::load_f32x2(previous + offset) };
-            (lo, hi) = (p_lo + lo, p_hi + hi);
-        }
-        unsafe { smem::store_f32x2(base + offset, lo, hi) };
+        unsafe { smem::store_f32x2(base + offset, dq[2 * I], dq[2 * I + 1]) };
     });
 }
 

@@ -603,7 +603,9 @@ const NO_WORK: u32 = u32::MAX;
 unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     let tile = C::TILE;
     let smem = SmemMap { base: smem::dynamic_smem_base(), tile };
-    let warpgroup = thread_idx_x() / AttnTile::WARPGROUP_THREADS;
+    // Broadcast from lane 0, so that ptxas knows the branches on it are warp-uniform (each role's loop state and
+    // wgmma descriptors can then live in uniform registers).
+    let warpgroup = warp::broadcast_first(thread_idx_x() / AttnTile::WARPGROUP_THREADS);
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
     let early = Scheduler::new(problem, tile);
 
@@ -628,11 +630,17 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     if warpgroup == 0 {
         C::producer_registers();
         let scheduler = Scheduler::after_setmaxnreg(problem, tile, early);
-        if thread == 0 {
+        // The producer is warp 0: every lane walks the loop and waits for the buffers (its values then warp-uniform,
+        // in uniform registers), lane 0 claims the next item, and one lane chosen by `elect.sync` writes the work
+        // slot and issues the copies (no loop over lanes around them).
+        if warp::broadcast_first(thread / 32) == 0 {
+            let leader = warp::elect_one();
             let [map_q, map_k, map_v, _] = tensor_maps;
-            tma::prefetch_tensormap(map_q);
-            tma::prefetch_tensormap(map_k);
-            tma::prefetch_tensormap(map_v);
+            if leader {
+                tma::prefetch_tensormap(map_q);
+                tma::prefetch_tensormap(map_k);
+                tma::prefetch_tensormap(map_v);
+            }
             let counter = unsafe { AtomicU32::from_ptr(problem.work_counter) };
             let mut q_ring = RingState::new(tile.q_buffers);
             let mut ring = RingState::new(tile.stages);
@@ -641,7 +649,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 let index = next;
                 if index < scheduler.works {
                     // Claimed now, used after this item's loads: the atomic's latency hides under them.
-                    next = grid_dim_x() + counter.fetch_add(1, Ordering::Relaxed);
+                    let claimed = if lane_id() == 0 { counter.fetch_add(1, Ordering::Relaxed) } else { 0 };
+                    next = grid_dim_x() + warp::broadcast_first(claimed);
                 }
                 // With O staged in Q's buffer, the buffer comes back only after the epilogue of the item it held: the
                 // first K and V tiles load before it, into stages that item's main loop has already handed back.
@@ -650,7 +659,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                     let work = scheduler.work(index, problem, tile);
                     if work.kv_tiles > 0 {
                         let kv_head = (work.head / problem.group) as i32;
-                        unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, 0, kv_head, work.batch as i32) };
+                        let batch = work.batch as i32;
+                        unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, 0, kv_head, batch, leader) };
                         first_kv_tile = 1;
                     }
                 }
@@ -660,29 +670,37 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 unsafe { mbarrier::wait(smem.q_empty(q), q_ring.phase ^ 1) };
                 q_ring.advance();
                 if index >= scheduler.works {
-                    unsafe {
-                        smem::store_u32(smem.work_slot(q), NO_WORK);
-                        mbarrier::arrive(q_full);
+                    if leader {
+                        unsafe {
+                            smem::store_u32(smem.work_slot(q), NO_WORK);
+                            mbarrier::arrive(q_full);
+                        }
                     }
                     break;
                 }
                 let work = scheduler.work(index, problem, tile);
-                unsafe { smem::store_u32(smem.work_slot(q), index) };
+                if leader {
+                    unsafe { smem::store_u32(smem.work_slot(q), index) };
+                }
                 if work.kv_tiles == 0 {
-                    unsafe { mbarrier::arrive(q_full) };
+                    if leader {
+                        unsafe { mbarrier::arrive(q_full) };
+                    }
                     continue;
                 }
                 let kv_head = (work.head / problem.group) as i32;
                 let (head, batch) = (work.head as i32, work.batch as i32);
-                unsafe {
-                    mbarrier::arrive_expect_tx(q_full, tile.smem_q_bytes());
-                    for block in 0..tile.column_blocks() {
-                        let column = (block * AttnTile::BOX_COLS) as i32;
-                        tma::load_4d(smem.q(q, block), map_q, column, head, work.q0 as i32, batch, q_full);
+                if leader {
+                    unsafe {
+                        mbarrier::arrive_expect_tx(q_full, tile.smem_q_bytes());
+                        for block in 0..tile.column_blocks() {
+                            let column = (block * AttnTile::BOX_COLS) as i32;
+                            tma::load_4d(smem.q(q, block), map_q, column, head, work.q0 as i32, batch, q_full);
+                        }
                     }
                 }
                 for kv_tile in first_kv_tile..work.kv_tiles {
-                    unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, kv_tile, kv_head, batch) };
+                    unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, kv_tile, kv_head, batch, leader) };
                 }
             }
         }
@@ -743,26 +761,40 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
 }
 
 /// Has TMA load key tile `kv_tile` of K and of V (maps `[k, v]`) into the ring's stage once the consumers handed
-/// it back, and advances the ring. K and V have barriers of their own, so Q·Kᵀ can start before V has landed.
+/// it back, and advances the ring: every lane of the producer warp waits, the `leader` issues. K and V have barriers
+/// of their own, so Q·Kᵀ can start before V has landed.
 #[inline(always)]
-unsafe fn load_kv_tile(smem: &SmemMap, maps: [u64; 2], ring: &mut RingState, kv_tile: u32, kv_head: i32, batch: i32) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn load_kv_tile(
+    smem: &SmemMap,
+    maps: [u64; 2],
+    ring: &mut RingState,
+    kv_tile: u32,
+    kv_head: i32,
+    batch: i32,
+    leader: bool,
+) {
     let tile = smem.tile;
     let [map_k, map_v] = maps;
     let (stage, key0) = (ring.stage, (kv_tile * tile.tile_kv) as i32);
     unsafe {
         mbarrier::wait(smem.k_empty(stage), ring.phase ^ 1);
-        mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
-        for block in 0..tile.column_blocks() {
-            let column = (block * AttnTile::BOX_COLS) as i32;
-            let k_full = smem.k_full(stage);
-            tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, k_full);
+        if leader {
+            mbarrier::arrive_expect_tx(smem.k_full(stage), tile.smem_kv_bytes());
+            for block in 0..tile.column_blocks() {
+                let column = (block * AttnTile::BOX_COLS) as i32;
+                let k_full = smem.k_full(stage);
+                tma::load_4d(smem.k(stage, block), map_k, column, kv_head, key0, batch, k_full);
+            }
         }
         mbarrier::wait(smem.v_empty(stage), ring.phase ^ 1);
-        mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
-        for block in 0..tile.column_blocks() {
-            let column = (block * AttnTile::BOX_COLS) as i32;
-            let v_full = smem.v_full(stage);
-            tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, v_full);
+        if leader {
+            mbarrier::arrive_expect_tx(smem.v_full(stage), tile.smem_kv_bytes());
+            for block in 0..tile.column_blocks() {
+                let column = (block * AttnTile::BOX_COLS) as i32;
+                let v_full = smem.v_full(stage);
+                tma::load_4d(smem.v(stage, block), map_v, column, kv_head, key0, batch, v_full);
+            }
         }
     }
     ring.advance();
