@@ -10,16 +10,8 @@
 #   bash docs/wip/attn-bwd-call.sh ab A B [SHAPE...]  # `gpu-ab.sh --attn A B 2 --backward` (~30 s a shape): per
 #                                                     # row the plain kernel, the deterministic mode and its
 #                                                     # ascending order; default shapes: head dims 128, 64, 256
-#   bash docs/wip/attn-bwd-call.sh writer             # tests, sanitize and ab of `writer` (attn-bwd-dq-writer.patch)
-#                                                     # against BASE (default `base`, main's kernels): ~4 minutes
 #   bash docs/wip/attn-bwd-call.sh checks BUILD...    # tests and sanitize of each build (~1 minute a build)
 #   bash docs/wip/attn-bwd-call.sh abf A B [SHAPE...] # the forward's A/B (`gpu-ab.sh --attn A B 2`)
-#   bash docs/wip/attn-bwd-call.sh uniform            # session 45's first call: uni3's tests (backward and
-#                                                     # forward), the backward's sanitizers, and A/B against c1
-#                                                     # (~7 minutes)
-#   bash docs/wip/attn-bwd-call.sh uniform2           # its second: gen4, ro3 and wel against uni3 (~9 minutes)
-#   bash docs/wip/attn-bwd-call.sh uniform3           # its third: the forward's sanitizers on uni3, and fpw
-#                                                     # (tests, sanitizers, A/B against uni3; ~7 minutes)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
 #                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
 #                                                     # (~5 minutes)
@@ -28,8 +20,8 @@
 #   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
 #   bash docs/wip/attn-bwd-call.sh python             # gpu-pack/oxtile-*.whl with gpu-pack/pytests, GPU expected
 #
-# Session 37 and 38's calls (the staggered order, q128, head dim 256, the dS clamp and its saturating replacement,
-# the Python backward) are in docs/perf-notes.md; this script ran them in modes since folded into these.
+# Earlier sessions' calls (the staggered order, q128, head dim 256, the dS clamp and its saturating replacement, the
+# Python backward, the uniform roles) are in docs/perf-notes.md; this script ran them in modes since folded into these.
 set -uo pipefail
 export OXTILE_CUDA_TOOLS=/nonexistent   # no pip on the GPU machine; the static checks run in CI
 root=$(pwd)
@@ -99,34 +91,6 @@ checks)
     sanitize_build "$build"
   done ;;
 abf) ab_forward "$@" ;;
-uniform)
-  # uni3 = main + attn-uniform-roles.patch; c1 = main's kernels (docs/wip/README.md, session 45).
-  tests_of uni3
-  tests_of uni3 attention
-  sanitize_build uni3
-  ab c1 uni3
-  ab_forward c1 uni3 ;;
-uniform2)
-  # gen4 = uni3 + the dQ pieces at head dim 64 (the fold paths deleted); ro3 = uni3 + dV/dK before the
-  # consumers' barrier at head dim 128.
-  # wel = uni3 + the dQ writer's reductions from an elected lane.
-  for build in gen4 ro3 wel; do
-    tests_of "$build"
-    sanitize_build "$build"
-  done
-  ab uni3 gen4 16,32,2048,64,full 4,32,8192,64,causal 32,32,1024,64,full 4,16,4096,128,full
-  ab uni3 ro3 4,16,4096,128,full 4,16,4096,128,causal 32,16,1024,128,full
-  ab uni3 wel 4,16,4096,128,full 16,32,2048,64,full ;;
-uniform3)
-  # The forward: uni3's tests/attention under the sanitizers; fpw = uni3 + the forward's producer as a warp.
-  sanitize_build uni3 attention
-  tests_of fpw attention
-  sanitize_build fpw attention
-  ab_forward uni3 fpw ;;
-writer)
-  tests_of writer
-  sanitize_build writer
-  ab "${BASE:-base}" writer ;;
 table)
   # 32k tokens a batch, as scripts/torch_attn_bwd.py's suite; 16 heads at 128, 32 at 64, 8 at 256.
   d=${1:?D}; build=${2:?BUILD}; h=$((2048 / d)); shapes=()
@@ -165,5 +129,5 @@ python)
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|abf|uniform|uniform2|uniform3|writer|checks|table|ncu|split|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|abf|checks|table|ncu|split|python ..." >&2; exit 2 ;;
 esac
