@@ -64,7 +64,7 @@ ab() {
   echo "=== $a against $b"
   AB_OUT=$OUT/ab-$a-$b bash "$root/scripts/gpu-ab.sh" --attn "$a/oxtile" "$b/oxtile" 2 --backward --shapes "$@" 2>&1 |
     tail -$((4 * $# + 4))
-  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/ab-$a-$b"/*.log
+  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/ab-$a-$b"/*.log || echo none
 }
 
 # The forward's A/B (`gpu-ab.sh --attn A B 2`), default shapes head dims 64, 128 and 256, full and causal.
@@ -76,7 +76,7 @@ ab_forward() {
   echo "=== forward: $a against $b"
   AB_OUT=$OUT/abf-$a-$b bash "$root/scripts/gpu-ab.sh" --attn "$a/oxtile" "$b/oxtile" 2 --shapes "$@" 2>&1 |
     tail -$((8 * $# + 4))
-  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/abf-$a-$b"/*.log
+  echo "rows failing the reference check:"; grep -l "FAIL" "$OUT/abf-$a-$b"/*.log || echo none
 }
 
 mode=${1:-}
