@@ -1122,6 +1122,8 @@ impl<'a> Warpgroup<'a> {
         let k_major = const { wgmma::sw128_fields(&sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv)) };
         let (units, blocks) = (tile.tile_q / AttnBwdTile::DQ_UNIT_ROWS, tile.column_blocks());
         let run = tile.dq_run(self.consumer, piece);
+        // The one-unit and one-block tiles spelled out: `run / blocks` alone would compute a unit at head dim 128,
+        // where the tile has one (nothing tells the compiler that `run < blocks`).
         let (unit, block) = match (units, blocks) {
             (1, _) => (0, run),
             (_, 1) => (run, 0),
