@@ -18,6 +18,12 @@
 #   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 (plain and staggered)
 #                                                     # and d256 kernels
 #   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
+#   bash docs/wip/attn-bwd-call.sh ncufwd BUILD [SHAPE]  # Nsight Compute (base clocks) on one launch of our forward
+#                                                     # and one of cuDNN's (torch SDPA) on the same shape: cycles,
+#                                                     # instructions, pipes, stalls side by side (issue 25)
+#   bash docs/wip/attn-bwd-call.sh fwdtable BUILD [SHAPE...]  # issue 25's table: ../shared/bench/adjacent_attn.sh
+#                                                     # (copied to gpu-pack/bench/, since ../shared does not travel)
+#                                                     # over torch_reference.py's suite plus the head-dim-256 rows
 #   bash docs/wip/attn-bwd-call.sh python             # gpu-pack/oxtile-*.whl with gpu-pack/pytests, GPU expected
 #
 # Earlier sessions' calls (the staggered order, q128, head dim 256, the dS clamp and its saturating replacement, the
@@ -123,11 +129,35 @@ split)
       "./$build/oxtile" bench attn --backward --shapes "$shape" --rounds 1 > "$OUT/split-$shape.txt" 2>&1
     grep -E "^  attn_bwd_|Duration" "$OUT/split-$shape.txt" | head -12
   done ;;
+fwdtable)
+  build=${1:?BUILD}; shift
+  if [ $# -eq 0 ]; then
+    mapfile -t suite < <(cd "$root/gpu-pack/bench" && python3 -c "import torch_reference as t; print('\n'.join(t.ATTN_SUITE))")
+    set -- "${suite[@]}" 8,16,2048,256,full 8,16,2048,256,causal 2,16,8192,256,full 2,16,8192,256,causal
+  fi
+  timeout "${TABLE_TIMEOUT:-580}" bash "$root/gpu-pack/bench/adjacent_attn.sh" "$(pwd)/$build/oxtile" "$OUT/fwdtable" "$@" \
+    2>&1 | tail -$(($# + 2))
+  grep -h "FAIL" "$OUT"/fwdtable/ours_*.txt ;;
+ncufwd)
+  build=${1:?BUILD}; shape=${2:-8,16,4096,128,full}; d=$(echo "$shape" | cut -d, -f4)
+  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats
+    --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section Occupancy)
+  echo "=== ours: attn_fwd_bf16_d${d}_sm90 ($shape)"
+  timeout 200 ncu -k "regex:^attn_fwd_bf16_d${d}_sm90\$" -c 1 "${sections[@]}" \
+    "./$build/oxtile" bench attn --shapes "$shape" --rounds 1 > "$OUT/ncufwd-ours.txt" 2>&1
+  echo "=== cuDNN (torch SDPA, $shape)"
+  timeout 300 ncu -k "regex:(?i)cudnn|sdpa|fmha|fprop" --launch-skip 2 -c 1 "${sections[@]}" \
+    python3 "$root/gpu-pack/bench/torch_reference.py" attn "$shape" > "$OUT/ncufwd-cudnn.txt" 2>&1
+  for f in ours cudnn; do
+    echo "--- $f"
+    grep -E "^  [a-zA-Z_]|Elapsed Cycles|Duration|SM Frequency|Compute \(SM\) Throughput|Executed Ipc A|Issue Slots Busy|Executed Instructions  |Registers Per|Shared Memory Configuration Size|Dynamic Shared|Block Size|Grid Size|Warp Cycles Per Issued|Achieved Occupancy|Shared Load|Shared Store|L2 Hit|DRAM Through" \
+      "$OUT/ncufwd-$f.txt" | head -30
+  done ;;
 python)
   site=$(mktemp -d)
   python3 -m pip install --quiet --no-index --no-deps --target "$site" oxtile-*.whl || exit 1
   PYTHONPATH="$site" OXTILE_EXPECT_GPU=1 timeout 280 python3 -m pytest -q -p no:cacheprovider -rs --durations=8 \
     pytests > "$OUT/pytest.log" 2>&1
   tail -30 "$OUT/pytest.log" ;;
-*) echo "usage: $0 tests|sanitize|ab|abf|checks|table|ncu|split|python ..." >&2; exit 2 ;;
+*) echo "usage: $0 tests|sanitize|ab|abf|checks|table|fwdtable|ncu|ncufwd|split|python ..." >&2; exit 2 ;;
 esac

@@ -46,7 +46,7 @@ use crate::arch::sreg::{
 use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
-use crate::opaque::opaque_here;
+use crate::opaque::{opaque_here, opaque_u64};
 use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16, sw128_mn_major};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
@@ -917,10 +917,14 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
     }
     let mut ring = RingState::new(tile.stages);
     for index in 0..block.items(problem) {
+        // The item's coordinates (a division) before the wait, so that they are not on the path from the
+        // consumers' release to the copies (LLVM would sink them into the leader's branch, after the wait; with one
+        // stage, at head dim 256, that path is every tile's).
         let (head, q0) = block.item::<C>(index, problem);
+        let row = block.workspace_row(head, q0, problem);
+        let (head, q0, row) = (opaque_here(head), opaque_here(q0), opaque_u64(row as u64) as usize);
         let stage = ring.stage;
         let full = smem.q_full(stage);
-        let row = block.workspace_row(head, q0, problem);
         unsafe { mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1) };
         if leader {
             unsafe {
@@ -1196,19 +1200,29 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         let mut dp = C::SCORES_ZERO;
         wgmma::fence();
         warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0));
+        wgmma::commit_group();
         warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0));
         wgmma::commit_group();
-        wgmma::wait_group::<0>();
+        wgmma::wait_group::<1>();
         wgmma::fence_operands(s.as_mut());
-        wgmma::fence_operands(dp.as_mut());
 
-        // Pᵀ and dSᵀ in place of Sᵀ and dPᵀ. Keys past seq_k were loaded as zeros: their dV and dK are never stored
-        // and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only the causal
-        // mask needs applying. The block's key bound from a value opaque here: held across the loop, it is spilled.
+        // Pᵀ in place of Sᵀ while dPᵀ's products run. Keys past seq_k were loaded as zeros: their dV and dK are
+        // never stored and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only
+        // the causal mask needs applying. The block's key bound from a value opaque here: held across the loop, it
+        // is spilled.
         let key_end = opaque_here(key0);
         let masked = crosses_diagonal(problem, key_end + tile.consumer_keys(), q0);
-        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, 0, masked, problem) };
+        unsafe { probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, 0, masked, problem) };
         let p = pack::<C>(&s);
+
+        // dV += Pᵀ·dO, issued behind dPᵀ's products (its wgmma reads P from registers, so the exponentials stay
+        // ahead of dPᵀ's wait); then dSᵀ = Pᵀ ∘ (dPᵀ − D).
+        wgmma::fence();
+        warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
+        wgmma::commit_group();
+        wgmma::wait_group::<1>();
+        wgmma::fence_operands(dp.as_mut());
+        unsafe { score_gradients::<C>(&s, &mut dp, &warpgroup, stage, 0) };
         let ds = pack_finite::<C>(&dp);
 
         // dSᵀ goes to the stage's set of score tiles, which every consumer's dQ products of the stage's previous
@@ -1219,10 +1233,9 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         smem::fence_proxy_async_shared();
         warpgroup.sync_consumers::<C>();
 
-        // dV += Pᵀ·dO, dK += dSᵀ·Q, and this consumer's piece of dQ = dS·K.
+        // dK += dSᵀ·Q and this consumer's piece of dQ = dS·K.
         let mut dq = [0.0f32; PIECE_VALUES];
         wgmma::fence();
-        warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
         warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
         warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
         wgmma::commit_group();
@@ -1276,7 +1289,10 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u3
         wgmma::fence_operands(dp.as_mut());
 
         let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0 + first_query);
-        unsafe { gradients_of_scores::<C>(&mut s, &mut dp, &warpgroup, stage, key0, q0, first_query, masked, problem) };
+        unsafe {
+            probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, first_query, masked, problem);
+            score_gradients::<C>(&s, &mut dp, &warpgroup, stage, first_query);
+        }
         let p = pack::<C>(&s);
         let ds = pack_finite::<C>(&dp);
 
@@ -1330,14 +1346,12 @@ fn crosses_diagonal(problem: &Problem, key_end: u32, first_query: u32) -> bool {
     problem.causal && first_query + problem.seq_k < key_end - 1 + problem.seq_q
 }
 
-/// Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) (0 where the causal mask hides the key) in place of Sᵀ, and
-/// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ; LSE and D per query column, from the stage's rows (the fragment's column
-/// 0 is the tile's query `first_query`).
+/// Pᵀ = 2^(Sᵀ·scale·log2 e − LSE·log2 e) in place of Sᵀ (0 where the causal mask hides the key), LSE per query
+/// column from the stage's row (the fragment's column 0 is the tile's query `first_query`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gradients_of_scores<C: Config>(
+unsafe fn probabilities<C: Config>(
     s: &mut C::Scores,
-    dp: &mut C::Scores,
     warpgroup: &Warpgroup,
     stage: u32,
     key0: u32,
@@ -1346,22 +1360,19 @@ unsafe fn gradients_of_scores<C: Config>(
     masked: bool,
     problem: &Problem,
 ) {
-    let (lse, dsum) = (warpgroup.smem.lse(stage) + 4 * first_query, warpgroup.smem.dsum(stage) + 4 * first_query);
+    let lse = warpgroup.smem.lse(stage) + 4 * first_query;
     let scale_log2 = problem.scale_log2;
-    let (s, dp) = (s.as_mut(), dp.as_mut());
-    // One block per 8 query columns: 4, 8 or 16.
+    let s = s.as_mut();
     seq!(BLOCK in 0..16 {
         if 4 * BLOCK < s.len() {
             let column = 8 * BLOCK + warpgroup.column;
             let (lse0, lse1) = unsafe { smem::load_f32x2(lse + 4 * column) };
-            let (d0, d1) = unsafe { smem::load_f32x2(dsum + 4 * column) };
             seq!(HALF in 0..2 {
                 seq!(PAIR in 0..2 {
                     let i = 4 * BLOCK + 2 * HALF + PAIR;
-                    let (row_lse, row_d) = if PAIR == 0 { (lse0, d0) } else { (lse1, d1) };
+                    let row_lse = if PAIR == 0 { lse0 } else { lse1 };
                     let mut probability = mufu::ex2_approx(core::intrinsics::fmaf32(s[i], scale_log2, -row_lse));
                     if masked {
-                        // Key j is hidden from query row i when j > i + seq_k − seq_q.
                         let key = key0 + warpgroup.row + 8 * HALF;
                         let query = q0 + first_query + column + PAIR;
                         if key + problem.seq_q > query + problem.seq_k {
@@ -1369,7 +1380,31 @@ unsafe fn gradients_of_scores<C: Config>(
                         }
                     }
                     s[i] = probability;
-                    dp[i] = probability * (dp[i] - row_d);
+                });
+            });
+        }
+    });
+}
+
+/// dSᵀ = Pᵀ ∘ (dPᵀ − D) in place of dPᵀ, D per query column from the stage's row.
+#[inline(always)]
+unsafe fn score_gradients<C: Config>(
+    p: &C::Scores,
+    dp: &mut C::Scores,
+    warpgroup: &Warpgroup,
+    stage: u32,
+    first_query: u32,
+) {
+    let dsum = warpgroup.smem.dsum(stage) + 4 * first_query;
+    let (p, dp) = (p.as_ref(), dp.as_mut());
+    seq!(BLOCK in 0..16 {
+        if 4 * BLOCK < p.len() {
+            let column = 8 * BLOCK + warpgroup.column;
+            let (d0, d1) = unsafe { smem::load_f32x2(dsum + 4 * column) };
+            seq!(HALF in 0..2 {
+                seq!(PAIR in 0..2 {
+                    let i = 4 * BLOCK + 2 * HALF + PAIR;
+                    dp[i] = p[i] * (dp[i] - if PAIR == 0 { d0 } else { d1 });
                 });
             });
         }
