@@ -33,7 +33,7 @@ collect examples --examples
 cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
-cp scripts/torch_cublas_kernels.py scripts/torch_newton_schulz.py scripts/torch_attn_bwd.py scripts/adjacent_attn_bwd.sh "$out/"
+cp scripts/torch_cublas_kernels.py scripts/torch_newton_schulz.py scripts/torch_attn.py scripts/adjacent_attn.sh "$out/"
 # The device tool carries at most 64 MiB. Every binary embeds the same PTX module and cubin (~40 MB each), so one
 # xz stream with a dictionary larger than a binary stores that blob once: ~900 MB of binaries pack into ~6 MB in
 # 15 s on one core (multithreaded xz splits the stream into blocks and loses that: 80 MB at level 1).

@@ -69,6 +69,19 @@ fn ptxas_has_no_warnings() {
 }
 
 #[test]
+fn ptxas_reports_no_potential_performance_loss() {
+    // Reported as info, not as a warning: e.g. C7520, wgmma serialized (a wait after every product) because ptxas
+    // inserted a warpgroup arrive in a path it saw as divergent. A forward kernel whose item hand-over branched on
+    // a run-time `Option` around its wgmma got it at every head dim with two Q buffers (docs/perf-notes.md, session
+    // 47); the SASS checks below only caught its symptoms.
+    for module in MODULES.iter() {
+        let (family, cpu) = (module.family.name(), module.target.cpu());
+        let losses = &module.ptxas.performance_losses;
+        assert!(losses.is_empty(), "ptxas reports a potential performance loss in {family} {cpu}: {losses:#?}");
+    }
+}
+
+#[test]
 fn hot_kernels_keep_everything_in_registers() {
     let mut hot = 0;
     let mut offenders = Vec::new();

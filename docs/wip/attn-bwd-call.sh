@@ -13,17 +13,17 @@
 #   bash docs/wip/attn-bwd-call.sh checks BUILD...    # tests and sanitize of each build (~1 minute a build)
 #   bash docs/wip/attn-bwd-call.sh abf A B [SHAPE...] # the forward's A/B (`gpu-ab.sh --attn A B 2`)
 #   bash docs/wip/attn-bwd-call.sh table D BUILD      # issue 26's table at head dim D: BUILD's backward against
-#                                                     # cuDNN adjacent in time, S 1024 ... 16384, full and causal
-#                                                     # (~5 minutes)
+#                                                     # cuDNN adjacent in time, both settled (scripts/adjacent_attn.sh
+#                                                     # --backward), S 1024 ... 16384, full and causal
 #   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 (plain and staggered)
 #                                                     # and d256 kernels
 #   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
 #   bash docs/wip/attn-bwd-call.sh ncufwd BUILD [SHAPE]  # Nsight Compute (base clocks) on one launch of our forward
 #                                                     # and one of cuDNN's (torch SDPA) on the same shape: cycles,
 #                                                     # instructions, pipes, stalls side by side (issue 25)
-#   bash docs/wip/attn-bwd-call.sh fwdtable BUILD [SHAPE...]  # issue 25's table: ../shared/bench/adjacent_attn.sh
-#                                                     # (copied to gpu-pack/bench/, since ../shared does not travel)
-#                                                     # over torch_reference.py's suite plus the head-dim-256 rows
+#   bash docs/wip/attn-bwd-call.sh fwdtable BUILD [SHAPE...]  # issue 25's table: scripts/adjacent_attn.sh (both
+#                                                     # sides settled, SETTLE_MS) over torch_reference.py's suite
+#                                                     # plus the head-dim-256 rows
 #   bash docs/wip/attn-bwd-call.sh python             # gpu-pack/oxtile-*.whl with gpu-pack/pytests, GPU expected
 #
 # Earlier sessions' calls (the staggered order, q128, head dim 256, the dS clamp and its saturating replacement, the
@@ -98,12 +98,12 @@ checks)
   done ;;
 abf) ab_forward "$@" ;;
 table)
-  # 32k tokens a batch, as scripts/torch_attn_bwd.py's suite; 16 heads at 128, 32 at 64, 8 at 256.
+  # 32k tokens a batch; 16 heads at 128, 32 at 64, 8 at 256.
   d=${1:?D}; build=${2:?BUILD}; h=$((2048 / d)); shapes=()
   for s in 1024 2048 4096 8192 16384; do
     for mask in full causal; do shapes+=("$((32768 / s)),$h,$s,$d,$mask"); done
   done
-  timeout "${TABLE_TIMEOUT:-580}" bash "$root/scripts/adjacent_attn_bwd.sh" "$(pwd)/$build/oxtile" "$OUT/table$d" \
+  timeout "${TABLE_TIMEOUT:-580}" bash "$root/scripts/adjacent_attn.sh" --backward "$(pwd)/$build/oxtile" "$OUT/table$d" \
     "${shapes[@]}" 2>&1 | tail -14
   grep -h "FAIL" "$OUT"/table"$d"/ours_*.txt ;;
 ncu)
@@ -132,10 +132,10 @@ split)
 fwdtable)
   build=${1:?BUILD}; shift
   if [ $# -eq 0 ]; then
-    mapfile -t suite < <(cd "$root/gpu-pack/bench" && python3 -c "import torch_reference as t; print('\n'.join(t.ATTN_SUITE))")
+    mapfile -t suite < <(cd "$root/scripts" && python3 -c "import torch_attn as t; print('\n'.join(t.SUITE))")
     set -- "${suite[@]}" 8,16,2048,256,full 8,16,2048,256,causal 2,16,8192,256,full 2,16,8192,256,causal
   fi
-  timeout "${TABLE_TIMEOUT:-580}" bash "$root/gpu-pack/bench/adjacent_attn.sh" "$(pwd)/$build/oxtile" "$OUT/fwdtable" "$@" \
+  timeout "${TABLE_TIMEOUT:-580}" bash "$root/scripts/adjacent_attn.sh" "$(pwd)/$build/oxtile" "$OUT/fwdtable" "$@" \
     2>&1 | tail -$(($# + 2))
   grep -h "FAIL" "$OUT"/fwdtable/ours_*.txt ;;
 ncufwd)
@@ -147,7 +147,7 @@ ncufwd)
     "./$build/oxtile" bench attn --shapes "$shape" --rounds 1 > "$OUT/ncufwd-ours.txt" 2>&1
   echo "=== cuDNN (torch SDPA, $shape)"
   timeout 300 ncu -k "regex:(?i)cudnn|sdpa|fmha|fprop" --launch-skip 2 -c 1 "${sections[@]}" \
-    python3 "$root/gpu-pack/bench/torch_reference.py" attn "$shape" > "$OUT/ncufwd-cudnn.txt" 2>&1
+    python3 "$root/scripts/torch_attn.py" "$shape" > "$OUT/ncufwd-cudnn.txt" 2>&1
   for f in ours cudnn; do
     echo "--- $f"
     grep -E "^  [a-zA-Z_]|Elapsed Cycles|Duration|SM Frequency|Compute \(SM\) Throughput|Executed Ipc A|Issue Slots Busy|Executed Instructions  |Registers Per|Shared Memory Configuration Size|Dynamic Shared|Block Size|Grid Size|Warp Cycles Per Issued|Achieved Occupancy|Shared Load|Shared Store|L2 Hit|DRAM Through" \

@@ -288,7 +288,7 @@ pub fn parse_peer_rows(json: &str) -> std::result::Result<Vec<Row>, serde_json::
                     row.work = row.shape.parse::<AttnShape>().ok().map(|s| s.flops());
                 }
             }
-            // scripts/torch_attn_bwd.py's rows: the backward, 2.5 × the forward's FLOPs.
+            // scripts/torch_attn.py --backward's rows: the backward, 2.5 × the forward's FLOPs.
             "attn-bwd" => {
                 row.dtype.get_or_insert_with(|| "bf16".into());
                 if row.work.is_none() {

@@ -35,6 +35,10 @@ pub struct PtxasReport {
     pub functions: Vec<FunctionResources>,
     /// The text of every `ptxas warning` line, e.g. an ignored `setmaxnreg`.
     pub warnings: Vec<String>,
+    /// The text of every `ptxas info` line that reports a "Potential Performance Loss", e.g. C7520: wgmma issued
+    /// one at a time, each followed by a wait, because ptxas had to insert a warpgroup arrive in a path it saw as
+    /// divergent. Info, not a warning, yet it costs a kernel most of its tensor throughput.
+    pub performance_losses: Vec<String>,
 }
 
 impl PtxasReport {
@@ -98,6 +102,10 @@ pub fn parse(text: &str) -> PtxasReport {
         };
         if kind.starts_with("warning") {
             report.warnings.push(body.to_string());
+            continue;
+        }
+        if kind.starts_with("info") && body.contains("Potential Performance Loss") {
+            report.performance_losses.push(body.to_string());
             continue;
         }
         if let Some(rest) = body.strip_prefix("Compiling entry function") {
@@ -164,6 +172,8 @@ mod tests {
 
     /// ptxas 13.0 on our elementwise module, with a matrix kernel and a device function added by hand.
     const REPORT: &str = "\
+ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program \
+dependence on compiler-inserted WG.AR in divergent path in the function 'attn_fwd'
 ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'exp2_f32' for 'sm_90a'
 ptxas info    : Function properties for exp2_f32
@@ -192,6 +202,9 @@ ptxas info    : Compile time = 1.5 ms
         assert_eq!(names, [("exp2_f32", true), ("axpy_f32", true), ("helper", false), ("gemm_bf16", true)]);
         assert_eq!(report.warnings.len(), 1);
         assert!(report.warnings[0].starts_with("(C7508)"));
+        assert_eq!(report.performance_losses.len(), 1);
+        assert!(report.performance_losses[0].starts_with("(C7520)"));
+        assert!(report.performance_losses[0].ends_with("'attn_fwd'"));
     }
 
     #[test]
