@@ -1373,6 +1373,7 @@ unsafe fn probabilities<C: Config>(
                     let row_lse = if PAIR == 0 { lse0 } else { lse1 };
                     let mut probability = mufu::ex2_approx(core::intrinsics::fmaf32(s[i], scale_log2, -row_lse));
                     if masked {
+                        // Key j is hidden from query row i when j > i + seq_k − seq_q.
                         let key = key0 + warpgroup.row + 8 * HALF;
                         let query = q0 + first_query + column + PAIR;
                         if key + problem.seq_q > query + problem.seq_k {
