@@ -12,9 +12,9 @@
 #
 # Prints per shape our TFLOP/s (the backward: default and deterministic mode), cuDNN's two readings and the ratios
 # to their mean; then the geomeans, the lowest ratio (and the deterministic mode's cost). A row whose two cuDNN
-# readings differ by more than 2% is flagged "unsteady". With both sides' SM clocks (NVML, sampled while the timed
-# calls run) also the ratio per clock: work per cycle, which the power cap's clock swings between rows do not move.
-# Extra arguments for `oxtile bench attn` in $OXTILE_ARGS.
+# readings differ by more than 2% is flagged "unsteady". Beside each side's TFLOP/s, the SM clock it ran at (NVML):
+# under the power cap a kernel that draws more power is timed at a lower clock. Extra arguments for `oxtile bench
+# attn` in $OXTILE_ARGS.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 direction=() op=attn
@@ -45,7 +45,7 @@ python3 - "$out" "$i" "$op" <<'PY'
 import json, math, sys
 out, n, op = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 base = "oxtile-bwd" if op == "attn-bwd" else "oxtile"
-ratios, det_ratios, det_costs, per_clock_ratios = [], [], [], []
+ratios, det_ratios, det_costs = [], [], []
 geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
 for i in range(1, n + 1):
     try:
@@ -71,20 +71,14 @@ for i in range(1, n + 1):
     if op == "attn" and best > row["tflops"]:
         text += f" (best variant {best:7.1f})"
     flag = "  unsteady" if abs(peer[0] - peer[1]) / mean > 0.02 else ""
-    # Per clock: each side's TFLOP/s over the SM clock it was timed at (the kernels' work per cycle, whatever the
-    # power cap made of the clock), where both sides' clocks are known.
+    # Each side's SM clock while it was timed: which side the power cap held lower. Not a ratio per clock: the
+    # kernels are not all compute-bound, and on an H100 such ratios swung 0.84-1.27 where the times moved 0.93-1.07
+    # (docs/perf-notes.md, session 48).
     clocks = [r.get("sm_mhz") for r in peer_rows]
-    per_clock = ""
-    if row.get("sm_mhz") and all(clocks):
-        peer_per_mhz = sum(r["tflops"] / r["sm_mhz"] for r in peer_rows) / 2
-        per_clock_ratios.append(row["tflops"] / row["sm_mhz"] / peer_per_mhz)
-        per_clock = f" (cuDNN {clocks[0]} / {clocks[1]})  per clock {per_clock_ratios[-1]:.3f}"
-    print(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz{per_clock}{flag}")
+    peer_clocks = f" (cuDNN {clocks[0]} / {clocks[1]})" if all(clocks) else ""
+    print(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz{peer_clocks}{flag}")
 if ratios:
     print(f"geomean {geo(ratios):.3f}, lowest {min(ratios):.3f}, over {len(ratios)} rows")
-if per_clock_ratios:
-    print(f"per clock: geomean {geo(per_clock_ratios):.3f}, lowest {min(per_clock_ratios):.3f}, "
-          f"over {len(per_clock_ratios)} rows")
 if det_ratios:
     print(f"deterministic: geomean {geo(det_ratios):.3f} of cuDNN; default / deterministic time: geomean "
           f"{geo(det_costs):.3f}, largest {max(det_costs):.3f}")

@@ -17,9 +17,9 @@ calls after 5 (a burst: on an H100, 8,16,4096,128 full forward at ~1980 MHz), wh
 defaults runs every variant's 50 calls in 5 rounds (~0.5 s of load: ~1700 MHz), which alone made cuDNN look 9%
 faster than ours (docs/perf-notes.md, session 47). `--settle-s S` runs the calls back to back for S seconds before
 timing (match it with `oxtile bench attn --settle-ms`), so both sides are timed at the sustained clock. Each row
-records the SM clock (NVML) sampled while its timed calls run (`sm_mhz`, the median), as `oxtile bench attn` does for
-ours: on an H100 the settled clock of one shape still moves by 10-20% between runs, and the two clocks say whether a
-ratio is the kernels' or the clock's.
+records the SM clock (NVML, the median of samples taken while its timed calls run: `sm_mhz`, as `oxtile bench attn`
+reports ours): on an H100 the clock after a 1 s settle differs by 10-20% between shapes and between the two sides,
+as each kernel's power draw sets it under the cap.
 """
 import argparse
 import ctypes
