@@ -5,8 +5,8 @@
 # sustained load runs at under the power cap. Without it the two sides were not comparable: torch_reference.py
 # times 20 calls after 5 (a burst at the top clock) while `oxtile bench attn` times every variant in rounds after
 # ~0.5 s of load, which alone put cuDNN 9% ahead on 8,16,4096,128 full on an H100 (docs/perf-notes.md, session 47).
-# SETTLE_MS=0 times both as bursts instead: ours 20 calls after 5, one variant after another, the default kernel
-# first. On the GPU machine, from the bundle (gpu-run/ holds oxtile and torch_attn.py):
+# SETTLE_MS=0 times both as bursts instead: ours 20 calls after 5. Only the rows the table reads are timed: our
+# default kernel (and the backward's deterministic mode), cuDNN without FlashAttention-2. On the GPU machine, from the bundle (gpu-run/ holds oxtile and torch_attn.py):
 #
 #   [SETTLE_MS=1000] bash adjacent_attn.sh [--backward] OXTILE_BINARY OUT_DIR B,H,S,D,full|causal ...
 #
@@ -28,16 +28,18 @@ if [ "$settle_ms" -gt 0 ]; then
 else
   ours=(--warmup 5 --runs 20 --rounds 1)
 fi
+# Only the rows the table reads (the ablations and FlashAttention-2 would double each row's device time).
+if [ "$op" = attn-bwd ]; then ours+=(--only oxtile-bwd,oxtile-bwd-det); else ours+=(--only oxtile); fi
 settle_s=$(python3 -c "print($settle_ms / 1000)")
 mkdir -p "$out"
 i=0
 for s in "$@"; do
   i=$((i + 1))
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" --only cudnn \
     --json "$out/peer_before_$i.json" > /dev/null 2>&1
   timeout 300 "$ox" bench attn "${direction[@]}" --shapes "$s" "${ours[@]}" ${OXTILE_ARGS:-} --json "$out/ours_$i.json" \
     > "$out/ours_$i.txt" 2>&1
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" --only cudnn \
     --json "$out/peer_after_$i.json" > /dev/null 2>&1
 done
 echo "settled ${settle_ms} ms before timing, both sides"

@@ -97,7 +97,10 @@ def held_median_ms(fn, sets, settle_s, clock, iters=20, warm=3):
     return times[len(times) // 2], (mhz[len(mhz) // 2] if mhz else None)
 
 
-def attn(spec, backward, settle_s, clock):
+BACKENDS = ("cudnn", "flash2")
+
+
+def attn(spec, backward, settle_s, clock, only=BACKENDS):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     b, h, s, d, mode = spec.split(",")
     b, h, s, d = int(b), int(h), int(s), int(d)
@@ -107,6 +110,8 @@ def attn(spec, backward, settle_s, clock):
     count = max(2, min(4, int(4 * 60e6 // (8 * 2 * b * h * s * d)) + 1))
     rows = []
     for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash2", SDPBackend.FLASH_ATTENTION)):
+        if name not in only:
+            continue
         try:
             with sdpa_kernel(backend):
                 sets = []
@@ -137,11 +142,12 @@ def main():
     p.add_argument("shapes", nargs="*")
     p.add_argument("--backward", action="store_true", help="time the backward alone (default: the forward)")
     p.add_argument("--settle-s", type=float, default=0.0, help="back-to-back calls for this long before timing")
+    p.add_argument("--only", choices=BACKENDS, action="append", help="time only this backend (repeatable)")
     p.add_argument("--json", help="also write the rows to this file")
     a = p.parse_args()
     rows, clock = [], SmClock()
     for spec in a.shapes or SUITE:
-        rows.extend(attn(spec, a.backward, a.settle_s, clock))
+        rows.extend(attn(spec, a.backward, a.settle_s, clock, a.only or BACKENDS))
     what = "backward alone" if a.backward else "forward"
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}, timing held, {what}, settled {a.settle_s} s")
     for r in rows:

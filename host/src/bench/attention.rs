@@ -401,12 +401,13 @@ pub fn bench_attn_backward(
     info: &DeviceInfo,
     pool: &InputPool,
     problem: &AttnBenchProblem,
+    contenders: &[(&'static str, BackwardMode)],
     config: &AttnBenchConfig,
     observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
     match problem.dtype {
-        Dtype::Bf16 => backward_typed::<bf16>(gpu, info, pool, problem, config, observer),
-        Dtype::F16 => backward_typed::<f16>(gpu, info, pool, problem, config, observer),
+        Dtype::Bf16 => backward_typed::<bf16>(gpu, info, pool, problem, contenders, config, observer),
+        Dtype::F16 => backward_typed::<f16>(gpu, info, pool, problem, contenders, config, observer),
     }
 }
 
@@ -428,6 +429,7 @@ fn backward_typed<T: AttnElement + CheckValue>(
     info: &DeviceInfo,
     pool: &InputPool,
     problem: &AttnBenchProblem,
+    contenders: &[(&'static str, BackwardMode)],
     config: &AttnBenchConfig,
     observer: &mut dyn BenchObserver,
 ) -> Result<Vec<Row>> {
@@ -469,7 +471,7 @@ fn backward_typed<T: AttnElement + CheckValue>(
     let mut rows = Vec::new();
     let mut plans: Vec<Vec<AttnBwdPlan<T>>> = Vec::new();
     let mut ready = Vec::new();
-    for (index, (name, mode)) in BACKWARD_CONTENDERS.into_iter().enumerate() {
+    for (index, &(name, mode)) in contenders.iter().enumerate() {
         observer.step(&format!("{problem} {name}: check"));
         let mut row = Row::new("attn-bwd", problem.shape.to_string(), name);
         row.kind = Some("oxtile".into());
@@ -528,11 +530,9 @@ fn backward_typed<T: AttnElement + CheckValue>(
         config.rounds,
         meter.as_ref(),
         &mut |event| match event {
-            TurnEvent::Start(turn) => observer.step(&format!(
-                "{problem} {}: round {}/{rounds}",
-                BACKWARD_CONTENDERS[turn.contender].0,
-                turn.round + 1
-            )),
+            TurnEvent::Start(turn) => {
+                observer.step(&format!("{problem} {}: round {}/{rounds}", contenders[turn.contender].0, turn.round + 1))
+            }
             TurnEvent::Done(turn, times, clock) => {
                 observer.turn_done(&TurnRecord::new(&rows[turn.contender], turn.round, times, clock))
             }

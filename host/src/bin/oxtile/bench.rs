@@ -205,6 +205,10 @@ struct AttnArgs {
     /// the dQ conversion together); FLOPs 2.5 × the forward's, halved when causal.
     #[arg(long)]
     backward: bool,
+    /// Time only these rows (e.g. oxtile, or oxtile-bwd,oxtile-bwd-det with --backward); comma-separated.
+    /// scripts/adjacent_attn.sh times the default kernel alone this way, in a third of the device time.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    only: Vec<String>,
     /// Seed of the random inputs (default: fresh from the clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -214,6 +218,14 @@ struct AttnArgs {
     rounds: Rounds,
     #[command(flatten)]
     output: Output,
+}
+
+/// `items` whose name is in `only` (all of them when it is empty), or the first name in `only` that none has.
+fn select<'a, T: Copy>(items: &[T], name: impl Fn(&T) -> &str, only: &'a [String]) -> Result<Vec<T>, &'a str> {
+    if let Some(unknown) = only.iter().find(|wanted| !items.iter().any(|item| name(item) == wanted.as_str())) {
+        return Err(unknown);
+    }
+    Ok(items.iter().copied().filter(|item| only.is_empty() || only.iter().any(|wanted| wanted == name(item))).collect())
 }
 
 #[derive(clap::Args)]
@@ -531,6 +543,23 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
     let shapes = if args.shapes.is_empty() { suite::attn_suite() } else { args.shapes.clone() };
     let op = if args.backward { "attn-bwd" } else { "attn" };
     let keep = |row: &Row| row.op == op && row.shape.parse::<AttnShape>().is_ok_and(|s| shapes.contains(&s));
+    let selected = if args.backward {
+        select(&attention::BACKWARD_CONTENDERS, |c| c.0, &args.only).map(|backward| (Vec::new(), backward))
+    } else {
+        select(&attention::CONTENDERS, |c| c.name, &args.only).map(|forward| (forward, Vec::new()))
+    };
+    let (contenders, backward_contenders) = match selected {
+        Ok(selected) => selected,
+        Err(unknown) => {
+            let known: Vec<&str> = if args.backward {
+                attention::BACKWARD_CONTENDERS.iter().map(|c| c.0).collect()
+            } else {
+                attention::CONTENDERS.iter().map(|c| c.name).collect()
+            };
+            eprintln!("error: --only {unknown}: no such row (known: {})", known.join(", "));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let Some(gpu) = open_gpu()? else {
         // Nothing of ours can run; the peers' rows are still worth a table.
         let mut rows = Vec::new();
@@ -565,9 +594,8 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
         .iter()
         .flat_map(|&dtype| shapes.iter().map(move |&shape| AttnBenchProblem { shape, dtype }))
         .collect();
-    let contenders = attention::CONTENDERS;
     let pool = InputPool::new(seed);
-    let per_problem = if args.backward { attention::BACKWARD_CONTENDERS.len() } else { contenders.len() };
+    let per_problem = if args.backward { backward_contenders.len() } else { contenders.len() };
     let mut watch = Watch::new(&gpu, problems.len() * per_problem * (1 + config.rounds));
     let mut rows = Vec::new();
     let op = if args.backward { "attn-bwd" } else { "attn" };
@@ -576,7 +604,7 @@ fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
     }
     for problem in &problems {
         let result = if args.backward {
-            attention::bench_attn_backward(&gpu, &info, &pool, problem, &config, &mut watch)
+            attention::bench_attn_backward(&gpu, &info, &pool, problem, &backward_contenders, &config, &mut watch)
         } else {
             attention::bench_attn(&gpu, &info, &pool, problem, &contenders, &config, &mut watch)
         };
@@ -768,4 +796,28 @@ fn run_ns(args: &NsArgs) -> oxtile::Result<ExitCode> {
     print!("{}", report::render_table(&rows, ns::GEMM_BASELINE));
     write_outputs(&args.output, &rows, &format!("Symmetric GEMM and Newton-Schulz on {}", info.name))?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::select;
+    use oxtile::bench::attention;
+
+    fn names(only: &[&str]) -> Result<Vec<&'static str>, String> {
+        let only: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+        select(&attention::CONTENDERS, |c| c.name, &only)
+            .map(|c| c.iter().map(|c| c.name).collect())
+            .map_err(String::from)
+    }
+
+    #[test]
+    fn only_keeps_the_named_rows_in_table_order_and_refuses_unknown_names() {
+        assert_eq!(names(&[]).unwrap().len(), attention::CONTENDERS.len());
+        assert_eq!(names(&["oxtile"]).unwrap(), ["oxtile"]);
+        assert_eq!(names(&["oxtile-mufu", "oxtile"]).unwrap(), ["oxtile", "oxtile-mufu"]);
+        assert_eq!(names(&["oxtile", "oxtile-bwd"]).unwrap_err(), "oxtile-bwd");
+        let only = vec!["oxtile-bwd-det".to_string()];
+        let backward = select(&attention::BACKWARD_CONTENDERS, |c| c.0, &only).unwrap();
+        assert_eq!(backward.iter().map(|c| c.0).collect::<Vec<_>>(), ["oxtile-bwd-det"]);
+    }
 }
