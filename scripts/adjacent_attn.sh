@@ -6,7 +6,8 @@
 # times 20 calls after 5 (a burst at the top clock) while `oxtile bench attn` times every variant in rounds after
 # ~0.5 s of load, which alone put cuDNN 9% ahead on 8,16,4096,128 full on an H100 (docs/perf-notes.md, session 47).
 # SETTLE_MS=0 times both as bursts instead: ours 20 calls after 5. Only the rows the table reads are timed: our
-# default kernel (and the backward's deterministic mode), cuDNN without FlashAttention-2. On the GPU machine, from the bundle (gpu-run/ holds oxtile and torch_attn.py):
+# default kernel (and the backward's deterministic mode), cuDNN without FlashAttention-2. On the GPU machine, from
+# the bundle (gpu-run/ holds oxtile and torch_attn.py):
 #
 #   [SETTLE_MS=1000] bash adjacent_attn.sh [--backward] OXTILE_BINARY OUT_DIR B,H,S,D,full|causal ...
 #
@@ -35,12 +36,12 @@ mkdir -p "$out"
 i=0
 for s in "$@"; do
   i=$((i + 1))
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" --only cudnn \
-    --json "$out/peer_before_$i.json" > /dev/null 2>&1
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+    --only cudnn --json "$out/peer_before_$i.json" > /dev/null 2>&1
   timeout 300 "$ox" bench attn "${direction[@]}" --shapes "$s" "${ours[@]}" ${OXTILE_ARGS:-} --json "$out/ours_$i.json" \
     > "$out/ours_$i.txt" 2>&1
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" --only cudnn \
-    --json "$out/peer_after_$i.json" > /dev/null 2>&1
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+    --only cudnn --json "$out/peer_after_$i.json" > /dev/null 2>&1
 done
 echo "settled ${settle_ms} ms before timing, both sides"
 python3 - "$out" "$i" "$op" <<'PY'
@@ -78,7 +79,8 @@ for i in range(1, n + 1):
     # (docs/perf-notes.md, session 48).
     clocks = [r.get("sm_mhz") for r in peer_rows]
     peer_clocks = f" (cuDNN {clocks[0]} / {clocks[1]})" if all(clocks) else ""
-    print(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz{peer_clocks}{flag}")
+    print(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz"
+          f"{peer_clocks}{flag}")
 if ratios:
     print(f"geomean {geo(ratios):.3f}, lowest {min(ratios):.3f}, over {len(ratios)} rows")
 if det_ratios:

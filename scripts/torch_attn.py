@@ -50,7 +50,8 @@ class SmClock:
                 bus_id = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0".encode()
                 found = nvml.nvmlDeviceGetHandleByPciBusId_v2(ctypes.c_char_p(bus_id), ctypes.byref(handle)) == 0
             else:  # one device: NVML's first is CUDA's
-                found = torch.cuda.device_count() == 1 and nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0
+                found = (torch.cuda.device_count() == 1
+                         and nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) == 0)
             if found:
                 self.nvml, self.handle = nvml, handle
         except OSError:
