@@ -311,6 +311,11 @@ pub struct AttnTile {
     /// masked scores (the causal diagonal, the tile past seq_k). The first then holds no masking code to branch
     /// around. The kernel's `spec` and `nopingpong` ablations keep one loop.
     pub masked_loop: bool,
+    /// The softmax's row sums come from the tensor cores instead of FADDs: P·V runs 8 columns wider
+    /// (m64n{head_dim + 8}), its B operand's extra columns read from a block of ones in shared memory
+    /// ([`AttnTile::smem_ones_offset`]), so O's extra columns accumulate Σ P, rescaled with O. Where the softmax,
+    /// not the tensor core, is the wall (head dim 64).
+    pub mma_row_sums: bool,
 }
 
 impl AttnTile {
@@ -361,10 +366,22 @@ impl AttnTile {
         if self.o_in_q { 0 } else { self.smem_q_bytes() }
     }
 
+    /// The block of ones that P·V's extra columns read ([`AttnTile::mma_row_sums`]): after every V stage, so that
+    /// the descriptors' leading byte offset reaches it from each of them, on a swizzle-atom boundary.
+    pub const fn smem_ones_offset(&self) -> u32 {
+        self.smem_v_offset(self.stages) + self.smem_o_bytes()
+    }
+
+    /// Bytes of the block of ones: one k16 slice of an MN-major 128-byte-swizzled operand (16 k rows of 128 bytes),
+    /// the most an m64n{..}k16 wgmma reads of one 64-column block; none without [`AttnTile::mma_row_sums`].
+    pub const fn smem_ones_bytes(&self) -> u32 {
+        if self.mma_row_sums { 16 * 128 } else { 0 }
+    }
+
     /// Barriers after the operands: Q full and Q empty per Q buffer, then K full, K empty, V full, V empty per
     /// stage.
     pub const fn barriers_offset(&self) -> u32 {
-        self.smem_v_offset(self.stages) + self.smem_o_bytes()
+        self.smem_ones_offset() + self.smem_ones_bytes()
     }
 
     /// The work item the producer publishes to the consumers with the Q of `buffer`, after the barriers.
@@ -396,11 +413,13 @@ pub const ATTN_SM90_D128: AttnTile = AttnTile {
     element_bytes: 2,
     o_in_q: false,
     masked_loop: true,
+    mma_row_sums: false,
 };
 
 /// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
 /// short at this head dim: the next item's Q arrives while the current one is computed). One main loop: the
-/// masked tiles' own loop measured 2.5–5% slower here (docs/perf-notes.md, session 32).
+/// masked tiles' own loop measured 2.5–5% slower here (docs/perf-notes.md, session 32). The row sums by the tensor
+/// cores: here the softmax's issue slots, not the tensor cores, bound the loop.
 pub const ATTN_SM90_D64: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 128,
@@ -411,6 +430,7 @@ pub const ATTN_SM90_D64: AttnTile = AttnTile {
     element_bytes: 2,
     o_in_q: false,
     masked_loop: false,
+    mma_row_sums: true,
 };
 
 /// Hopper attention forward, head dim 256 (FlashAttention-3's tile for it): 128 query rows × 80 keys per step, 2
@@ -429,6 +449,7 @@ pub const ATTN_SM90_D256: AttnTile = AttnTile {
     element_bytes: 2,
     o_in_q: true,
     masked_loop: false,
+    mma_row_sums: false,
 };
 
 /// Every Hopper attention tile, for the checks below and the host's lookups.
@@ -436,7 +457,8 @@ pub const ATTN_SM90_TILES: [AttnTile; 3] = [ATTN_SM90_D64, ATTN_SM90_D128, ATTN_
 
 // The budgets, to the byte (operands, own O staging, 8-byte barriers, 4-byte work slots).
 const _: () = assert!(ATTN_SM90_D128.smem_bytes() == 32 * 1024 + 4 * 32 * 1024 + 32 * 1024 + 10 * 8 + 4);
-const _: () = assert!(ATTN_SM90_D64.smem_bytes() == 2 * 16 * 1024 + 8 * 16 * 1024 + 16 * 1024 + 20 * 8 + 2 * 4);
+const _: () =
+    assert!(ATTN_SM90_D64.smem_bytes() == 2 * 16 * 1024 + 8 * 16 * 1024 + 16 * 1024 + 2 * 1024 + 20 * 8 + 2 * 4);
 const _: () = assert!(ATTN_SM90_D256.smem_bytes() == 64 * 1024 + 4 * 40 * 1024 + 10 * 8 + 4);
 const _: () = {
     let mut i = 0;

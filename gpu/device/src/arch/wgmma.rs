@@ -128,6 +128,32 @@ pub const fn desc_advance(desc: u64, bytes: u32) -> u64 {
     (desc & 0xffff_ffff_0000_0000) | (desc as u32).wrapping_add(bytes >> 4) as u64
 }
 
+/// `desc` (an MN-major operand, 128-byte swizzle) with its second 64-index M/N block read `block_bytes` after its
+/// start instead of where the layout puts it: the leading byte offset ([`sw128_fields`]) replaced. A wgmma with N
+/// (or M) between 64 and 128 then reads its indices 64.. from that block, e.g. a block of ones that makes the extra
+/// columns of D the row sums of A. `block_bytes`: a positive multiple of 16 below 2^18.
+#[inline(always)]
+pub const fn desc_with_leading(desc: u64, block_bytes: u32) -> u64 {
+    (desc & !(0x3fff << 16)) | (((block_bytes as u64 & 0x3_ffff) >> 4) << 16)
+}
+
+/// [`desc_advance`] for a descriptor of [`desc_with_leading`]: the start address moves `bytes` on and the leading
+/// byte offset `bytes` back, so the second block stays where it is (a fixed block read beside each k-step of the
+/// first). Both fields are in the low word (bits 0–13 and 16–29) and stay in range (the offset must be at least
+/// `bytes`), so one 32-bit add moves both.
+#[inline(always)]
+pub const fn desc_advance_fixed_leading(desc: u64, bytes: u32) -> u64 {
+    let delta = (bytes >> 4).wrapping_sub((bytes >> 4) << 16);
+    (desc & 0xffff_ffff_0000_0000) | (desc as u32).wrapping_add(delta) as u64
+}
+
+// Moving the start address and the leading byte offset together keeps every other field.
+const _: () = {
+    let d = desc_with_leading(desc_mn_major_sw128(0x8000, 16384), 0x2_c000 - 0x8000);
+    let moved = desc_advance_fixed_leading(d, 2048);
+    assert!(moved == desc_with_leading(desc_mn_major_sw128(0x8800, 16384), 0x2_c000 - 0x8800));
+};
+
 /// `wgmma.fence.sync.aligned`: orders this warpgroup's register accesses before the next `mma_async`.
 #[inline(always)]
 pub fn fence() {
@@ -349,6 +375,15 @@ mma_rs!(
 mma_rs!(
     /// D(64×64, f32) += A(64×16, f16, registers) · B(16×64, f16): 32 accumulators per thread.
     mma_rs_m64n64k16_f32_f16, "m64n64k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31]
+);
+mma_rs!(
+    /// D(64×72, f32) += A(64×16, bf16, registers) · B(16×72, bf16): 36 accumulators per thread (attention's O at head
+    /// dim 64 with its row sums in columns 64..72).
+    mma_rs_m64n72k16_f32_bf16, "m64n72k16", "bf16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35]
+);
+mma_rs!(
+    /// D(64×72, f32) += A(64×16, f16, registers) · B(16×72, f16): 36 accumulators per thread.
+    mma_rs_m64n72k16_f32_f16, "m64n72k16", "f16", [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35]
 );
 mma_rs!(
     /// D(64×256, f32) += A(64×16, bf16, registers) · B(16×256, bf16): 128 accumulators per thread (attention's O at

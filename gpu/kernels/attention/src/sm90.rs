@@ -21,7 +21,9 @@
 //! it by more than [`ATTN_RESCALE_THRESHOLD_LOG2`] in log2 units (lazy rescaling), so most tiles skip the
 //! rescale of O and of the running sum; terms 2^((s − m)·scale·log2 e) then stay below 2^8, and the result is
 //! exact because the final normalization uses the m actually applied. `NUM` of every `DEN` exponentials go to
-//! the FMA-pipe polynomial ([`crate::softmax::exp2`]), the rest to MUFU.EX2.
+//! the FMA-pipe polynomial ([`crate::softmax::exp2`]), the rest to MUFU.EX2. At head dim 64 the row sums are not
+//! FADDs but 8 more columns of P·V against a block of ones ([`AttnTile::mma_row_sums`]): Σ of the 16-bit P that O
+//! is made of, rescaled with O.
 //!
 //! Kernel ABI (the host, host/src/ops/attention.rs, pushes the parameters in this order): see [`attn_kernel`].
 
@@ -63,7 +65,9 @@ trait Config {
     /// The scores packed two per register: the A fragments of the `tile_kv / 16` k16 steps of P·V.
     type Packed: Copy + AsRef<[u32]> + AsMut<[u32]>;
     const PACKED_ZERO: Self::Packed;
-    /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O.
+    /// `head_dim / 2` f32 per thread: the m64n{head_dim} accumulator fragment of O; with
+    /// [`AttnTile::mma_row_sums`] the m64n{head_dim + 8} one, whose last 4 values are the thread's two rows' sums
+    /// ([`row_sums`]).
     type Out: Copy + AsRef<[f32]> + AsMut<[f32]>;
     const OUT_ZERO: Self::Out;
     /// S (+)= Q·Kᵀ for one k16 step of the head dimension; both operands K-major in shared memory. The first step
@@ -86,7 +90,8 @@ macro_rules! config {
 
         // The unrolled loops over S cover it; the k16 steps of P·V tile it; O is m64n{head_dim}.
         const _: () = assert!($scores <= MAX_SCORES && $scores % 8 == 0 && $tile.tile_kv == 2 * $scores);
-        const _: () = assert!($tile.head_dim == 2 * $out && $out <= MAX_OUT);
+        // O's fragment: head_dim columns, and 8 more for the row sums when the tensor cores take them.
+        const _: () = assert!($tile.head_dim + 8 * $tile.mma_row_sums as u32 == 2 * $out && $out <= MAX_OUT);
         // The registers the warpgroups claim fit what the block holds: the `.maxntid` cap at entry (65,536 over the
         // threads, rounded down to 8) for every thread.
         const _: () = assert!(
@@ -183,11 +188,11 @@ config!(
     Bf16D64,
     ATTN_SM90_D64,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n64k16_f32_bf16,
+    mma_rs_m64n72k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 32,
+    out = 36,
     registers = (32, 232),
     poly = (1, 8),
     lazy = true,
@@ -198,11 +203,11 @@ config!(
     F16D64,
     ATTN_SM90_D64,
     mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
-    mma_rs_m64n64k16_f32_f16,
+    mma_rs_m64n72k16_f32_f16,
     convert::pack_f16x2,
     convert::unpack_f16x2,
     scores = 64,
-    out = 32,
+    out = 36,
     registers = (32, 232),
     poly = (1, 8),
     lazy = true,
@@ -262,11 +267,11 @@ config!(
     Bf16D64Mufu,
     ATTN_SM90_D64,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n64k16_f32_bf16,
+    mma_rs_m64n72k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 32,
+    out = 36,
     registers = (32, 232),
     poly = (0, 1),
     lazy = true,
@@ -506,6 +511,10 @@ impl SmemMap {
     fn v_empty(&self, stage: u32) -> u32 {
         self.barrier(2 * self.tile.q_buffers + 3 * self.tile.stages + stage)
     }
+    /// The block of ones P·V's row-sum columns read ([`AttnTile::mma_row_sums`]).
+    fn ones(&self) -> u32 {
+        self.base + self.tile.smem_ones_offset()
+    }
 }
 
 /// The descriptor fields of a K-major operand (Q, K): each 64-column block of head dim a 128-byte swizzled tile
@@ -624,6 +633,15 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             }
         }
         mbarrier::fence_init();
+    }
+    // The block of ones for the row sums, 16 bytes a thread of the first warpgroup, made visible to the wgmma that
+    // read it (the async proxy) before the block's barrier.
+    if tile.mma_row_sums && thread_idx_x() < tile.smem_ones_bytes() / 16 {
+        let (ones, at) = (C::pack2(1.0, 1.0), smem.ones() + 16 * thread_idx_x());
+        seq!(WORD in 0..4 {
+            unsafe { smem::store_u32(at + 4 * WORD, ones) };
+        });
+        smem::fence_proxy_async_shared();
     }
     barrier::sync_threads();
 
@@ -830,7 +848,8 @@ impl Rows {
 }
 
 /// Online-softmax state of a thread's two rows: the maximum applied to O and the running sum (raw score units;
-/// the sum is this thread's partial sum, reduced over the row's four threads at the end).
+/// the sum is this thread's partial sum, reduced over the row's four threads at the end; unused, and its
+/// arithmetic dead, where O's extra columns carry the sums, [`AttnTile::mma_row_sums`]).
 struct Softmax {
     max: [f32; 2],
     sum: [f32; 2],
@@ -906,9 +925,12 @@ fn softmax_tile<C: Config>(
     });
     let base = [state.base_log2(0, scale_log2), state.base_log2(1, scale_log2)];
     let tile_sum = exponentiate::<C>(s, base, scale_log2, |_, _| {});
-    seq!(HALF in 0..2 {
-        state.sum[HALF] += tile_sum[HALF];
-    });
+    // With the sums taken by P·V, this thread's partial sums are dead and their FADDs go.
+    if !C::TILE.mma_row_sums {
+        seq!(HALF in 0..2 {
+            state.sum[HALF] += tile_sum[HALF];
+        });
+    }
     factor
 }
 
@@ -1274,7 +1296,9 @@ impl Warpgroup<'_> {
         });
     }
 
-    /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block).
+    /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block). With
+    /// [`AttnTile::mma_row_sums`] (one 64-column block of V) B's columns 64..72 are the block of ones, reached from
+    /// each k-step of V by the descriptor's leading byte offset, so O's last columns gain Σ P.
     #[inline(always)]
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
         let p = p.as_ref();
@@ -1283,10 +1307,17 @@ impl Warpgroup<'_> {
             let v = sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv);
             (wgmma::sw128_fields(&v), wgmma::k16_step_bytes(&v))
         };
-        let desc_v = wgmma::desc(self.smem.v(stage, 0), v_major);
+        const { assert!(!C::TILE.mma_row_sums || C::TILE.head_dim == 64) };
+        let v = self.smem.v(stage, 0);
+        let desc_v = wgmma::desc(v, v_major);
+        let desc_v = if C::TILE.mma_row_sums { wgmma::desc_with_leading(desc_v, self.smem.ones() - v) } else { desc_v };
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
-                let desc_v = wgmma::desc_advance(desc_v, STEP * v_step);
+                let desc_v = if C::TILE.mma_row_sums {
+                    wgmma::desc_advance_fixed_leading(desc_v, STEP * v_step)
+                } else {
+                    wgmma::desc_advance(desc_v, STEP * v_step)
+                };
                 let a = [p[4 * STEP], p[4 * STEP + 1], p[4 * STEP + 2], p[4 * STEP + 3]];
                 unsafe { C::mma_pv(o, &a, desc_v) };
             }
@@ -1356,6 +1387,24 @@ fn pack<C: Config>(s: &C::Scores) -> C::Packed {
     packed
 }
 
+/// The sums of this thread's two rows' terms over all key tiles: O's last columns ([`AttnTile::mma_row_sums`]:
+/// every column of that 8-column block holds its row's sum, all four threads of the row alike), or the thread's
+/// partial sums reduced over the row's four threads.
+#[inline(always)]
+fn row_sums<C: Config>(o: &[f32], state: &Softmax) -> [f32; 2] {
+    let mut sums = [0.0f32; 2];
+    seq!(HALF in 0..2 {
+        sums[HALF] = if C::TILE.mma_row_sums {
+            o[C::TILE.head_dim as usize / 2 + 2 * HALF]
+        } else {
+            let mut sum = state.sum[HALF];
+            sum += warp::shfl_xor(sum, 1);
+            sum + warp::shfl_xor(sum, 2)
+        };
+    });
+    sums
+}
+
 /// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
 /// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
 /// algebra's [`SW128_64X64_B16`]) and its leader has TMA store them, clipping rows past seq_q. The log-sum-exp
@@ -1376,10 +1425,9 @@ unsafe fn store_output<C: Config>(
     let o = o.as_ref();
     let lane_is_row_leader = thread_idx_x().is_multiple_of(4);
     let mut inverse = [0.0f32; 2];
+    let sums = row_sums::<C>(o, state);
     seq!(HALF in 0..2 {
-        let mut sum = state.sum[HALF];
-        sum += warp::shfl_xor(sum, 1);
-        sum += warp::shfl_xor(sum, 2);
+        let sum = sums[HALF];
         inverse[HALF] = if sum > 0.0 { 1.0 / sum } else { 0.0 };
         let row = rows.index(HALF);
         if lane_is_row_leader && row < problem.seq_q {
@@ -1406,7 +1454,7 @@ unsafe fn store_output<C: Config>(
     // instead of once before the work loop and held (spilled, at the main loop's register pressure) until now.
     let (local, first_column) = (opaque_here(rows.local), opaque_here(rows.column));
     seq!(BLOCK in 0..32 {
-        if 4 * BLOCK < o.len() {
+        if 8 * BLOCK < C::TILE.head_dim as usize {
             let column = 8 * BLOCK as u32 + first_column;
             let staging = smem.o(q, column / 64, warpgroup.q_rows_offset);
             seq!(HALF in 0..2 {
