@@ -141,7 +141,8 @@ fwdtable)
 ncufwd)
   build=${1:?BUILD}; shape=${2:-8,16,4096,128,full}; d=$(echo "$shape" | cut -d, -f4)
   sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats
-    --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section Occupancy)
+    --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section Occupancy
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,lts__t_sectors.avg.pct_of_peak_sustained_elapsed)
   echo "=== ours: attn_fwd_bf16_d${d}_sm90 ($shape)"
   timeout 200 ncu -k "regex:^attn_fwd_bf16_d${d}_sm90\$" -c 1 "${sections[@]}" \
     "./$build/oxtile" bench attn --shapes "$shape" --rounds 1 > "$OUT/ncufwd-ours.txt" 2>&1
@@ -150,8 +151,8 @@ ncufwd)
     python3 "$root/scripts/torch_attn.py" "$shape" > "$OUT/ncufwd-cudnn.txt" 2>&1
   for f in ours cudnn; do
     echo "--- $f"
-    grep -E "^  [a-zA-Z_]|Elapsed Cycles|Duration|SM Frequency|Compute \(SM\) Throughput|Executed Ipc A|Issue Slots Busy|Executed Instructions  |Registers Per|Shared Memory Configuration Size|Dynamic Shared|Block Size|Grid Size|Warp Cycles Per Issued|Achieved Occupancy|Shared Load|Shared Store|L2 Hit|DRAM Through" \
-      "$OUT/ncufwd-$f.txt" | head -30
+    grep -E "^  [a-zA-Z_]|Elapsed Cycles|Duration|SM Frequency|Compute \(SM\) Throughput|Executed Ipc A|Issue Slots Busy|Executed Instructions  |Registers Per|Shared Memory Configuration Size|Dynamic Shared|Block Size|Grid Size|Warp Cycles Per Issued|Achieved Occupancy|Shared Load|Shared Store|L2 Hit|DRAM Through|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|SM Busy|sm__pipe|sm__inst|lts__t|Stall|No Eligible" \
+      "$OUT/ncufwd-$f.txt" | head -45
   done ;;
 python)
   site=$(mktemp -d)

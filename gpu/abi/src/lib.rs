@@ -478,6 +478,14 @@ const _: () = {
         assert!(tile.tile_q <= 256 && tile.tile_kv <= 256);
         // The output's staging takes the whole tile's rows, as Q's.
         assert!(tile.smem_o_offset(0).is_multiple_of(1024));
+        // The row sums' block of ones: P·V at most m64n{64 + 8} (one 64-column block of V), the block on a swizzle
+        // atom after every V stage, each k-step of each stage reaching it by a leading byte offset the descriptor's
+        // 14-bit field (in 16-byte units) holds.
+        if tile.mma_row_sums {
+            let ones = tile.smem_ones_offset();
+            assert!(tile.head_dim == AttnTile::BOX_COLS && ones.is_multiple_of(1024));
+            assert!(ones >= tile.smem_v_offset(tile.stages) && ones - tile.smem_v_offset(0) < 1 << 18);
+        }
         i += 1;
     }
 };
