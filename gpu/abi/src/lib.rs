@@ -312,9 +312,11 @@ pub struct AttnTile {
     /// around. The kernel's `spec` and `nopingpong` ablations keep one loop.
     pub masked_loop: bool,
     /// The softmax's row sums come from the tensor cores instead of FADDs: P·V runs 8 columns wider
-    /// (m64n{head_dim + 8}), its B operand's extra columns read from a block of ones in shared memory
-    /// ([`AttnTile::smem_ones_offset`]), so O's extra columns accumulate Σ P, rescaled with O. Where the softmax,
-    /// not the tensor core, is the wall (head dim 64).
+    /// (m64n{head_dim + 8}), its B operand's extra columns read ones from shared memory, so O's extra columns
+    /// accumulate Σ P, rescaled with O. At head dim 64 one 2 KiB block after the V stages
+    /// ([`AttnTile::smem_ones_offset`]), which each k-step's descriptor reaches by its leading byte offset; above,
+    /// where that offset steps between V's own column blocks, each V stage has one more column block, of ones
+    /// ([`AttnTile::smem_v_stage_bytes`]).
     pub mma_row_sums: bool,
 }
 
@@ -351,8 +353,15 @@ impl AttnTile {
         self.smem_q_offset(self.q_buffers) + stage * self.smem_kv_bytes()
     }
 
+    /// One V stage: the V tile, and with [`AttnTile::mma_row_sums`] above head dim 64 a column block of ones after
+    /// it.
+    pub const fn smem_v_stage_bytes(&self) -> u32 {
+        let ones = if self.mma_row_sums && self.head_dim > Self::BOX_COLS { self.tile_kv * 128 } else { 0 };
+        self.smem_kv_bytes() + ones
+    }
+
     pub const fn smem_v_offset(&self, stage: u32) -> u32 {
-        self.smem_k_offset(self.stages) + stage * self.smem_kv_bytes()
+        self.smem_k_offset(self.stages) + stage * self.smem_v_stage_bytes()
     }
 
     /// The output tile of the item whose Q is in `q_buffer`, staged for the TMA store: same layout as Q. A buffer of
@@ -375,7 +384,7 @@ impl AttnTile {
     /// Bytes of the block of ones: one k16 slice of an MN-major 128-byte-swizzled operand (16 k rows of 128 bytes),
     /// the most an m64n{..}k16 wgmma reads of one 64-column block; none without [`AttnTile::mma_row_sums`].
     pub const fn smem_ones_bytes(&self) -> u32 {
-        if self.mma_row_sums { 16 * 128 } else { 0 }
+        if self.mma_row_sums && self.head_dim == Self::BOX_COLS { 16 * 128 } else { 0 }
     }
 
     /// Barriers after the operands: Q full and Q empty per Q buffer, then K full, K empty, V full, V empty per
@@ -402,7 +411,8 @@ impl AttnTile {
 /// Hopper attention forward, head dim 128: 128 query rows × 128 keys per step, 2 stages of K and V, one Q tile. A
 /// second one (224 KB of shared memory in all) measured no faster: an item here runs twice as long as at head dim
 /// 64, so the wait for its Q at the start weighs half as much. The masked key tiles get a main loop of their own
-/// (+1.0–2.4% over one loop on 8,16,4096,128 and 32,16,1024,128 rows; docs/perf-notes.md, session 32).
+/// (+1.0–2.4% over one loop on 8,16,4096,128 and 32,16,1024,128 rows; docs/perf-notes.md, session 32). The row sums
+/// by the tensor cores (each V stage 48 KiB with its column block of ones; 224 KiB in all).
 pub const ATTN_SM90_D128: AttnTile = AttnTile {
     tile_q: 128,
     tile_kv: 128,
@@ -413,7 +423,7 @@ pub const ATTN_SM90_D128: AttnTile = AttnTile {
     element_bytes: 2,
     o_in_q: false,
     masked_loop: true,
-    mma_row_sums: false,
+    mma_row_sums: true,
 };
 
 /// Hopper attention forward, head dim 64: as [`ATTN_SM90_D128`] with a deeper ring and two Q tiles (work items are
@@ -456,7 +466,8 @@ pub const ATTN_SM90_D256: AttnTile = AttnTile {
 pub const ATTN_SM90_TILES: [AttnTile; 3] = [ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256];
 
 // The budgets, to the byte (operands, own O staging, 8-byte barriers, 4-byte work slots).
-const _: () = assert!(ATTN_SM90_D128.smem_bytes() == 32 * 1024 + 4 * 32 * 1024 + 32 * 1024 + 10 * 8 + 4);
+const _: () =
+    assert!(ATTN_SM90_D128.smem_bytes() == 32 * 1024 + 2 * 32 * 1024 + 2 * 48 * 1024 + 32 * 1024 + 10 * 8 + 4);
 const _: () =
     assert!(ATTN_SM90_D64.smem_bytes() == 2 * 16 * 1024 + 8 * 16 * 1024 + 16 * 1024 + 2 * 1024 + 20 * 8 + 2 * 4);
 const _: () = assert!(ATTN_SM90_D256.smem_bytes() == 64 * 1024 + 4 * 40 * 1024 + 10 * 8 + 4);
@@ -481,11 +492,13 @@ const _: () = {
         // The row sums' block of ones: P·V at most m64n{64 + 8} (one 64-column block of V), the block on a swizzle
         // atom after every V stage, each k-step of each stage reaching it by a leading byte offset the descriptor's
         // 14-bit field (in 16-byte units) holds.
-        if tile.mma_row_sums {
+        if tile.mma_row_sums && tile.head_dim == AttnTile::BOX_COLS {
             let ones = tile.smem_ones_offset();
-            assert!(tile.head_dim == AttnTile::BOX_COLS && ones.is_multiple_of(1024));
+            assert!(ones.is_multiple_of(1024));
             assert!(ones >= tile.smem_v_offset(tile.stages) && ones - tile.smem_v_offset(0) < 1 << 18);
         }
+        // Above head dim 64 the ones are V's last column block: P·V at most m64n{192 + 8}.
+        assert!(!tile.mma_row_sums || tile.head_dim <= 192);
         i += 1;
     }
 };

@@ -21,9 +21,9 @@
 //! it by more than [`ATTN_RESCALE_THRESHOLD_LOG2`] in log2 units (lazy rescaling), so most tiles skip the
 //! rescale of O and of the running sum; terms 2^((s − m)·scale·log2 e) then stay below 2^8, and the result is
 //! exact because the final normalization uses the m actually applied. `NUM` of every `DEN` exponentials go to
-//! the FMA-pipe polynomial ([`crate::softmax::exp2`]), the rest to MUFU.EX2. At head dim 64 the row sums are not
-//! FADDs but 8 more columns of P·V against a block of ones ([`AttnTile::mma_row_sums`]): Σ of the 16-bit P that O
-//! is made of, rescaled with O.
+//! the FMA-pipe polynomial ([`crate::softmax::exp2`]), the rest to MUFU.EX2. At head dims 64 and 128 the row sums
+//! are not FADDs but 8 more columns of P·V against ones in shared memory ([`AttnTile::mma_row_sums`]): Σ of the
+//! 16-bit P that O is made of, rescaled with O.
 //!
 //! Kernel ABI (the host, host/src/ops/attention.rs, pushes the parameters in this order): see [`attn_kernel`].
 
@@ -158,11 +158,11 @@ config!(
     Bf16D128,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n128k16_f32_bf16,
+    mma_rs_m64n136k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (0, 1),
     lazy = true,
@@ -173,11 +173,11 @@ config!(
     F16D128,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
-    mma_rs_m64n128k16_f32_f16,
+    mma_rs_m64n136k16_f32_f16,
     convert::pack_f16x2,
     convert::unpack_f16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (0, 1),
     lazy = true,
@@ -252,11 +252,11 @@ config!(
     Bf16D128Poly,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n128k16_f32_bf16,
+    mma_rs_m64n136k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (1, 4),
     lazy = true,
@@ -282,11 +282,11 @@ config!(
     Bf16D128Eager,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n128k16_f32_bf16,
+    mma_rs_m64n136k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (0, 1),
     lazy = false,
@@ -297,11 +297,11 @@ config!(
     Bf16D128NoPingpong,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n128k16_f32_bf16,
+    mma_rs_m64n136k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (0, 1),
     lazy = true,
@@ -312,11 +312,11 @@ config!(
     Bf16D128Spec,
     ATTN_SM90_D128,
     mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n128k16_f32_bf16,
+    mma_rs_m64n136k16_f32_bf16,
     convert::pack_bf16x2,
     convert::unpack_bf16x2,
     scores = 64,
-    out = 64,
+    out = 68,
     registers = (32, 232),
     poly = (0, 1),
     lazy = true,
@@ -511,9 +511,21 @@ impl SmemMap {
     fn v_empty(&self, stage: u32) -> u32 {
         self.barrier(2 * self.tile.q_buffers + 3 * self.tile.stages + stage)
     }
-    /// The block of ones P·V's row-sum columns read ([`AttnTile::mma_row_sums`]).
+    /// The block of ones P·V's row-sum columns read at head dim 64 ([`AttnTile::mma_row_sums`]).
     fn ones(&self) -> u32 {
         self.base + self.tile.smem_ones_offset()
+    }
+    /// The 16-byte chunks of ones thread `thread` of `threads` writes: of the block after the V stages, or of each V
+    /// stage's last column block.
+    fn ones_chunks(&self, thread: u32, threads: u32) -> impl Iterator<Item = u32> + '_ {
+        let tile = self.tile;
+        let per_stage = if tile.head_dim == AttnTile::BOX_COLS { 0 } else { tile.tile_kv * 128 / 16 };
+        let (blocks, chunks) = if per_stage == 0 { (1, tile.smem_ones_bytes() / 16) } else { (tile.stages, per_stage) };
+        (thread..blocks * chunks).step_by(threads as usize).map(move |i| {
+            let (block, chunk) = (i / chunks, i % chunks);
+            let start = if per_stage == 0 { self.ones() } else { self.v(block, tile.column_blocks()) };
+            start + 16 * chunk
+        })
     }
 }
 
@@ -634,13 +646,15 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
         mbarrier::fence_init();
     }
-    // The block of ones for the row sums, 16 bytes a thread of the first warpgroup, made visible to the wgmma that
-    // read it (the async proxy) before the block's barrier.
-    if tile.mma_row_sums && thread_idx_x() < tile.smem_ones_bytes() / 16 {
-        let (ones, at) = (C::pack2(1.0, 1.0), smem.ones() + 16 * thread_idx_x());
-        seq!(WORD in 0..4 {
-            unsafe { smem::store_u32(at + 4 * WORD, ones) };
-        });
+    // The ones of the row sums, 16 bytes a thread at a time, made visible to the wgmma that read them (the async
+    // proxy) before the block's barrier.
+    if tile.mma_row_sums {
+        let ones = C::pack2(1.0, 1.0);
+        for at in smem.ones_chunks(thread_idx_x(), tile.threads()) {
+            seq!(WORD in 0..4 {
+                unsafe { smem::store_u32(at + 4 * WORD, ones) };
+            });
+        }
         smem::fence_proxy_async_shared();
     }
     barrier::sync_threads();
@@ -1297,8 +1311,9 @@ impl Warpgroup<'_> {
     }
 
     /// O += P·V_stage: one wgmma per 16 keys (P registers 4·STEP.., V rows 16·STEP.. of every column block). With
-    /// [`AttnTile::mma_row_sums`] (one 64-column block of V) B's columns 64..72 are the block of ones, reached from
-    /// each k-step of V by the descriptor's leading byte offset, so O's last columns gain Σ P.
+    /// [`AttnTile::mma_row_sums`] B's last 8 columns are ones, so O's last columns gain Σ P: at head dim 64 the block
+    /// of ones after the V stages, reached from each k-step of V by the descriptor's leading byte offset; above, the
+    /// V stage's own last column block.
     #[inline(always)]
     fn issue_pv<C: Config>(&self, o: &mut C::Out, p: &C::Packed, stage: u32) {
         let p = p.as_ref();
@@ -1307,13 +1322,15 @@ impl Warpgroup<'_> {
             let v = sw128_mn_major(C::TILE.head_dim / 64, C::TILE.tile_kv);
             (wgmma::sw128_fields(&v), wgmma::k16_step_bytes(&v))
         };
-        const { assert!(!C::TILE.mma_row_sums || C::TILE.head_dim == 64) };
         let v = self.smem.v(stage, 0);
         let desc_v = wgmma::desc(v, v_major);
-        let desc_v = if C::TILE.mma_row_sums { wgmma::desc_with_leading(desc_v, self.smem.ones() - v) } else { desc_v };
+        // One column block of V: the ones block is elsewhere, its offset moving with each k-step. More: the stage's
+        // last column block is ones, where the layout's leading byte offset reaches it.
+        let moving_ones = C::TILE.mma_row_sums && C::TILE.head_dim == 64;
+        let desc_v = if moving_ones { wgmma::desc_with_leading(desc_v, self.smem.ones() - v) } else { desc_v };
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
-                let desc_v = if C::TILE.mma_row_sums {
+                let desc_v = if moving_ones {
                     wgmma::desc_advance_fixed_leading(desc_v, STEP * v_step)
                 } else {
                     wgmma::desc_advance(desc_v, STEP * v_step)
