@@ -320,6 +320,36 @@ fn attention_softmax_runs_under_the_previous_tiles_pv() {
     assert!(checked >= 8, "only {checked} attention kernels registered");
 }
 
+/// Where the tile says so (head dims 64 and 128), the forward's row sums come from the tensor cores: every P·V wgmma
+/// (A from registers, V MN-major) is m64n{head_dim + 8}, its last 8 columns against ones, and no other product has
+/// that width; elsewhere P·V is m64n{head_dim}. Session 49 measured the 64 FADDs a key tile this removes at 2.5–3.8%
+/// of the head-dim-64 rows (docs/perf-notes.md).
+#[test]
+fn attention_forwards_take_their_row_sums_from_the_tensor_cores_where_the_tile_says() {
+    let mut with_sums = 0;
+    for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")) {
+        let tile = attn_tile(*kernel);
+        let s = stats(*kernel);
+        let input = if kernel.name.contains("bf16") { ".BF16" } else { "" };
+        let width = tile.head_dim + if tile.mma_row_sums { 8 } else { 0 };
+        let pv = format!("HGMMA.64x{width}x16.F32{input}");
+        let products: Vec<&String> = s.instructions.iter().filter(|i| inspect::sass::opcode(i) == pv).collect();
+        assert!(!products.is_empty(), "`{}`: no {pv}", s.name);
+        for instruction in products {
+            let operands: Vec<&str> = instruction.split_whitespace().skip(1).collect();
+            assert!(operands[1].starts_with('R') && instruction.contains(".tnspB"), "`{}`: {instruction}", s.name);
+        }
+        if tile.mma_row_sums {
+            let plain = format!("HGMMA.64x{}x16.F32{input}", tile.head_dim);
+            let plain_pv = s.instructions.iter().filter(|i| inspect::sass::opcode(i) == plain && i.contains(".tnspB"));
+            assert_eq!(plain_pv.count(), 0, "`{}`: a P·V without the row sums' columns", s.name);
+            with_sums += 1;
+        }
+    }
+    // bf16 and f16 at head dims 64 and 128, and the ablations of those tiles.
+    assert!(with_sums >= 4, "{with_sums} attention kernels take their row sums from the tensor cores");
+}
+
 /// The tile of a registered attention forward kernel: that of the head dim its element type's table lists it under.
 fn attn_tile(kernel: Kernel) -> AttnTile {
     let head_dim = bf16::ATTN_KERNELS
