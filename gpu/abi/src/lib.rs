@@ -353,11 +353,16 @@ impl AttnTile {
         self.smem_q_offset(self.q_buffers) + stage * self.smem_kv_bytes()
     }
 
-    /// One V stage: the V tile, and with [`AttnTile::mma_row_sums`] above head dim 64 a column block of ones after
-    /// it.
+    /// Where P·V's row-sum columns read their ones ([`AttnTile::mma_row_sums`]): in each V stage, as one more column
+    /// block after V's own, where V has more than one (the descriptor's leading byte offset steps between them);
+    /// otherwise in the one block after the V stages ([`AttnTile::smem_ones_offset`]).
+    pub const fn ones_in_v_stages(&self) -> bool {
+        self.mma_row_sums && self.head_dim > Self::BOX_COLS
+    }
+
+    /// One V stage: the V tile, and its column block of ones ([`AttnTile::ones_in_v_stages`]).
     pub const fn smem_v_stage_bytes(&self) -> u32 {
-        let ones = if self.mma_row_sums && self.head_dim > Self::BOX_COLS { self.tile_kv * 128 } else { 0 };
-        self.smem_kv_bytes() + ones
+        self.smem_kv_bytes() + if self.ones_in_v_stages() { self.tile_kv * 128 } else { 0 }
     }
 
     pub const fn smem_v_offset(&self, stage: u32) -> u32 {
@@ -384,7 +389,7 @@ impl AttnTile {
     /// Bytes of the block of ones: one k16 slice of an MN-major 128-byte-swizzled operand (16 k rows of 128 bytes),
     /// the most an m64n{..}k16 wgmma reads of one 64-column block; none without [`AttnTile::mma_row_sums`].
     pub const fn smem_ones_bytes(&self) -> u32 {
-        if self.mma_row_sums && self.head_dim == Self::BOX_COLS { 16 * 128 } else { 0 }
+        if self.mma_row_sums && !self.ones_in_v_stages() { 16 * 128 } else { 0 }
     }
 
     /// Barriers after the operands: Q full and Q empty per Q buffer, then K full, K empty, V full, V empty per
@@ -492,7 +497,8 @@ const _: () = {
         // The row sums' block of ones: P·V at most m64n{64 + 8} (one 64-column block of V), the block on a swizzle
         // atom after every V stage, each k-step of each stage reaching it by a leading byte offset the descriptor's
         // 14-bit field (in 16-byte units) holds.
-        if tile.mma_row_sums && tile.head_dim == AttnTile::BOX_COLS {
+        if tile.smem_ones_bytes() > 0 {
+            assert!(tile.head_dim == AttnTile::BOX_COLS);
             let ones = tile.smem_ones_offset();
             assert!(ones.is_multiple_of(1024));
             assert!(ones >= tile.smem_v_offset(tile.stages) && ones - tile.smem_v_offset(0) < 1 << 18);

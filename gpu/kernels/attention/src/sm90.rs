@@ -511,19 +511,23 @@ impl SmemMap {
     fn v_empty(&self, stage: u32) -> u32 {
         self.barrier(2 * self.tile.q_buffers + 3 * self.tile.stages + stage)
     }
-    /// The block of ones P·V's row-sum columns read at head dim 64 ([`AttnTile::mma_row_sums`]).
+    /// The block of ones P·V's row-sum columns read where they are not in the V stages
+    /// ([`AttnTile::ones_in_v_stages`]).
     fn ones(&self) -> u32 {
         self.base + self.tile.smem_ones_offset()
     }
-    /// The 16-byte chunks of ones thread `thread` of `threads` writes: of the block after the V stages, or of each V
-    /// stage's last column block.
+    /// The 16-byte chunks of ones thread `thread` of `threads` writes: of each V stage's last column block, or of the
+    /// block after the V stages ([`AttnTile::ones_in_v_stages`]).
     fn ones_chunks(&self, thread: u32, threads: u32) -> impl Iterator<Item = u32> + '_ {
         let tile = self.tile;
-        let per_stage = if tile.head_dim == AttnTile::BOX_COLS { 0 } else { tile.tile_kv * 128 / 16 };
-        let (blocks, chunks) = if per_stage == 0 { (1, tile.smem_ones_bytes() / 16) } else { (tile.stages, per_stage) };
+        let (blocks, chunks) = if tile.ones_in_v_stages() {
+            (tile.stages, (tile.smem_v_stage_bytes() - tile.smem_kv_bytes()) / 16)
+        } else {
+            (1, tile.smem_ones_bytes() / 16)
+        };
         (thread..blocks * chunks).step_by(threads as usize).map(move |i| {
             let (block, chunk) = (i / chunks, i % chunks);
-            let start = if per_stage == 0 { self.ones() } else { self.v(block, tile.column_blocks()) };
+            let start = if tile.ones_in_v_stages() { self.v(block, tile.column_blocks()) } else { self.ones() };
             start + 16 * chunk
         })
     }
@@ -1324,9 +1328,9 @@ impl Warpgroup<'_> {
         };
         let v = self.smem.v(stage, 0);
         let desc_v = wgmma::desc(v, v_major);
-        // One column block of V: the ones block is elsewhere, its offset moving with each k-step. More: the stage's
-        // last column block is ones, where the layout's leading byte offset reaches it.
-        let moving_ones = C::TILE.mma_row_sums && C::TILE.head_dim == 64;
+        // The ones in the V stage: its last column block, where the layout's leading byte offset reaches it. Else the
+        // block after the stages, the offset moving with each k-step.
+        let moving_ones = C::TILE.mma_row_sums && !C::TILE.ones_in_v_stages();
         let desc_v = if moving_ones { wgmma::desc_with_leading(desc_v, self.smem.ones() - v) } else { desc_v };
         seq!(STEP in 0..12 {
             if STEP < C::TILE.tile_kv / 16 {
