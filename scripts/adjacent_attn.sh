@@ -29,7 +29,8 @@ if [ "$settle_ms" -gt 0 ]; then
 else
   ours=(--warmup 5 --runs 20 --rounds 1)
 fi
-# Only the rows the table reads (the ablations and FlashAttention-2 would double each row's device time).
+# Only the rows the table reads. A row still costs ~17 s of device time: the two cuDNN processes' start and the
+# three settles dominate (docs/perf-notes.md, session 49).
 if [ "$op" = attn-bwd ]; then ours+=(--only oxtile-bwd,oxtile-bwd-det); else ours+=(--only oxtile); fi
 settle_s=$(python3 -c "print($settle_ms / 1000)")
 mkdir -p "$out"

@@ -206,7 +206,7 @@ struct AttnArgs {
     #[arg(long)]
     backward: bool,
     /// Time only these rows (e.g. oxtile, or oxtile-bwd,oxtile-bwd-det with --backward); comma-separated.
-    /// scripts/adjacent_attn.sh times the default kernel alone this way, in a third of the device time.
+    /// scripts/adjacent_attn.sh times the default kernel alone this way.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     only: Vec<String>,
     /// Seed of the random inputs (default: fresh from the clock).
