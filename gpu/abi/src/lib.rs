@@ -540,6 +540,11 @@ pub struct AttnBwdTile {
     pub consumers: u32,
     pub element_bytes: u32,
     pub split: BwdSplit,
+    /// Where the consumers split the keys: each issues its dQ piece's products before dK's, in a group of their
+    /// own, and stages the piece for the writer warp while dK's products run (but in the staggered deterministic
+    /// kernels, whose writer frees a staging slot only at the tile's turn: waiting for one with dK in flight would
+    /// hold the stage back from the producer). Otherwise dK and the piece are one group, staged after both.
+    pub dq_under_dk: bool,
 }
 
 /// How the consumer warpgroups of an attention-backward block share its work. Either way each consumer's keys are
@@ -817,7 +822,8 @@ const _: () = {
 };
 
 /// Hopper attention backward, head dim 128: 128 keys per block (64 per consumer warpgroup) against query tiles of
-/// 64 rows, 2 stages.
+/// 64 rows, 2 stages; each consumer's dQ piece staged while its dK products run (+3.5–3.9% over one group,
+/// docs/perf-notes.md, session 50).
 pub const ATTN_BWD_SM90_D128: AttnBwdTile = AttnBwdTile {
     tile_q: 64,
     tile_kv: 128,
@@ -826,11 +832,12 @@ pub const ATTN_BWD_SM90_D128: AttnBwdTile = AttnBwdTile {
     consumers: 2,
     element_bytes: 2,
     split: BwdSplit::Keys,
+    dq_under_dk: true,
 };
 
 /// Hopper attention backward, head dim 64: 128 keys per block against query tiles of 128 rows (FlashAttention-3's
 /// tile there: Sᵀ and dPᵀ are m64n128, and a query tile's fixed costs are spread over twice the products), 2 stages
-/// (a third does not fit).
+/// (a third does not fit). dK and the dQ piece in one group: the piece under dK measured 0.96–1.00 here.
 pub const ATTN_BWD_SM90_D64: AttnBwdTile = AttnBwdTile {
     tile_q: 128,
     tile_kv: 128,
@@ -839,6 +846,7 @@ pub const ATTN_BWD_SM90_D64: AttnBwdTile = AttnBwdTile {
     consumers: 2,
     element_bytes: 2,
     split: BwdSplit::Keys,
+    dq_under_dk: false,
 };
 
 /// Hopper attention backward, head dim 256: 64 keys per block shared by both consumer warpgroups, each owning 128
@@ -853,6 +861,7 @@ pub const ATTN_BWD_SM90_D256: AttnBwdTile = AttnBwdTile {
     consumers: 2,
     element_bytes: 2,
     split: BwdSplit::HeadDim,
+    dq_under_dk: false,
 };
 
 /// Every Hopper attention-backward tile.
@@ -887,6 +896,8 @@ const _: () = {
         // Where the consumers split dQ's pieces the kernel issues one piece per consumer and tile
         // (`Warpgroup::issue_dq_piece`; its second-piece path is the key split's).
         assert!(!t.splits_dq_pieces() || t.dq_pieces() == 1);
+        // The dQ piece under dK is the key split's order (`consume`; `consume_columns` has one group).
+        assert!(!t.dq_under_dk || matches!(t.split, BwdSplit::Keys));
         i += 1;
     }
 };

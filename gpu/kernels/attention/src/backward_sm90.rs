@@ -1233,19 +1233,38 @@ unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, threa
         smem::fence_proxy_async_shared();
         warpgroup.sync_consumers::<C>();
 
-        // dK += dSᵀ·Q and this consumer's piece of dQ = dS·K.
+        // dK += dSᵀ·Q and this consumer's piece of dQ = dS·K; where the tile says so ([`AttnBwdTile::dq_under_dk`])
+        // the piece first, in a group of its own, staged for the writer while dK's products run.
+        let under_dk = tile.dq_under_dk && !C::STAGGERED;
         let mut dq = [0.0f32; PIECE_VALUES];
         wgmma::fence();
-        warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
-        warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
-        wgmma::commit_group();
-        wgmma::wait_group::<0>();
-        wgmma::fence_operands(dv.as_mut());
-        wgmma::fence_operands(dk.as_mut());
-        wgmma::fence_operands(&mut dq);
+        if under_dk {
+            warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+            wgmma::commit_group();
+            warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+            wgmma::commit_group();
+            wgmma::wait_group::<1>();
+            wgmma::fence_operands(dv.as_mut());
+            wgmma::fence_operands(&mut dq);
+        } else {
+            warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+            warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+            wgmma::commit_group();
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(dv.as_mut());
+            wgmma::fence_operands(dk.as_mut());
+            wgmma::fence_operands(&mut dq);
+            // dK's products read the stage's Q: the stage goes back once they are done.
+            warpgroup.release(smem.q_empty(stage));
+        }
         // One piece per consumer and tile (gpu/abi's table checks it): no second product.
         let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_piece::<C>(acc, smem.ds_set(stage), 1);
-        unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
+        unsafe { add_dq::<C>(&dq, &warpgroup, index, second) };
+        if under_dk {
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(dk.as_mut());
+            warpgroup.release(smem.q_empty(stage));
+        }
         ring.advance();
     }
     // The first key from values opaque here: computed before the loop and held across it, it is spilled.
