@@ -34,24 +34,17 @@ fi
 if [ "$op" = attn-bwd ]; then ours+=(--only oxtile-bwd,oxtile-bwd-det); else ours+=(--only oxtile); fi
 settle_s=$(python3 -c "print($settle_ms / 1000)")
 mkdir -p "$out"
-i=0
-for s in "$@"; do
-  i=$((i + 1))
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
-    --only cudnn --json "$out/peer_before_$i.json" > /dev/null 2>&1
-  timeout 300 "$ox" bench attn "${direction[@]}" --shapes "$s" "${ours[@]}" ${OXTILE_ARGS:-} --json "$out/ours_$i.json" \
-    > "$out/ours_$i.txt" 2>&1
-  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
-    --only cudnn --json "$out/peer_after_$i.json" > /dev/null 2>&1
-done
-echo "settled ${settle_ms} ms before timing, both sides"
-python3 - "$out" "$i" "$op" <<'PY'
+# summarize FIRST LAST rows|totals: each row's line (printed as soon as the row is timed, so that a call cut short
+# still shows the rows it finished), or the geomeans over rows FIRST..LAST.
+summarize() {
+python3 - "$out" "$1" "$2" "$op" "$3" <<'PY'
 import json, math, sys
-out, n, op = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, first, last, op, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+say = print if mode == "rows" else (lambda *args, **kwargs: None)
 base = "oxtile-bwd" if op == "attn-bwd" else "oxtile"
 ratios, det_ratios, det_costs = [], [], []
 geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
-for i in range(1, n + 1):
+for i in range(first, last + 1):
     try:
         peer_rows = [r for f in ("peer_before", "peer_after") for r in json.load(open(f"{out}/{f}_{i}.json"))
                      if r.get("impl") == "cudnn" and "tflops" in r]
@@ -59,10 +52,10 @@ for i in range(1, n + 1):
         ours = {r["impl"]: r for r in json.load(open(f"{out}/ours_{i}.json")) if r.get("op") == op}
         row, det = ours[base], ours.get(base + "-det")
     except (OSError, KeyError, ValueError) as e:
-        print(f"row {i}: missing ({e})")
+        say(f"row {i}: missing ({e})")
         continue
     if len(peer) != 2:
-        print(f"{row['shape']}: cuDNN did not run twice"); continue
+        say(f"{row['shape']}: cuDNN did not run twice"); continue
     mean = sum(peer) / 2
     ratio = row["tflops"] / mean
     ratios.append(ratio)
@@ -80,11 +73,27 @@ for i in range(1, n + 1):
     # (docs/perf-notes.md, session 48).
     clocks = [r.get("sm_mhz") for r in peer_rows]
     peer_clocks = f" (cuDNN {clocks[0]} / {clocks[1]})" if all(clocks) else ""
-    print(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz"
-          f"{peer_clocks}{flag}")
+    say(f"{text}  cuDNN {peer[0]:7.1f} / {peer[1]:7.1f}  ratio {ratio:.3f}  {row.get('sm_mhz')} MHz"
+        f"{peer_clocks}{flag}")
+if mode == "rows":
+    sys.exit()
 if ratios:
     print(f"geomean {geo(ratios):.3f}, lowest {min(ratios):.3f}, over {len(ratios)} rows")
 if det_ratios:
     print(f"deterministic: geomean {geo(det_ratios):.3f} of cuDNN; default / deterministic time: geomean "
           f"{geo(det_costs):.3f}, largest {max(det_costs):.3f}")
 PY
+}
+echo "settled ${settle_ms} ms before timing, both sides"
+i=0
+for s in "$@"; do
+  i=$((i + 1))
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+    --only cudnn --json "$out/peer_before_$i.json" > /dev/null 2>&1
+  timeout 300 "$ox" bench attn "${direction[@]}" --shapes "$s" "${ours[@]}" ${OXTILE_ARGS:-} --json "$out/ours_$i.json" \
+    > "$out/ours_$i.txt" 2>&1
+  timeout 120 python3 "$here/torch_attn.py" "${direction[@]}" "$s" --settle-s "$settle_s" \
+    --only cudnn --json "$out/peer_after_$i.json" > /dev/null 2>&1
+  summarize "$i" "$i" rows
+done
+summarize 1 "$i" totals
