@@ -142,7 +142,7 @@ ncufwd)
   build=${1:?BUILD}; shape=${2:-8,16,4096,128,full}; d=$(echo "$shape" | cut -d, -f4)
   sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats
     --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section Occupancy
-    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,lts__t_sectors.avg.pct_of_peak_sustained_elapsed)
+    --metrics sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,lts__t_sectors.avg.pct_of_peak_sustained_elapsed)
   echo "=== ours: attn_fwd_bf16_d${d}_sm90 ($shape)"
   timeout 200 ncu -k "regex:^attn_fwd_bf16_d${d}_sm90\$" -c 1 "${sections[@]}" \
     "./$build/oxtile" bench attn --shapes "$shape" --rounds 1 > "$OUT/ncufwd-ours.txt" 2>&1
