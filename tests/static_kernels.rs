@@ -350,6 +350,14 @@ fn attention_forwards_take_their_row_sums_from_the_tensor_cores_where_the_tile_s
     assert!(with_sums >= 4, "{with_sums} attention kernels take their row sums from the tensor cores");
 }
 
+/// The tile of a registered attention backward kernel: that of the head dim in its name (`_d{head_dim}_`).
+fn attn_bwd_tile(kernel: Kernel) -> oxtile_abi::AttnBwdTile {
+    oxtile_abi::ATTN_BWD_SM90_TILES
+        .into_iter()
+        .find(|tile| kernel.name.contains(&format!("_d{}_", tile.head_dim)))
+        .unwrap_or_else(|| panic!("`{}` names no backward tile's head dim", kernel.name))
+}
+
 /// The tile of a registered attention forward kernel: that of the head dim its element type's table lists it under.
 fn attn_tile(kernel: Kernel) -> AttnTile {
     let head_dim = bf16::ATTN_KERNELS
@@ -754,10 +762,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     let mut checked = 0;
     for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")) {
         let s = stats(*kernel);
-        let tile = oxtile_abi::ATTN_BWD_SM90_TILES
-            .into_iter()
-            .find(|tile| kernel.name.contains(&format!("_d{}_", tile.head_dim)))
-            .unwrap();
+        let tile = attn_bwd_tile(*kernel);
         let (head_dim, pieces) = (tile.head_dim, tile.dq_pieces());
         // Per query tile and consumer: Sᵀ and dPᵀ over the head dim, dV and dK over the tile's queries, and its dQ
         // pieces over the block's keys (its 64, where the consumers split the head dim).
@@ -839,10 +844,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
 fn attention_backwards_stage_dq_under_dk_where_the_tile_says() {
     let mut under = 0;
     for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_bwd_") && k.name.ends_with("_sm90")) {
-        let tile = oxtile_abi::ATTN_BWD_SM90_TILES
-            .into_iter()
-            .find(|tile| kernel.name.contains(&format!("_d{}_", tile.head_dim)))
-            .unwrap();
+        let tile = attn_bwd_tile(*kernel);
         let expected = tile.dq_under_dk && !kernel.name.ends_with("_staggered_sm90");
         // The group count each staging store was issued under: that of the last warpgroup wait before it.
         let mut in_flight = None;
