@@ -3,6 +3,7 @@
 
 #![no_std]
 
+pub mod bwd_launch;
 pub mod dq_order;
 mod gemm_table;
 mod params;

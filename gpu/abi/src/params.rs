@@ -191,6 +191,9 @@ macro_rules! attn_bwd_sm90_params {
             scale_log2: val(f32),
             /// 1 for causal masking (bottom-right aligned), else 0.
             causal: val(u32),
+            /// The plain kernels' launch order's tail groups ([`crate::bwd_launch::BwdLaunchOrder`]), 0 for the
+            /// grid's own order; the `_staggered` kernels launch in `DqSchedule`'s order and ignore it.
+            tail_groups: val(u32),
         }
     };
 }

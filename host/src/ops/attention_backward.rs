@@ -17,6 +17,7 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use oxtile_abi::bwd_launch::BwdLaunchOrder;
 pub use oxtile_abi::dq_order::DqOrder;
 use oxtile_abi::dq_order::DqSchedule;
 use oxtile_abi::{
@@ -169,6 +170,12 @@ struct Workspace {
     dq_semaphores: Option<CudaSlice<u32>>,
 }
 
+/// The main kernel's grid: (key tiles, kv heads, batch).
+fn main_grid(shape: AttnShape, tile: AttnBwdTile) -> (u32, u32, u32) {
+    let key_tiles = shape.seq_k.div_ceil(tile.tile_kv as usize);
+    (key_tiles as u32, shape.heads_kv as u32, shape.batch as u32)
+}
+
 /// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
 /// device once and the workspaces allocated once, so repeated launches pay nothing but the three launches. One
 /// launch at a time uses the workspaces (a lock; launches are ordered on the plan's stream anyway).
@@ -185,6 +192,8 @@ pub struct AttnBwdPlan<T: AttnElement> {
     workspace: Mutex<Workspace>,
     /// The deterministic mode's order of the dQ additions; None: any order.
     order: Option<DqOrder>,
+    /// The order in which the main kernel's blocks take their key blocks ([`Self::launch_order`]).
+    launch_order: BwdLaunchOrder,
     _element: std::marker::PhantomData<T>,
 }
 
@@ -286,6 +295,20 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             tile.smem_bytes() as i32,
         )?;
+        let (key_blocks, heads_kv, batch) = main_grid(shape, tile);
+        // The launch order's tail: blocks the GPU holds at once (the occupancy API, the shared-memory limit set).
+        let per_sm = function.occupancy_max_active_blocks_per_multiprocessor(
+            tile.threads(),
+            tile.smem_bytes() as usize,
+            None,
+        )?;
+        let staggered = order == Some(DqOrder::Staggered);
+        let launch_order = BwdLaunchOrder::for_launch(
+            problem.causal && !staggered,
+            key_blocks,
+            heads_kv * batch,
+            per_sm.max(1).saturating_mul(gpu.sm_count()),
+        );
         let rows = padded_rows_total(shape);
         let units = rows / AttnBwdTile::DQ_UNIT_ROWS as usize;
         let workspace = Workspace {
@@ -305,6 +328,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             bound: [q_address, k_address, v_address, d_o_address],
             workspace: Mutex::new(workspace),
             order,
+            launch_order,
             _element: std::marker::PhantomData,
         })
     }
@@ -330,9 +354,14 @@ impl<T: AttnElement> AttnBwdPlan<T> {
 
     /// Blocks of the main kernel's grid: (key tiles, kv heads, batch).
     pub fn grid(&self) -> (u32, u32, u32) {
-        let shape = self.problem.shape;
-        let key_tiles = shape.seq_k.div_ceil(self.tile.tile_kv as usize);
-        (key_tiles as u32, shape.heads_kv as u32, shape.batch as u32)
+        main_grid(self.problem.shape, self.tile)
+    }
+
+    /// The order in which the main kernel's blocks take their key blocks: causal plain kernels' last groups
+    /// longest walk first ([`BwdLaunchOrder::for_launch`] over the blocks the GPU holds at once); the `_staggered`
+    /// kernels (whose launch order is their schedule's) and full attention in the grid's own order.
+    pub fn launch_order(&self) -> BwdLaunchOrder {
+        self.launch_order
     }
 
     /// dQ, dK and dV (in the input type, with q's, k's and v's strides) for the q, k, v and dO the plan was made
@@ -476,6 +505,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             scale: p.scale,
             scale_log2: p.scale_log2,
             causal: p.causal as u32,
+            tail_groups: self.launch_order.tail_groups,
         };
         let launch = ClusterLaunch {
             grid_dim: self.grid(),

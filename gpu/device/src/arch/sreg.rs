@@ -50,6 +50,12 @@ pub fn grid_dim_y() -> u32 {
     unsafe { nvptx::_grid_dim_y() as u32 }
 }
 
+/// `%nctaid.z`
+#[inline(always)]
+pub fn grid_dim_z() -> u32 {
+    unsafe { nvptx::_grid_dim_z() as u32 }
+}
+
 /// `%globaltimer`: a 64-bit nanosecond clock shared by the whole GPU (PTX ISA "Special Registers: %globaltimer",
 /// #special-registers-globaltimer). It advances in steps coarser than its unit, so it serves timeouts, not the
 /// timing of short code. Not `pure`: two reads must not be merged, and a read must not leave the loop it is in.

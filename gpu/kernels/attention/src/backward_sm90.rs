@@ -34,6 +34,7 @@
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
+use oxtile_abi::bwd_launch::BwdLaunchOrder;
 use oxtile_abi::dq_order::{DqOrder, DqSchedule};
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdRows, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
@@ -41,7 +42,7 @@ use seq_macro::seq;
 use super::reference::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{
-    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
+    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z, lane_id, thread_idx_x,
 };
 use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
@@ -563,10 +564,11 @@ macro_rules! attn_bwd_kernel_fn {
         /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
         /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / tile_kv), heads_kv,
-        /// batch), the tile's threads and dynamic shared memory. A `_staggered` kernel needs `dq_semaphores` set
-        /// and the 32-bit arithmetic of `DqSchedule::fits_u32`; unless `DqSchedule::launches_descending`, it waits
-        /// for blocks launched after it as well, so every key block of a (batch, kv head) must be resident at once
-        /// (else a wait traps).
+        /// batch), the tile's threads and dynamic shared memory; `tail_groups` as `BwdLaunchOrder::for_launch` gives
+        /// it (at most heads_kv · batch, and above 1 only where the grid holds fewer than 2^32 blocks). A
+        /// `_staggered` kernel needs `dq_semaphores` set and the 32-bit arithmetic of `DqSchedule::fits_u32`; unless
+        /// `DqSchedule::launches_descending`, it waits for blocks launched after it as well, so every key block of a
+        /// (batch, kv head) must be resident at once (else a wait traps).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -590,6 +592,7 @@ macro_rules! attn_bwd_kernel_fn {
                 scale: params.scale,
                 scale_log2: params.scale_log2,
                 causal: params.causal != 0,
+                tail_groups: params.tail_groups,
             };
             let tensor_maps = [params.tensor_map_q, params.tensor_map_k, params.tensor_map_v, params.tensor_map_do];
             unsafe { attn_bwd::<$config>(tensor_maps, &problem) }
@@ -663,6 +666,7 @@ struct Problem {
     scale: f32,
     scale_log2: f32,
     causal: bool,
+    tail_groups: u32,
 }
 
 /// Where everything lives in dynamic shared memory (offsets from oxtile-abi's [`AttnBwdTile`]).
@@ -749,11 +753,14 @@ const CONSUMERS_BARRIER: u32 = 3;
 /// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
 /// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. The staggered
-/// kernels' key block is [`DqSchedule::key_block`] of the grid's x.
+/// kernels' key block is [`DqSchedule::key_block`] of the grid's x; the plain kernels' key block and group come
+/// from the block's place in the launch order ([`BwdLaunchOrder`]).
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
     batch: u32,
+    /// The key block (its index in the group), and its first key.
+    key_block: u32,
     key0: u32,
     /// The query tile this block's walk starts at.
     first_q_tile: u32,
@@ -771,18 +778,30 @@ impl Block {
             return Block {
                 kv_head: block_idx_y(),
                 batch: block_idx_z(),
+                key_block,
                 key0: key_block * tile.tile_kv,
                 first_q_tile: schedule.first_visit(key_block),
                 q_tiles: schedule.visits(key_block),
             };
         }
-        let key0 = block_idx_x() * tile.tile_kv;
+        // The key block and group from the launch order (causal: the last groups' longest walks first).
+        let (key_blocks, groups) = (grid_dim_x(), grid_dim_y() * grid_dim_z());
+        let order = BwdLaunchOrder { key_blocks, groups, tail_groups: problem.tail_groups };
+        let (key_block, kv_head, batch) = if order.is_grid_order() {
+            (block_idx_x(), block_idx_y(), block_idx_z())
+        } else {
+            let linear = block_idx_x() + grid_dim_x() * (block_idx_y() + grid_dim_y() * block_idx_z());
+            let (key_block, group) = order.block(linear);
+            (key_block, group % grid_dim_y(), group / grid_dim_y())
+        };
+        let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let first_q_tile = first_row / tile.tile_q;
         Block {
-            kv_head: block_idx_y(),
-            batch: block_idx_z(),
+            kv_head,
+            batch,
+            key_block,
             key0,
             first_q_tile,
             q_tiles: problem.padded_rows / tile.tile_q - first_q_tile,
@@ -973,7 +992,8 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
         let row = block.workspace_row(head, q0, problem);
         let semaphore = block.semaphore(head, q0, problem);
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
-        let count = tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block_idx_x() };
+        let count =
+            tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
         for consumer in 0..tile.consumers {
             let (slot, parity) = dq_slot::<C>(index, consumer);

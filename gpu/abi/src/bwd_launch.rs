@@ -1,0 +1,176 @@
+//! The order in which the attention backward's plain kernels take their key blocks from the grid (issue #26), shared
+//! by the host (which picks it) and the kernels (which map their block index through it).
+//!
+//! The grid is (key blocks, key/value heads, batch) and the GPU dispatches its blocks in linear order (x fastest) as
+//! slots free up. Under the causal mask a key block's walk is shorter the later its keys (block j sees the query
+//! tiles from about `j · tile_kv / tile_q` on), so the grid's own order puts each (batch, kv head) group's longest
+//! walk first and its shortest last, group after group: the last groups' longest walks start when the GPU is
+//! nearly done with everything else and leave a tail (a one-slot-per-SM list-scheduling model: 1.5–3.5% at the
+//! issue tables' shapes, 12–27% at shapes with few groups; [`tests`]).
+//!
+//! Longest first across all groups removes the tail in the model but not on the GPU: the blocks running at once
+//! then belong to as many groups as there are blocks, each streaming its own Q, dO and dQ accumulator through
+//! the L2, and the causal rows ran at 0.60–0.83 of the grid order's speed (docs/perf-notes.md, session 51). So
+//! only the **tail** changes: the last `tail_groups` groups, about one GPU's worth of blocks, are dispatched
+//! longest first among themselves (key block by key block, the groups inside), and every group before them in the
+//! grid's order. The blocks resident at any moment then span as few groups as in the grid's order.
+//!
+//! Walks only get shorter with the key block, so the deterministic ascending order (a block waits for the lower
+//! key blocks of its group at each tile) still waits only for blocks dispatched before it.
+
+/// The key-block order of one launch of a plain backward kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BwdLaunchOrder {
+    /// Key blocks per (batch, kv head) group: the grid's x.
+    pub key_blocks: u32,
+    /// Groups: the grid's y times z.
+    pub groups: u32,
+    /// The last groups, dispatched longest walk first among themselves; 0 or 1: the grid's own order.
+    pub tail_groups: u32,
+}
+
+impl BwdLaunchOrder {
+    /// The host's rule: causal launches take as many tail groups as fill the `resident` blocks the GPU holds at
+    /// once (at least one block each), where the grid's block count fits the kernel's 32-bit index arithmetic;
+    /// otherwise (full attention, whose walks are all equally long, or a grid past 2^32 blocks) the grid's own
+    /// order.
+    pub fn for_launch(causal: bool, key_blocks: u32, groups: u32, resident: u32) -> BwdLaunchOrder {
+        let fits = (key_blocks as u64) * (groups as u64) <= u32::MAX as u64;
+        let tail_groups = if causal && fits && key_blocks > 1 { resident.div_ceil(key_blocks).min(groups) } else { 0 };
+        BwdLaunchOrder { key_blocks, groups, tail_groups }
+    }
+
+    /// Whether the order is the grid's own (no mapping needed).
+    #[inline(always)]
+    pub fn is_grid_order(&self) -> bool {
+        self.tail_groups <= 1
+    }
+
+    /// The (key block, group) of the block dispatched `linear`-th (`x + key_blocks · (y + heads_kv · z)`); the
+    /// group's kv head is `group % heads_kv`, its batch `group / heads_kv`. `linear < key_blocks · groups`, which
+    /// [`Self::for_launch`] keeps within 32 bits wherever the order is not the grid's.
+    #[inline(always)]
+    pub fn block(&self, linear: u32) -> (u32, u32) {
+        let head = (self.groups - self.tail_groups.max(1)) * self.key_blocks;
+        if self.is_grid_order() || linear < head {
+            return (linear % self.key_blocks, linear / self.key_blocks);
+        }
+        let tail = linear - head;
+        (tail / self.tail_groups, self.groups - self.tail_groups + tail % self.tail_groups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    /// Every (key block, group) exactly once, and within a group the key blocks in ascending dispatch order.
+    #[test]
+    fn every_block_once_and_each_group_ascending() {
+        for (key_blocks, groups) in [(1, 1), (1, 7), (7, 1), (8, 512), (33, 12), (128, 3), (5, 5)] {
+            for tail_groups in 0..=groups {
+                let order = BwdLaunchOrder { key_blocks, groups, tail_groups };
+                let mut seen = std::vec![false; (key_blocks * groups) as usize];
+                let mut last = std::vec![None::<u32>; groups as usize];
+                for linear in 0..key_blocks * groups {
+                    let (x, g) = order.block(linear);
+                    assert!(x < key_blocks && g < groups, "{order:?} {linear}");
+                    let i = (g * key_blocks + x) as usize;
+                    assert!(!seen[i], "{order:?}: ({x}, {g}) twice");
+                    seen[i] = true;
+                    assert!(last[g as usize].is_none_or(|l| l < x), "{order:?}: group {g} not ascending");
+                    last[g as usize] = Some(x);
+                }
+            }
+        }
+        // Full attention: the grid's order.
+        let grid = BwdLaunchOrder::for_launch(false, 16, 9, 132);
+        assert!((0..16 * 9).all(|l| grid.block(l) == (l % 16, l / 16)));
+    }
+
+    /// The rule: a GPU's worth of tail groups for causal launches that fit 32 bits, the grid's order otherwise.
+    #[test]
+    fn the_rule_takes_a_gpus_worth_of_tail_groups() {
+        assert_eq!(BwdLaunchOrder::for_launch(true, 32, 128, 132).tail_groups, 5);
+        assert_eq!(BwdLaunchOrder::for_launch(true, 8, 512, 132).tail_groups, 17);
+        assert_eq!(BwdLaunchOrder::for_launch(true, 64, 2, 132).tail_groups, 2);
+        assert!(BwdLaunchOrder::for_launch(true, 1, 128, 132).is_grid_order());
+        assert!(BwdLaunchOrder::for_launch(false, 32, 128, 132).is_grid_order());
+        assert!(BwdLaunchOrder::for_launch(true, 1 << 17, 1 << 16, 132).is_grid_order());
+    }
+
+    /// Any `resident` blocks dispatched one after another (those that can run side by side) span at most twice as
+    /// many groups as in the grid's order (the most is where the tail begins: the last groups before it finish
+    /// their short walks beside the tail's long ones).
+    #[test]
+    fn blocks_side_by_side_span_as_few_groups_as_the_grid_order() {
+        let resident = 132;
+        for (key_blocks, groups) in [(8, 512), (16, 256), (32, 128), (64, 8), (24, 48), (4, 128), (128, 3)] {
+            let order = BwdLaunchOrder::for_launch(true, key_blocks, groups, resident);
+            let blocks: Vec<u32> = (0..key_blocks * groups).map(|l| order.block(l).1).collect();
+            let grid_span = resident.div_ceil(key_blocks) + 1;
+            for window in blocks.windows((resident as usize).min(blocks.len())) {
+                let mut span: Vec<u32> = window.to_vec();
+                span.sort_unstable();
+                span.dedup();
+                assert!(span.len() as u32 <= 2 * grid_span, "{order:?}: {} groups side by side", span.len());
+            }
+        }
+    }
+
+    /// The time the last block ends when blocks of these lengths are dispatched in this order onto `slots`
+    /// slots as they free up.
+    fn makespan(lengths: impl Iterator<Item = u64>, slots: usize) -> u64 {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut free: BinaryHeap<Reverse<u64>> = (0..slots).map(|_| Reverse(0)).collect();
+        let mut end = 0;
+        for length in lengths {
+            let Reverse(start) = free.pop().unwrap();
+            end = end.max(start + length);
+            free.push(Reverse(start + length));
+        }
+        end
+    }
+
+    /// Causal walks on 132 slots (an H100's or H200's SMs, one block each), a block's length its query tiles plus
+    /// two tiles of prologue and epilogue: the rule's order ends within 1.5% of the bound (the work over the slots,
+    /// or the longest block) on the issue's shapes, where the grid's order is 1.4–3.5% over it, and never later
+    /// than the grid's order; at shapes with few groups, where the grid's order is 12–27% over, within 11%.
+    #[test]
+    fn causal_bands_leave_no_tail() {
+        // (seq, tile_q, tile_kv, groups): the issue tables' 32k tokens at head dims 128 and 64, then fewer groups.
+        let shapes = [
+            (1024, 64, 128, 512),
+            (2048, 64, 128, 256),
+            (4096, 64, 128, 128),
+            (8192, 64, 128, 64),
+            (16384, 64, 128, 32),
+            (1024, 128, 128, 1024),
+            (4096, 128, 128, 256),
+            (8192, 64, 128, 8),
+            (3000, 64, 128, 48),
+            (5000, 128, 128, 12),
+            (2048, 64, 128, 40),
+            (512, 64, 128, 128),
+        ];
+        for (seq, tile_q, tile_kv, groups) in shapes {
+            let (key_blocks, q_tiles) = (u32::div_ceil(seq, tile_kv), u32::div_ceil(seq, tile_q));
+            let length = |x: u32| (q_tiles - x * tile_kv / tile_q) as u64 + 2;
+            let work: u64 = (0..key_blocks).map(length).sum::<u64>() * groups as u64;
+            let bound = (work as f64 / 132.0).max(length(0) as f64);
+            let run = |order: BwdLaunchOrder| {
+                let blocks: Vec<u32> = (0..key_blocks * groups).map(|l| order.block(l).0).collect();
+                makespan(blocks.into_iter().map(length), 132) as f64 / bound
+            };
+            let rule = run(BwdLaunchOrder::for_launch(true, key_blocks, groups, 132));
+            let grid = run(BwdLaunchOrder { key_blocks, groups, tail_groups: 0 });
+            std::println!("{seq} keys, {tile_q}×{tile_kv}, {groups} groups: grid order ×{grid:.3}, tail ×{rule:.3}");
+            let issue_table = seq * groups / (if tile_q == 64 { 16 } else { 32 }) == 32768;
+            assert!(rule <= if issue_table { 1.015 } else { 1.11 }, "{seq}, {groups} groups: ×{rule:.3}");
+            assert!(rule <= grid + 0.001, "{seq}, {groups} groups: ×{rule:.3} against ×{grid:.3}");
+        }
+    }
+}
