@@ -140,7 +140,7 @@ mod tests {
     /// or the longest block) on the issue's shapes, where the grid's order is 1.4–3.5% over it, and never later
     /// than the grid's order; at shapes with few groups, where the grid's order is 12–27% over, within 11%.
     #[test]
-    fn causal_bands_leave_no_tail() {
+    fn causal_launches_end_near_the_bound_with_the_tail_longest_first() {
         // (seq, tile_q, tile_kv, groups): the issue tables' 32k tokens at head dims 128 and 64, then fewer groups.
         let shapes = [
             (1024, 64, 128, 512),
