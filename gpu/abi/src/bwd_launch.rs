@@ -5,7 +5,7 @@
 //! slots free up. Under the causal mask a key block's walk is shorter the later its keys (block j sees the query
 //! tiles from about `j · tile_kv / tile_q` on), so the grid's own order puts each (batch, kv head) group's longest
 //! walk first and its shortest last, group after group: the last groups' longest walks start when the GPU is
-//! nearly done with everything else and leave a tail (a one-slot-per-SM list-scheduling model: 1.5–3.5% at the
+//! nearly done with everything else and leave a tail (a one-slot-per-SM list-scheduling model: 1.4–3.5% at the
 //! issue tables' shapes, 12–27% at shapes with few groups; [`tests`]).
 //!
 //! Longest first across all groups removes the tail in the model but not on the GPU: the blocks running at once
@@ -13,7 +13,8 @@
 //! the L2, and the causal rows ran at 0.60–0.83 of the grid order's speed (docs/perf-notes.md, session 51). So
 //! only the **tail** changes: the last `tail_groups` groups, about one GPU's worth of blocks, are dispatched
 //! longest first among themselves (key block by key block, the groups inside), and every group before them in the
-//! grid's order. The blocks resident at any moment then span as few groups as in the grid's order.
+//! grid's order. The blocks resident at any moment then span as many groups as in the grid's order, twice as many
+//! where the tail begins.
 //!
 //! Walks only get shorter with the key block, so the deterministic ascending order (a block waits for the lower
 //! key blocks of its group at each tile) still waits only for blocks dispatched before it.
@@ -31,9 +32,8 @@ pub struct BwdLaunchOrder {
 
 impl BwdLaunchOrder {
     /// The host's rule: causal launches take as many tail groups as fill the `resident` blocks the GPU holds at
-    /// once (at least one block each), where the grid's block count fits the kernel's 32-bit index arithmetic;
-    /// otherwise (full attention, whose walks are all equally long, or a grid past 2^32 blocks) the grid's own
-    /// order.
+    /// once, where the grid's block count fits the kernel's 32-bit index arithmetic; otherwise (full attention,
+    /// whose walks are all equally long, or a grid past 2^32 blocks) the grid's own order.
     pub fn for_launch(causal: bool, key_blocks: u32, groups: u32, resident: u32) -> BwdLaunchOrder {
         let fits = (key_blocks as u64) * (groups as u64) <= u32::MAX as u64;
         let tail_groups = if causal && fits && key_blocks > 1 { resident.div_ceil(key_blocks).min(groups) } else { 0 };
