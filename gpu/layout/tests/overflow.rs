@@ -107,6 +107,36 @@ fn nested128(crd: &IntTuple, stride: &IntTuple) -> (i128, bool) {
     }
 }
 
+/// An integer coordinate's offset in `i128`, as `crd2idx` computes it: each mode but the last takes the coordinate
+/// modulo the mode's size (floor division, as pycute), the last the rest, each mode's offset summed within the mode
+/// first; and whether a mode's size, a term or a partial sum left `i64` (the checked code must then refuse).
+fn int_crd2idx128(crd: i128, shape: &IntTuple, stride: &IntTuple) -> (i128, bool) {
+    match (shape, stride) {
+        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) if !ss.is_empty() => {
+            let (mut crd, mut result, mut out) = (crd, 0i128, false);
+            for (k, (s, d)) in ss.iter().zip(ds).enumerate() {
+                let (part, size) = if k + 1 == ss.len() {
+                    (crd, 1)
+                } else {
+                    let size = product128(s.flatten().iter().map(|&v| v as i128));
+                    out |= !fits(size);
+                    (crd.rem_euclid(size), size)
+                };
+                let (v, o) = int_crd2idx128(part, s, d);
+                result = result.saturating_add(v);
+                out |= o || !fits(result);
+                crd = crd.div_euclid(size);
+            }
+            (result, out)
+        }
+        (IntTuple::Int(_), IntTuple::Int(d)) => {
+            let v = crd.saturating_mul(*d as i128);
+            (v, !fits(v))
+        }
+        _ => (0, false),
+    }
+}
+
 /// `crd2idx(idx2crd(idx))` and `call(idx)` agree, or the one that refuses does so because a partial sum in its own
 /// order leaves `i64`: `call` walks the leaves flat, `crd2idx` sums each nested tuple first, so near i64's limits
 /// one may overflow where the other does not (e.g. `(1247078582801524499,(2,6475069835534006183)):(-5,
@@ -137,6 +167,14 @@ fn nested_and_flat_sums_may_overflow_at_different_points() {
     let (exact, flat_overflows) = call128(&l, 1 << 32);
     assert!(flat_overflows);
     assert_eq!(l.crd2idx(&IntTuple::Int(1 << 32)).map(|v| v as i128), Ok(exact));
+    // And where the nested sum leaves i64 but the flat walk does not (a CI run's proptest case): the last mode's
+    // own terms, −2^63 and −7·10^8, before the first modes' positive ones.
+    let l: Layout = "(2147483648,6,(6,8)):(7,6,(-9223372036854775808,-7))".parse().unwrap();
+    let crd = 7778086518127241108;
+    assert!(!call128(&l, crd).1);
+    assert!(l.call(crd).is_ok());
+    assert_eq!(l.crd2idx(&IntTuple::Int(crd)), Err(LayoutError::Overflow));
+    assert!(int_crd2idx128(crd as i128, l.shape(), l.stride()).1);
 }
 
 /// `L(idx)` in `i128` with pycute's splitting (floor division, the last leaf takes the rest),
@@ -221,17 +259,22 @@ proptest! {
 
     #[test]
     fn crd2idx_of_extreme_coordinates_is_exact_or_overflow(l in extreme_layout(), crd in extreme_index()) {
-        // An integer coordinate is the 1-D index: the same function as `call`.
-        match (l.crd2idx(&IntTuple::Int(crd)), call128(&l, crd)) {
-            (Ok(v), (value, false)) => prop_assert_eq!(v as i128, value),
-            // The nested sum adds a mode's own terms before the modes around it, so it can stay in range where the
-            // flat walk's running sum leaves it ((3,(2,k)):(i64::MAX,(1,-5)) at 2^32: MAX + 1 flat, MAX + 1 − 5·…
-            // nested); a result must then still be the exact one.
-            (Ok(v), (value, true)) => prop_assert_eq!(v as i128, value),
-            (Err(LayoutError::Overflow), (_, true)) => {}
-            // The hierarchical split forms sub-mode sizes the flat walk does not.
-            (Err(LayoutError::Overflow), (_, false)) => prop_assert!(!fits(size128(&l))),
-            (got, want) => prop_assert!(false, "{} at {}: {:?}, expected {:?}", l, crd, got, want),
+        // An integer coordinate is split mode by mode and each mode's terms summed before the modes around it
+        // (`int_crd2idx128`), so the sums may leave i64 where the flat walk's do not and the other way round
+        // ((3,(2,k)):(i64::MAX,(1,-5)) at 2^32: MAX + 1 flat, in range nested); refused exactly where the nested
+        // order leaves i64, and where it does not, the same value as `call`, the same function.
+        let (value, out) = int_crd2idx128(crd as i128, l.shape(), l.stride());
+        match l.crd2idx(&IntTuple::Int(crd)) {
+            Ok(v) => {
+                prop_assert!(!out, "{} at {}: {} but a nested sum overflows", l, crd, v);
+                prop_assert_eq!(v as i128, value);
+                let (flat, flat_out) = call128(&l, crd);
+                prop_assert!(flat_out || flat == value, "{} at {}: {} against call's {}", l, crd, v, flat);
+            }
+            Err(e) => {
+                prop_assert_eq!(e, LayoutError::Overflow);
+                prop_assert!(out, "{} at {}: refused, but {} fits", l, crd, value);
+            }
         }
     }
 
