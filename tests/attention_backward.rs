@@ -467,6 +467,52 @@ fn large_shapes_match_the_reference_kernel() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn blocks_walking_several_key_blocks_match_the_reference_kernel() {
+    // Full attention launches a GPU's worth of blocks, each walking every n-th key block: more key blocks than the
+    // GPU holds at once (a partial last one, GQA) make each block reload K and V, carry its ring, K/V parity and
+    // dQ staging turns across walks, and store dK and dV between them.
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let seed = fresh_seed();
+    let shapes = if under_sanitizer() {
+        vec![
+            AttnShape::new(1, 64, 150 * 128 - 5, 2, 1, 64),
+            AttnShape::new(1, 64, 150 * 128 - 5, 2, 1, 128),
+            AttnShape::new(1, 64, 150 * 64 - 5, 2, 1, 256),
+        ]
+    } else {
+        vec![
+            AttnShape::new(2, 1000, 5000, 4, 2, 64),
+            AttnShape::new(2, 1000, 5000, 4, 2, 128),
+            AttnShape::new(1, 700, 9000, 4, 2, 256),
+        ]
+    };
+    let mut lines = Vec::new();
+    let mut failed = 0;
+    for (i, &shape) in shapes.iter().enumerate() {
+        let q_len = shape.rows() * shape.head_dim;
+        let kv_len = shape.batch * shape.seq_k * shape.heads_kv * shape.head_dim;
+        let buffer = |len| stream.alloc_zeros::<bf16>(len).unwrap();
+        let (q, k, v, d_o) = (buffer(q_len), buffer(kv_len), buffer(kv_len), buffer(q_len));
+        let plan = AttnBwdPlan::<bf16>::new(&gpu, shape, AttnOptions::default(), &q, &k, &v, &d_o).unwrap();
+        let order = plan.launch_order();
+        let walks = order.key_blocks * order.groups;
+        assert!(plan.grid().0 < walks, "{shape}: grid {:?} for {walks} walks: no block walks twice", plan.grid());
+        let (line, passed) = check_large::<bf16>(&gpu, shape, false, seed + i as u64);
+        failed += !passed as usize;
+        lines.push(format!(
+            "{} {line} ({walks} walks on {} blocks)",
+            if passed { "ok  " } else { "FAIL" },
+            plan.grid().0
+        ));
+    }
+    let table = lines.join("\n");
+    println!("{table}");
+    assert_eq!(failed, 0, "seed {seed}:\n{table}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn fast_kernel_refuses_bad_arguments_before_launch() {
     let gpu = gpu();
     let stream = gpu.stream();

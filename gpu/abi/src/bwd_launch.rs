@@ -18,13 +18,21 @@
 //!
 //! Walks only get shorter with the key block, so the deterministic ascending order (a block waits for the lower
 //! key blocks of its group at each tile) still waits only for blocks dispatched before it.
+//!
+//! The launch is one-dimensional: block `b` of `launched` walks the order's blocks `b, b + launched, …`
+//! ([`BwdLaunchOrder::launched_blocks`]). Full attention's walks are all equally long, so a GPU's worth of
+//! persistent blocks, each taking every `launched`-th walk, ends when the hardware's dispatch of one block per
+//! walk would, and each block loads its next K and V while its consumers store the last dK and dV instead of
+//! after a new block's start. Causal walks differ in length, and the hardware's dispatch balances them as they
+//! end: one walk per block. So does the deterministic mode, whose blocks wait for walks before theirs, which only
+//! the hardware's in-order dispatch guarantees to be running or done.
 
 /// The key-block order of one launch of a plain backward kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BwdLaunchOrder {
-    /// Key blocks per (batch, kv head) group: the grid's x.
+    /// Key blocks per (batch, kv head) group.
     pub key_blocks: u32,
-    /// Groups: the grid's y times z.
+    /// (batch, kv head) groups, the kv head fastest.
     pub groups: u32,
     /// The last groups, dispatched longest walk first among themselves; 0 or 1: the grid's own order.
     pub tail_groups: u32,
@@ -40,20 +48,32 @@ impl BwdLaunchOrder {
         BwdLaunchOrder { key_blocks, groups, tail_groups }
     }
 
+    /// Blocks of the launch, each walking every `launched`-th block of the order from its own index: a GPU's
+    /// worth (`resident`, the blocks it holds at once) of persistent blocks where the walks are equally long
+    /// (full attention) and no block waits for another (not deterministic), else one block per walk.
+    pub fn launched_blocks(&self, causal: bool, deterministic: bool, resident: u32) -> u32 {
+        let walks = self.key_blocks.saturating_mul(self.groups);
+        if causal || deterministic { walks } else { walks.min(resident.max(1)) }
+    }
+
     /// Whether the order is the grid's own (no mapping needed).
     #[inline(always)]
     pub fn is_grid_order(&self) -> bool {
         self.tail_groups <= 1
     }
 
-    /// The (key block, group) of the block dispatched `linear`-th (`x + key_blocks · (y + heads_kv · z)`); the
-    /// group's kv head is `group % heads_kv`, its batch `group / heads_kv`. `linear < key_blocks · groups`, which
-    /// [`Self::for_launch`] keeps within 32 bits wherever the order is not the grid's.
+    /// The (key block, group) of the walk dispatched `linear`-th; the group's kv head is `group % heads_kv`, its
+    /// batch `group / heads_kv`. `linear < key_blocks · groups`, which [`Self::for_launch`] keeps within 32 bits
+    /// wherever the order is not the grid's.
     #[inline(always)]
     pub fn block(&self, linear: u32) -> (u32, u32) {
-        let head = (self.groups - self.tail_groups.max(1)) * self.key_blocks;
-        if self.is_grid_order() || linear < head {
-            return (linear % self.key_blocks, linear / self.key_blocks);
+        let grid = (linear % self.key_blocks, linear / self.key_blocks);
+        if self.is_grid_order() {
+            return grid;
+        }
+        let head = (self.groups - self.tail_groups) * self.key_blocks;
+        if linear < head {
+            return grid;
         }
         let tail = linear - head;
         (tail / self.tail_groups, self.groups - self.tail_groups + tail % self.tail_groups)
@@ -88,6 +108,18 @@ mod tests {
         // Full attention: the grid's order.
         let grid = BwdLaunchOrder::for_launch(false, 16, 9, 132);
         assert!((0..16 * 9).all(|l| grid.block(l) == (l % 16, l / 16)));
+    }
+
+    /// Persistent blocks only where the walks are equally long and none waits for another, and never more blocks
+    /// than walks.
+    #[test]
+    fn full_attention_launches_a_gpus_worth_of_persistent_blocks() {
+        let order = |causal| BwdLaunchOrder::for_launch(causal, 16, 512, 132);
+        assert_eq!(order(false).launched_blocks(false, false, 132), 132);
+        assert_eq!(order(false).launched_blocks(false, true, 132), 16 * 512);
+        assert_eq!(order(true).launched_blocks(true, false, 132), 16 * 512);
+        assert_eq!(BwdLaunchOrder::for_launch(false, 8, 4, 132).launched_blocks(false, false, 132), 32);
+        assert_eq!(order(false).launched_blocks(false, false, 0), 1);
     }
 
     /// The rule: a GPU's worth of tail groups for causal launches that fit 32 bits, the grid's order otherwise.

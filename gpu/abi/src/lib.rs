@@ -754,9 +754,10 @@ impl AttnBwdTile {
     }
 
     /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot
-    /// ([`Self::dq_slots`]).
+    /// ([`Self::dq_slots`]), then K/V empty (a block walking several key blocks reloads K and V once the consumers
+    /// are done with them).
     pub const fn barriers(&self) -> u32 {
-        1 + 2 * self.stages + 2 * self.dq_slots()
+        2 + 2 * self.stages + 2 * self.dq_slots()
     }
 
     pub const fn smem_bytes(&self) -> u32 {

@@ -191,8 +191,12 @@ macro_rules! attn_bwd_sm90_params {
             scale_log2: val(f32),
             /// 1 for causal masking (bottom-right aligned), else 0.
             causal: val(u32),
-            /// The plain kernels' launch order's tail groups ([`crate::bwd_launch::BwdLaunchOrder`]), 0 for the
-            /// grid's own order; the `_staggered` kernels launch in `DqSchedule`'s order and ignore it.
+            /// The plain kernels' launch order ([`crate::bwd_launch::BwdLaunchOrder`]): key blocks per (batch, kv
+            /// head) group, the groups (kv heads × batch, the kv head fastest) and the tail groups (0: the grid's
+            /// own order). The `_staggered` kernels launch in `DqSchedule`'s order over their 3-D grid and ignore
+            /// them.
+            key_blocks: val(u32),
+            groups: val(u32),
             tail_groups: val(u32),
         }
     };

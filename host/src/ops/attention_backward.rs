@@ -39,8 +39,9 @@ const OP: &str = "attention_backward";
 const REFERENCE_OP: &str = "attention_backward_reference";
 
 /// Checks a backward problem: the forward's checks ([`CheckedProblem::new`]), then what only the backward needs:
-/// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, and the grid's
-/// heads and batch fit its dimensions. No GPU needed.
+/// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, the grid's heads
+/// and batch fit its dimensions, and the main kernel's walks (key tiles × kv heads × batch) number below 2^31.
+/// No GPU needed.
 pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
     let p = check_problem(OP, shape, options)?;
     let AttnStrides { q, k, v, .. } = p.strides;
@@ -63,6 +64,14 @@ pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<Checked
         return Err(Error::bad_argument(
             OP,
             format!("heads_kv {} and batch {} must each be at most 65535 (grid dimensions)", shape.heads_kv, batch),
+        ));
+    }
+    // The plain kernels count their walks in 31 bits (one grid dimension; a walk index plus the grid stays in 32).
+    let (key_blocks, heads_kv, batch_u32) = main_grid(shape, tile_for(d));
+    if (key_blocks as u64) * (heads_kv as u64) * (batch_u32 as u64) > i32::MAX as u64 {
+        return Err(Error::bad_argument(
+            OP,
+            format!("key tiles {key_blocks} × heads_kv {heads_kv} × batch {batch} must be below 2^31"),
         ));
     }
     // The row kernels count the padded rows of all (batch, head) pairs, and each pair's row threads, in 32 bits.
@@ -170,10 +179,11 @@ struct Workspace {
     dq_semaphores: Option<CudaSlice<u32>>,
 }
 
-/// The main kernel's grid: (key tiles, kv heads, batch).
+/// The main kernel's walks: (key tiles, kv heads, batch), the `_staggered` kernels' grid. (`check_backward` holds
+/// their product below 2^31.)
 fn main_grid(shape: AttnShape, tile: AttnBwdTile) -> (u32, u32, u32) {
     let key_tiles = shape.seq_k.div_ceil(tile.tile_kv as usize);
-    (key_tiles as u32, shape.heads_kv as u32, shape.batch as u32)
+    (key_tiles.min(u32::MAX as usize) as u32, shape.heads_kv as u32, shape.batch as u32)
 }
 
 /// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
@@ -194,6 +204,8 @@ pub struct AttnBwdPlan<T: AttnElement> {
     order: Option<DqOrder>,
     /// The order in which the main kernel's blocks take their key blocks ([`Self::launch_order`]).
     launch_order: BwdLaunchOrder,
+    /// The main kernel's grid ([`Self::grid`]).
+    grid: (u32, u32, u32),
     _element: std::marker::PhantomData<T>,
 }
 
@@ -303,12 +315,14 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             None,
         )?;
         let staggered = order == Some(DqOrder::Staggered);
-        let launch_order = BwdLaunchOrder::for_launch(
-            problem.causal && !staggered,
-            key_blocks,
-            heads_kv * batch,
-            per_sm.max(1).saturating_mul(gpu.sm_count()),
-        );
+        let resident = per_sm.max(1).saturating_mul(gpu.sm_count());
+        let launch_order =
+            BwdLaunchOrder::for_launch(problem.causal && !staggered, key_blocks, heads_kv * batch, resident);
+        let grid = if staggered {
+            (key_blocks, heads_kv, batch)
+        } else {
+            (launch_order.launched_blocks(problem.causal, order.is_some(), resident), 1, 1)
+        };
         let rows = padded_rows_total(shape);
         let units = rows / AttnBwdTile::DQ_UNIT_ROWS as usize;
         let workspace = Workspace {
@@ -329,6 +343,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             workspace: Mutex::new(workspace),
             order,
             launch_order,
+            grid,
             _element: std::marker::PhantomData,
         })
     }
@@ -352,9 +367,11 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         self.kernel
     }
 
-    /// Blocks of the main kernel's grid: (key tiles, kv heads, batch).
+    /// The main kernel's grid: the `_staggered` kernels' (key tiles, kv heads, batch); the plain kernels' blocks
+    /// along x, each walking every x-th key block of the launch order ([`BwdLaunchOrder::launched_blocks`]: a
+    /// GPU's worth for full attention outside the deterministic mode, else one per key block).
     pub fn grid(&self) -> (u32, u32, u32) {
-        main_grid(self.problem.shape, self.tile)
+        self.grid
     }
 
     /// The order in which the main kernel's blocks take their key blocks: causal plain kernels' last groups
@@ -505,6 +522,8 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             scale: p.scale,
             scale_log2: p.scale_log2,
             causal: p.causal as u32,
+            key_blocks: self.launch_order.key_blocks,
+            groups: self.launch_order.groups,
             tail_groups: self.launch_order.tail_groups,
         };
         let launch = ClusterLaunch {
@@ -518,8 +537,9 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // kernel's signature is declared from). The tensor maps describe q, k, v and d_o (checked above) with the
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
         // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
-        // overlap nothing; the grid is (key tiles, kv heads, batch) with the tile's threads and shared memory (the
-        // limit raised in `build`).
+        // overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
+        // walks (`check_backward`), the grid the staggered kernels' (key tiles, kv heads, batch) or at most one
+        // block per walk along x, with the tile's threads and shared memory (the limit raised in `build`).
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
 
@@ -758,6 +778,9 @@ mod tests {
         // Grid dimensions.
         let err = refused(AttnShape::new(70_000, 1, 1, 1, 1, 64), AttnOptions::default());
         assert!(err.to_string().contains("65535"), "{err}");
+        // The main kernel's walks in 31 bits.
+        let err = refused(AttnShape::new(40_000, 1, 1, 60_000, 60_000, 64), AttnOptions::default());
+        assert!(err.to_string().contains("below 2^31"), "{err}");
         // The row kernels' 32-bit thread index: padded seq_q · head_dim / 8.
         let err = refused(AttnShape::new(1, 1 << 27, 1, 1, 1, 256), AttnOptions::default());
         assert!(err.to_string().contains("head_dim / 8"), "{err}");

@@ -6,7 +6,7 @@
 //! 1. [`preprocess`], `head_dim / 8` threads per query row (every (batch, head) padded to whole query tiles,
 //!    [`AttnBwdRows`]): the row's D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for
 //!    padding rows, so its probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
-//! 2. [`attn_bwd`], one block per `tile_kv` keys of one (key/value head, batch): K and V stay in shared memory
+//! 2. [`attn_bwd`], a walk per `tile_kv` keys of one (key/value head, batch): K and V stay in shared memory
 //!    while the producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dims 128 and 256, 128 at head
 //!    dim 64; Q, dO, and the rows' LSE and D) through a ring, for each query head of the key/value head in turn
 //!    (GQA: dK and dV are summed in registers over the group, no atomics).
@@ -22,7 +22,9 @@
 //!    (FlashAttention-3's arrangement, [`AttnBwdTile::splits_dq_pieces`]): after a barrier between them, each
 //!    computes its pieces over all 128 keys from both consumers' dSᵀ (at head dim 128 a column block each, at head
 //!    dim 64 a 64-row unit each), so the writer adds each element of a tile's dQ once per block.
-//!    At the end dK (times the softmax scale) and dV are converted and stored.
+//!    At the end of the walk dK (times the softmax scale) and dV are converted and stored. A block walks one or
+//!    more key blocks in turn ([`Walks`], [`BwdLaunchOrder::launched_blocks`]); the producer loads the next walk's
+//!    K and V once the consumers are done with the last, while they store its dK and dV.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
 //!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
 //!    each consumer computes Sᵀ and dPᵀ for 32 of a tile's 64 queries (m64n32k16), writes its half of Pᵀ and dSᵀ to
@@ -42,7 +44,7 @@ use seq_macro::seq;
 use super::reference::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{
-    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z, lane_id, thread_idx_x,
+    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
 };
 use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
@@ -563,12 +565,15 @@ macro_rules! attn_bwd_kernel_fn {
         /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
         /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
-        /// distinct, 4-byte aligned, overlapping nothing. Launched with a grid of (ceil(seq_k / tile_kv), heads_kv,
-        /// batch), the tile's threads and dynamic shared memory; `tail_groups` as `BwdLaunchOrder::for_launch` gives
-        /// it (at most heads_kv · batch, and above 1 only where the grid holds fewer than 2^32 blocks). A
-        /// `_staggered` kernel needs `dq_semaphores` set and the 32-bit arithmetic of `DqSchedule::fits_u32`; unless
-        /// `DqSchedule::launches_descending`, it waits for blocks launched after it as well, so every key block of a
-        /// (batch, kv head) must be resident at once (else a wait traps).
+        /// distinct, 4-byte aligned, overlapping nothing. `key_blocks` = ceil(seq_k / tile_kv), `groups` = heads_kv ·
+        /// batch, their product below 2^31, and `tail_groups` as `BwdLaunchOrder::for_launch` gives it. The plain
+        /// kernels launch with a grid of (n, 1, 1) blocks, n ≤ key_blocks · groups, each walking every n-th of the
+        /// launch order's key blocks (n = all of them where `dq_semaphores` is set: the ascending order waits only
+        /// for walks dispatched before); a `_staggered` kernel with a grid of (key_blocks, heads_kv, batch). Both
+        /// with the tile's threads and dynamic shared memory. A `_staggered` kernel needs `dq_semaphores` set and the
+        /// 32-bit arithmetic of `DqSchedule::fits_u32`; unless `DqSchedule::launches_descending`, it waits for blocks
+        /// launched after it as well, so every key block of a (batch, kv head) must be resident at once (else a wait
+        /// traps).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -592,6 +597,8 @@ macro_rules! attn_bwd_kernel_fn {
                 scale: params.scale,
                 scale_log2: params.scale_log2,
                 causal: params.causal != 0,
+                key_blocks: params.key_blocks,
+                groups: params.groups,
                 tail_groups: params.tail_groups,
             };
             let tensor_maps = [params.tensor_map_q, params.tensor_map_k, params.tensor_map_v, params.tensor_map_do];
@@ -666,6 +673,9 @@ struct Problem {
     scale: f32,
     scale_log2: f32,
     causal: bool,
+    /// The plain kernels' launch order: its key blocks, groups and tail groups ([`BwdLaunchOrder`]).
+    key_blocks: u32,
+    groups: u32,
     tail_groups: u32,
 }
 
@@ -724,6 +734,10 @@ impl SmemMap {
     fn kv_full(&self) -> u32 {
         self.barrier(0)
     }
+    /// The walk's K and V are free again: every consumer thread arrives once its last products are done.
+    fn kv_empty(&self) -> u32 {
+        self.barrier(1 + 2 * self.tile.stages + 2 * self.tile.dq_slots())
+    }
     fn q_full(&self, stage: u32) -> u32 {
         self.barrier(1 + stage)
     }
@@ -750,11 +764,11 @@ const MN_K_STEP_BYTES: u32 = wgmma::k16_step_bytes(&sw128_mn_major(1, 64));
 /// The named barrier among every consumer thread ([`Warpgroup::sync_consumers`]): any id but 0, the block's.
 const CONSUMERS_BARRIER: u32 = 3;
 
-/// This block's keys and the query tiles it walks: for each query head of its key/value head, the query tiles
+/// One walk's keys and the query tiles it visits: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
 /// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. The staggered
 /// kernels' key block is [`DqSchedule::key_block`] of the grid's x; the plain kernels' key block and group come
-/// from the block's place in the launch order ([`BwdLaunchOrder`]).
+/// from the walk's place in the launch order ([`BwdLaunchOrder`]).
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
@@ -769,8 +783,9 @@ struct Block {
 }
 
 impl Block {
+    /// The walk dispatched `linear`-th in the launch order (the staggered kernels: their grid's block).
     #[inline(always)]
-    fn new<C: Config>(problem: &Problem) -> Block {
+    fn at<C: Config>(problem: &Problem, linear: u32) -> Block {
         let tile = C::TILE;
         if C::STAGGERED {
             let schedule = staggered_schedule(problem, tile);
@@ -784,23 +799,17 @@ impl Block {
                 q_tiles: schedule.visits(key_block),
             };
         }
-        // The key block and group from the launch order (causal: the last groups' longest walks first).
-        let (key_blocks, groups) = (grid_dim_x(), grid_dim_y() * grid_dim_z());
-        let order = BwdLaunchOrder { key_blocks, groups, tail_groups: problem.tail_groups };
-        let (key_block, kv_head, batch) = if order.is_grid_order() {
-            (block_idx_x(), block_idx_y(), block_idx_z())
-        } else {
-            let linear = block_idx_x() + grid_dim_x() * (block_idx_y() + grid_dim_y() * block_idx_z());
-            let (key_block, group) = order.block(linear);
-            (key_block, group % grid_dim_y(), group / grid_dim_y())
-        };
+        let order =
+            BwdLaunchOrder { key_blocks: problem.key_blocks, groups: problem.groups, tail_groups: problem.tail_groups };
+        let (key_block, group) = order.block(linear);
+        let heads_kv = problem.heads_q / problem.group;
         let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let first_q_tile = first_row / tile.tile_q;
         Block {
-            kv_head,
-            batch,
+            kv_head: group % heads_kv,
+            batch: group / heads_kv,
             key_block,
             key0,
             first_q_tile,
@@ -853,6 +862,37 @@ impl Block {
     }
 }
 
+/// The walks of this block, one after another: a `_staggered` kernel's block its grid's one; a plain kernel's
+/// block those dispatched `blockIdx.x + k · gridDim.x`-th in the launch order (host and kernel agree on the launch
+/// order's size, the grid on how many blocks share it: [`BwdLaunchOrder::launched_blocks`]). Every role of the
+/// block walks the same sequence, each with its own copy.
+struct Walks {
+    next: u32,
+    end: u32,
+}
+
+impl Walks {
+    #[inline(always)]
+    fn new<C: Config>(problem: &Problem) -> Walks {
+        if C::STAGGERED {
+            Walks { next: 0, end: 1 }
+        } else {
+            Walks { next: block_idx_x(), end: problem.key_blocks * problem.groups }
+        }
+    }
+
+    #[inline(always)]
+    fn next<C: Config>(&mut self, problem: &Problem) -> Option<Block> {
+        if self.next >= self.end {
+            return None;
+        }
+        let block = Block::at::<C>(problem, self.next);
+        // Below 2^31 walks (the host checks): the sum does not wrap.
+        self.next += if C::STAGGERED { 1 } else { grid_dim_x() };
+        Some(block)
+    }
+}
+
 /// The staggered order's schedule of this block's (batch, key/value head): the grid's key blocks against the
 /// padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
 /// ([`DqSchedule::fits_u32`]).
@@ -883,6 +923,7 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     if thread_idx_x() == 0 {
         unsafe {
             mbarrier::init(smem.kv_full(), 1);
+            mbarrier::init(smem.kv_empty(), tile.consumers * AttnBwdTile::WARPGROUP_THREADS);
             for stage in 0..tile.stages {
                 mbarrier::init(smem.q_full(stage), 1);
                 mbarrier::init(smem.q_empty(stage), tile.consumers * AttnBwdTile::WARPGROUP_THREADS);
@@ -896,70 +937,95 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     }
     barrier::sync_threads();
 
-    let block = Block::new::<C>(problem);
     if warpgroup == 0 {
         setmaxnreg::dec::<24>();
         let warp = warp::broadcast_first(thread / 32);
         if warp == 0 {
-            unsafe { produce::<C>(tensor_maps, &smem, &block, problem) };
+            unsafe { produce::<C>(tensor_maps, &smem, problem) };
         } else if warp == 1 {
-            unsafe { write_dq::<C>(&smem, &block, problem) };
+            unsafe { write_dq::<C>(&smem, problem) };
         }
     } else {
         setmaxnreg::inc::<240>();
-        unsafe { consume::<C>(&smem, &block, warpgroup - 1, thread, problem) };
+        let consumer = warpgroup - 1;
+        if C::TILE.split == BwdSplit::HeadDim {
+            unsafe { consume_columns::<C>(&smem, consumer, thread, problem) };
+        } else {
+            unsafe { consume::<C>(&smem, consumer, thread, problem) };
+        }
     }
 }
 
-/// The producer warp: K and V once, then each query tile's Q, dO, LSE and D into the ring. Every lane walks the
-/// loop and waits for the stage (the walk's values are then warp-uniform, in uniform registers); one lane, chosen by
+/// The producer warp: per walk, each query tile's Q, dO, LSE and D into the ring, and after the first tile's the
+/// walk's K and V, once the consumers are done with the last walk's (the ring and K/V's parity run on across
+/// walks, so the next walk's first tile loads while the consumers finish the last). Every lane walks the loop and
+/// waits for the stage (the walk's values are then warp-uniform, in uniform registers); one lane, chosen by
 /// `elect.sync`, issues the copies (no loop over lanes around them).
 #[inline(always)]
-unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Block, problem: &Problem) {
+unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, problem: &Problem) {
     let tile = smem.tile;
     let [map_q, map_k, map_v, map_do] = tensor_maps;
     let leader = warp::elect_one();
-    let (kv_head, batch) = (block.kv_head as i32, block.batch as i32);
     if leader {
         for map in tensor_maps {
             tma::prefetch_tensormap(map);
         }
-        unsafe {
-            mbarrier::arrive_expect_tx(smem.kv_full(), 2 * tile.smem_kv_bytes());
-            for column_block in 0..tile.column_blocks() {
-                let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
-                let key0 = block.key0 as i32;
-                tma::load_4d(smem.k(column_block), map_k, column, kv_head, key0, batch, smem.kv_full());
-                tma::load_4d(smem.v(column_block), map_v, column, kv_head, key0, batch, smem.kv_full());
-            }
-        }
     }
-    let mut ring = RingState::new(tile.stages);
-    for index in 0..block.items(problem) {
-        // The item's coordinates (a division) before the wait, so that they are not on the path from the
-        // consumers' release to the copies (LLVM would sink them into the leader's branch, after the wait; with one
-        // stage, at head dim 256, that path is every tile's).
-        let (head, q0) = block.item::<C>(index, problem);
-        let row = block.workspace_row(head, q0, problem);
-        let (head, q0, row) = (opaque_here(head), opaque_here(q0), opaque_u64(row as u64) as usize);
-        let stage = ring.stage;
-        let full = smem.q_full(stage);
-        unsafe { mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1) };
+    // The walk's K and V, once the consumers are done with the last walk's.
+    let load_kv = |block: &Block, kv_phase: u32| {
+        unsafe { mbarrier::wait(smem.kv_empty(), kv_phase ^ 1) };
         if leader {
+            let (kv_head, key0, batch) = (block.kv_head as i32, block.key0 as i32, block.batch as i32);
             unsafe {
-                mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+                mbarrier::arrive_expect_tx(smem.kv_full(), 2 * tile.smem_kv_bytes());
                 for column_block in 0..tile.column_blocks() {
                     let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
-                    let (head, q0) = (head as i32, q0 as i32);
-                    tma::load_4d(smem.q(stage, column_block), map_q, column, head, q0, batch, full);
-                    tma::load_4d(smem.d_o(stage, column_block), map_do, column, head, q0, batch, full);
+                    tma::load_4d(smem.k(column_block), map_k, column, kv_head, key0, batch, smem.kv_full());
+                    tma::load_4d(smem.v(column_block), map_v, column, kv_head, key0, batch, smem.kv_full());
                 }
-                let rows_bytes = tile.smem_rows_bytes();
-                tma::load_bulk(smem.lse(stage), problem.lse_log2.add(row) as *const u8, rows_bytes, full);
-                tma::load_bulk(smem.dsum(stage), problem.dsum.add(row) as *const u8, rows_bytes, full);
             }
         }
-        ring.advance();
+    };
+    let mut ring = RingState::new(tile.stages);
+    let mut walks = Walks::new::<C>(problem);
+    let mut kv_phase = 0;
+    while let Some(block) = walks.next::<C>(problem) {
+        let batch = block.batch as i32;
+        let items = block.items(problem);
+        if items == 0 {
+            // (Every walk visits a tile; were one not to, the consumers would still wait for its K and V.)
+            load_kv(&block, kv_phase);
+        }
+        for index in 0..items {
+            // The item's coordinates (a division) before the wait, so that they are not on the path from the
+            // consumers' release to the copies (LLVM would sink them into the leader's branch, after the wait;
+            // with one stage, at head dim 256, that path is every tile's).
+            let (head, q0) = block.item::<C>(index, problem);
+            let row = block.workspace_row(head, q0, problem);
+            let (head, q0, row) = (opaque_here(head), opaque_here(q0), opaque_u64(row as u64) as usize);
+            let stage = ring.stage;
+            let full = smem.q_full(stage);
+            unsafe { mbarrier::wait(smem.q_empty(stage), ring.phase ^ 1) };
+            if leader {
+                unsafe {
+                    mbarrier::arrive_expect_tx(full, tile.stage_bytes());
+                    for column_block in 0..tile.column_blocks() {
+                        let column = (column_block * AttnBwdTile::BOX_COLS) as i32;
+                        let (head, q0) = (head as i32, q0 as i32);
+                        tma::load_4d(smem.q(stage, column_block), map_q, column, head, q0, batch, full);
+                        tma::load_4d(smem.d_o(stage, column_block), map_do, column, head, q0, batch, full);
+                    }
+                    let rows_bytes = tile.smem_rows_bytes();
+                    tma::load_bulk(smem.lse(stage), problem.lse_log2.add(row) as *const u8, rows_bytes, full);
+                    tma::load_bulk(smem.dsum(stage), problem.dsum.add(row) as *const u8, rows_bytes, full);
+                }
+            }
+            ring.advance();
+            if index == 0 {
+                load_kv(&block, kv_phase);
+            }
+        }
+        kv_phase ^= 1;
     }
 }
 
@@ -968,8 +1034,8 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
 /// a tile over through `dq_full` (every consumer thread arrives after its stores and a proxy fence, so each store
 /// is ordered before the reductions' reads) and get the slot back through `dq_empty`, so they never wait for a
 /// reduction, or in the deterministic mode for their turn, unless the writer is a whole turn of slots behind. The
-/// writer walks the block's query tiles as the consumers do and computes each tile's accumulator row and turn
-/// itself.
+/// writer walks the block's walks and query tiles as the consumers do (the slots taken in turn across walks) and
+/// computes each tile's accumulator row and turn itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
 /// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]), and counts the
@@ -982,12 +1048,25 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, block: &Bloc
 /// ordered after its acquire) → B's reductions. So each element sees the additions in turn order, and the f32 sums
 /// round the same in every launch.
 #[inline(always)]
-unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) {
+unsafe fn write_dq<C: Config>(smem: &SmemMap, problem: &Problem) {
+    let mut walks = Walks::new::<C>(problem);
+    // Query tiles of the block's earlier walks: the staging slots are taken in turn across walks.
+    let mut tiles_before = 0;
+    while let Some(block) = walks.next::<C>(problem) {
+        unsafe { write_walk::<C>(smem, &block, tiles_before, problem) };
+        tiles_before += block.items(problem);
+    }
+}
+
+/// [`write_dq`] over one walk, whose first query tile is the block's `tiles_before`-th.
+#[inline(always)]
+unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32, problem: &Problem) {
     let tile = smem.tile;
     let leader = lane_id() == 0;
     let deterministic = !problem.dq_semaphores.is_null();
     let run = AttnBwdTile::DQ_PIECE_BYTES;
     for index in 0..block.items(problem) {
+        let slot_index = tiles_before + index;
         let (head, q0) = block.item::<C>(index, problem);
         let row = block.workspace_row(head, q0, problem);
         let semaphore = block.semaphore(head, q0, problem);
@@ -996,7 +1075,7 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
             tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
         for consumer in 0..tile.consumers {
-            let (slot, parity) = dq_slot::<C>(index, consumer);
+            let (slot, parity) = dq_slot::<C>(slot_index, consumer);
             unsafe { mbarrier::wait(smem.dq_full(slot), parity) };
             if deterministic && consumer == 0 {
                 unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
@@ -1023,14 +1102,14 @@ unsafe fn write_dq<C: Config>(smem: &SmemMap, block: &Block, problem: &Problem) 
             }
             tma::wait_group_read::<0>();
             for consumer in 0..tile.consumers {
-                unsafe { mbarrier::arrive(smem.dq_empty(dq_slot::<C>(index, consumer).0)) };
+                unsafe { mbarrier::arrive(smem.dq_empty(dq_slot::<C>(slot_index, consumer).0)) };
             }
         }
     }
 }
 
 /// The staging slot (each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages its dQ of the
-/// block's query tile `index` in, and the parity of that slot's barriers for it: one of the consumer's own
+/// block's `index`-th query tile (counted across its walks) in, and the parity of that slot's barriers for it: one of the consumer's own
 /// ([`AttnBwdTile::dq_slots_per_consumer`]), the tiles taking them in turn.
 #[inline(always)]
 const fn dq_slot<C: Config>(index: u32, consumer: u32) -> (u32, u32) {
@@ -1194,176 +1273,192 @@ const fn value_position(i: usize) -> (u32, u32) {
     (half as u32, 8 * block as u32 + pair as u32)
 }
 
-/// The consumer warpgroup `consumer`: its 64 keys against every query tile of the block (or, where the consumers
-/// split the head dim, [`consume_columns`]).
+/// The consumer warpgroup `consumer` where the consumers split the keys: per walk, its 64 keys against every
+/// query tile of the walk, then the walk's K and V handed back and its dK and dV stored (the ring, K/V's parity and
+/// the staging slots' turns run on across walks).
 #[inline(always)]
-unsafe fn consume<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
-    if C::TILE.split == BwdSplit::HeadDim {
-        unsafe { consume_columns::<C>(smem, block, consumer, thread, problem) };
-        return;
-    }
+unsafe fn consume<C: Config>(smem: &SmemMap, consumer: u32, thread: u32, problem: &Problem) {
     let tile = C::TILE;
     let warpgroup = Warpgroup::new(smem, consumer, thread, consumer * tile.consumer_keys() * 128);
-    // This warpgroup's first key.
-    let key0 = block.key0 + consumer * tile.consumer_keys();
-    let mut dk = C::ACC_ZERO;
-    let mut dv = C::ACC_ZERO;
-    unsafe { mbarrier::wait(smem.kv_full(), 0) };
     let mut ring = RingState::new(tile.stages);
-    for index in 0..block.items(problem) {
-        let (_, q0) = block.item::<C>(index, problem);
-        let stage = ring.stage;
-        unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
+    let mut walks = Walks::new::<C>(problem);
+    let (mut kv_phase, mut tiles_before) = (0, 0);
+    while let Some(block) = walks.next::<C>(problem) {
+        let block = &block;
+        // This warpgroup's first key.
+        let key0 = block.key0 + consumer * tile.consumer_keys();
+        let mut dk = C::ACC_ZERO;
+        let mut dv = C::ACC_ZERO;
+        unsafe { mbarrier::wait(smem.kv_full(), kv_phase) };
+        for index in 0..block.items(problem) {
+            let (_, q0) = block.item::<C>(index, problem);
+            let stage = ring.stage;
+            unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
 
-        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ.
-        let mut s = C::SCORES_ZERO;
-        let mut dp = C::SCORES_ZERO;
-        wgmma::fence();
-        warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0));
-        wgmma::commit_group();
-        warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0));
-        wgmma::commit_group();
-        wgmma::wait_group::<1>();
-        wgmma::fence_operands(s.as_mut());
-
-        // Pᵀ in place of Sᵀ while dPᵀ's products run. Keys past seq_k were loaded as zeros: their dV and dK are
-        // never stored and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only
-        // the causal mask needs applying. The block's key bound from a value opaque here: held across the loop, it
-        // is spilled.
-        let key_end = opaque_here(key0);
-        let masked = crosses_diagonal(problem, key_end + tile.consumer_keys(), q0);
-        unsafe { probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, 0, masked, problem) };
-        let p = pack::<C>(&s);
-
-        // dV += Pᵀ·dO, issued behind dPᵀ's products (its wgmma reads P from registers, so the exponentials stay
-        // ahead of dPᵀ's wait); then dSᵀ = Pᵀ ∘ (dPᵀ − D).
-        wgmma::fence();
-        warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
-        wgmma::commit_group();
-        wgmma::wait_group::<1>();
-        wgmma::fence_operands(dp.as_mut());
-        unsafe { score_gradients::<C>(&s, &mut dp, &warpgroup, stage, 0) };
-        let ds = pack_finite::<C>(&dp);
-
-        // dSᵀ goes to the stage's set of score tiles, which every consumer's dQ products of the stage's previous
-        // tile (at least two back) have read (each waited for them before the next tile's barrier), and the barrier
-        // after the stores gives this consumer every consumer's dSᵀ of the tile for its dQ piece over all the
-        // block's keys.
-        unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds_set(stage) + consumer * tile.smem_ds_bytes(), 0) };
-        smem::fence_proxy_async_shared();
-        warpgroup.sync_consumers::<C>();
-
-        // dK += dSᵀ·Q and this consumer's piece of dQ = dS·K; where the tile says so ([`AttnBwdTile::dq_under_dk`])
-        // the piece first, in a group of its own, staged for the writer while dK's products run.
-        let under_dk = tile.dq_under_dk && !C::STAGGERED;
-        let mut dq = [0.0f32; PIECE_VALUES];
-        wgmma::fence();
-        if under_dk {
-            warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+            // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ.
+            let mut s = C::SCORES_ZERO;
+            let mut dp = C::SCORES_ZERO;
+            wgmma::fence();
+            warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0));
             wgmma::commit_group();
-            warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+            warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0));
             wgmma::commit_group();
             wgmma::wait_group::<1>();
-            wgmma::fence_operands(dv.as_mut());
-            wgmma::fence_operands(&mut dq);
-        } else {
-            warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
-            warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+            wgmma::fence_operands(s.as_mut());
+
+            // Pᵀ in place of Sᵀ while dPᵀ's products run. Keys past seq_k were loaded as zeros: their dV and dK are
+            // never stored and their zero K rows add nothing to dQ once dS is packed finite ([`pack_finite`]), so only
+            // the causal mask needs applying. The block's key bound from a value opaque here: held across the loop, it
+            // is spilled.
+            let key_end = opaque_here(key0);
+            let masked = crosses_diagonal(problem, key_end + tile.consumer_keys(), q0);
+            unsafe { probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, 0, masked, problem) };
+            let p = pack::<C>(&s);
+
+            // dV += Pᵀ·dO, issued behind dPᵀ's products (its wgmma reads P from registers, so the exponentials stay
+            // ahead of dPᵀ's wait); then dSᵀ = Pᵀ ∘ (dPᵀ − D).
+            wgmma::fence();
+            warpgroup.issue_keys_by_head_dim::<C>(&mut dv, &p, smem.d_o(stage, 0));
             wgmma::commit_group();
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(dv.as_mut());
-            wgmma::fence_operands(dk.as_mut());
-            wgmma::fence_operands(&mut dq);
-            // dK's products read the stage's Q: the stage goes back once they are done.
-            warpgroup.release(smem.q_empty(stage));
+            wgmma::wait_group::<1>();
+            wgmma::fence_operands(dp.as_mut());
+            unsafe { score_gradients::<C>(&s, &mut dp, &warpgroup, stage, 0) };
+            let ds = pack_finite::<C>(&dp);
+
+            // dSᵀ goes to the stage's set of score tiles, which every consumer's dQ products of the stage's previous
+            // tile (at least two back) have read (each waited for them before the next tile's barrier), and the barrier
+            // after the stores gives this consumer every consumer's dSᵀ of the tile for its dQ piece over all the
+            // block's keys.
+            unsafe { store_ds::<C>(&ds, &warpgroup, smem.ds_set(stage) + consumer * tile.smem_ds_bytes(), 0) };
+            smem::fence_proxy_async_shared();
+            warpgroup.sync_consumers::<C>();
+
+            // dK += dSᵀ·Q and this consumer's piece of dQ = dS·K; where the tile says so ([`AttnBwdTile::dq_under_dk`])
+            // the piece first, in a group of its own, staged for the writer while dK's products run.
+            let under_dk = tile.dq_under_dk && !C::STAGGERED;
+            let mut dq = [0.0f32; PIECE_VALUES];
+            wgmma::fence();
+            if under_dk {
+                warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+                wgmma::commit_group();
+                warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+                wgmma::commit_group();
+                wgmma::wait_group::<1>();
+                wgmma::fence_operands(dv.as_mut());
+                wgmma::fence_operands(&mut dq);
+            } else {
+                warpgroup.issue_keys_by_head_dim::<C>(&mut dk, &ds, smem.q(stage, 0));
+                warpgroup.issue_dq_piece::<C>(&mut dq, smem.ds_set(stage), 0);
+                wgmma::commit_group();
+                wgmma::wait_group::<0>();
+                wgmma::fence_operands(dv.as_mut());
+                wgmma::fence_operands(dk.as_mut());
+                wgmma::fence_operands(&mut dq);
+                // dK's products read the stage's Q: the stage goes back once they are done.
+                warpgroup.release(smem.q_empty(stage));
+            }
+            // One piece per consumer and tile (gpu/abi's table checks it): no second product.
+            let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_piece::<C>(acc, smem.ds_set(stage), 1);
+            unsafe { add_dq::<C>(&dq, &warpgroup, tiles_before + index, second) };
+            if under_dk {
+                wgmma::wait_group::<0>();
+                wgmma::fence_operands(dk.as_mut());
+                warpgroup.release(smem.q_empty(stage));
+            }
+            ring.advance();
         }
-        // One piece per consumer and tile (gpu/abi's table checks it): no second product.
-        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_piece::<C>(acc, smem.ds_set(stage), 1);
-        unsafe { add_dq::<C>(&dq, &warpgroup, index, second) };
-        if under_dk {
-            wgmma::wait_group::<0>();
-            wgmma::fence_operands(dk.as_mut());
-            warpgroup.release(smem.q_empty(stage));
-        }
-        ring.advance();
+        // Every product of the walk is done (its last tile waited for them): K and V go back to the producer.
+        warpgroup.release(smem.kv_empty());
+        kv_phase ^= 1;
+        tiles_before += block.items(problem);
+        // The first key from values opaque here: computed before the loop and held across it, it is spilled.
+        let key0 = block.key0 + opaque_here(consumer) * tile.consumer_keys();
+        unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
     }
-    // The first key from values opaque here: computed before the loop and held across it, it is spilled.
-    let key0 = block.key0 + opaque_here(consumer) * tile.consumer_keys();
-    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
 }
 
 /// The consumer warpgroup `consumer` where the consumers split the head dim ([`BwdSplit::HeadDim`]): per query
-/// tile, the scores of the block's keys against its share of the queries, written to the shared Pᵀ and dSᵀ tiles;
-/// then, from both consumers' halves, its columns of dV += Pᵀ·dO, dK += dSᵀ·Q and dQ = dS·K.
+/// tile, the scores of the walk's keys against its share of the queries, written to the shared Pᵀ and dSᵀ tiles;
+/// then, from both consumers' halves, its columns of dV += Pᵀ·dO, dK += dSᵀ·Q and dQ = dS·K; per walk as
+/// [`consume`].
 #[inline(always)]
-unsafe fn consume_columns<C: Config>(smem: &SmemMap, block: &Block, consumer: u32, thread: u32, problem: &Problem) {
+unsafe fn consume_columns<C: Config>(smem: &SmemMap, consumer: u32, thread: u32, problem: &Problem) {
     let tile = C::TILE;
     let warpgroup = Warpgroup::new(smem, consumer, thread, 0);
-    let key0 = block.key0;
     // This warpgroup's queries of each tile (columns of the score tiles) and its first column block of dK, dV, dQ.
     let first_query = consumer * tile.consumer_queries();
     let first_block = tile.consumer_first_block(consumer);
     let (p_tile, ds_tile) = (smem.ds(0), smem.ds(1));
-    let mut dk = C::ACC_ZERO;
-    let mut dv = C::ACC_ZERO;
-    unsafe { mbarrier::wait(smem.kv_full(), 0) };
     let mut ring = RingState::new(tile.stages);
-    for index in 0..block.items(problem) {
-        let (_, q0) = block.item::<C>(index, problem);
-        // With one stage its buffers' addresses are the same in every iteration, and LLVM would hoist every
-        // descriptor of them out of the loop (32 of 64 bits for the scores alone, spilled); opaque here, they are
-        // computed at each use, one add each.
-        let stage = opaque_here(ring.stage);
-        unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
+    let mut walks = Walks::new::<C>(problem);
+    let (mut kv_phase, mut tiles_before) = (0, 0);
+    while let Some(block) = walks.next::<C>(problem) {
+        let block = &block;
+        let key0 = block.key0;
+        let mut dk = C::ACC_ZERO;
+        let mut dv = C::ACC_ZERO;
+        unsafe { mbarrier::wait(smem.kv_full(), kv_phase) };
+        for index in 0..block.items(problem) {
+            let (_, q0) = block.item::<C>(index, problem);
+            // With one stage its buffers' addresses are the same in every iteration, and LLVM would hoist every
+            // descriptor of them out of the loop (32 of 64 bits for the scores alone, spilled); opaque here, they are
+            // computed at each use, one add each.
+            let stage = opaque_here(ring.stage);
+            unsafe { mbarrier::wait(smem.q_full(stage), ring.phase) };
 
-        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for this warpgroup's queries (a 128-byte row each in every column block).
-        let mut s = C::SCORES_ZERO;
-        let mut dp = C::SCORES_ZERO;
-        wgmma::fence();
-        warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0) + first_query * 128);
-        warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0) + first_query * 128);
-        wgmma::commit_group();
-        wgmma::wait_group::<0>();
-        wgmma::fence_operands(s.as_mut());
-        wgmma::fence_operands(dp.as_mut());
+            // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for this warpgroup's queries (a 128-byte row each in every column block).
+            let mut s = C::SCORES_ZERO;
+            let mut dp = C::SCORES_ZERO;
+            wgmma::fence();
+            warpgroup.issue_keys_by_queries::<C>(&mut s, smem.k(0), smem.q(stage, 0) + first_query * 128);
+            warpgroup.issue_keys_by_queries::<C>(&mut dp, smem.v(0), smem.d_o(stage, 0) + first_query * 128);
+            wgmma::commit_group();
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(s.as_mut());
+            wgmma::fence_operands(dp.as_mut());
 
-        let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0 + first_query);
-        unsafe {
-            probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, first_query, masked, problem);
-            score_gradients::<C>(&s, &mut dp, &warpgroup, stage, first_query);
+            let masked = crosses_diagonal(problem, key0 + tile.consumer_keys(), q0 + first_query);
+            unsafe {
+                probabilities::<C>(&mut s, &warpgroup, stage, key0, q0, first_query, masked, problem);
+                score_gradients::<C>(&s, &mut dp, &warpgroup, stage, first_query);
+            }
+            let p = pack::<C>(&s);
+            let ds = pack_finite::<C>(&dp);
+
+            // Pᵀ and dSᵀ to the shared tiles once every consumer's products of the previous tile have read them (each
+            // waited for its wgmma groups before staging its dQ).
+            warpgroup.sync_consumers::<C>();
+            unsafe {
+                store_ds::<C>(&p, &warpgroup, p_tile, first_query);
+                store_ds::<C>(&ds, &warpgroup, ds_tile, first_query);
+            }
+            smem::fence_proxy_async_shared();
+            warpgroup.sync_consumers::<C>();
+
+            // dV += Pᵀ·dO and dK += dSᵀ·Q over this warpgroup's columns, and its first piece of dQ = dS·K.
+            let mut dq = [0.0f32; PIECE_VALUES];
+            wgmma::fence();
+            warpgroup.issue_keys_by_columns::<C>(&mut dv, p_tile, smem.d_o(stage, first_block));
+            warpgroup.issue_keys_by_columns::<C>(&mut dk, ds_tile, smem.q(stage, first_block));
+            warpgroup.issue_dq_at::<C>(&mut dq, ds_tile, first_block);
+            wgmma::commit_group();
+            wgmma::wait_group::<0>();
+            wgmma::fence_operands(dv.as_mut());
+            wgmma::fence_operands(dk.as_mut());
+            wgmma::fence_operands(&mut dq);
+            let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_at::<C>(acc, ds_tile, first_block + 1);
+            unsafe { finish_tile::<C>(&warpgroup, stage, tiles_before + index, &dq, second) };
+            ring.advance();
         }
-        let p = pack::<C>(&s);
-        let ds = pack_finite::<C>(&dp);
-
-        // Pᵀ and dSᵀ to the shared tiles once every consumer's products of the previous tile have read them (each
-        // waited for its wgmma groups before staging its dQ).
-        warpgroup.sync_consumers::<C>();
-        unsafe {
-            store_ds::<C>(&p, &warpgroup, p_tile, first_query);
-            store_ds::<C>(&ds, &warpgroup, ds_tile, first_query);
-        }
-        smem::fence_proxy_async_shared();
-        warpgroup.sync_consumers::<C>();
-
-        // dV += Pᵀ·dO and dK += dSᵀ·Q over this warpgroup's columns, and its first piece of dQ = dS·K.
-        let mut dq = [0.0f32; PIECE_VALUES];
-        wgmma::fence();
-        warpgroup.issue_keys_by_columns::<C>(&mut dv, p_tile, smem.d_o(stage, first_block));
-        warpgroup.issue_keys_by_columns::<C>(&mut dk, ds_tile, smem.q(stage, first_block));
-        warpgroup.issue_dq_at::<C>(&mut dq, ds_tile, first_block);
-        wgmma::commit_group();
-        wgmma::wait_group::<0>();
-        wgmma::fence_operands(dv.as_mut());
-        wgmma::fence_operands(dk.as_mut());
-        wgmma::fence_operands(&mut dq);
-        let second = |acc: &mut [f32; PIECE_VALUES]| warpgroup.issue_dq_at::<C>(acc, ds_tile, first_block + 1);
-        unsafe { finish_tile::<C>(&warpgroup, stage, index, &dq, second) };
-        ring.advance();
+        // Every product of the walk is done (its last tile waited for them): K and V go back to the producer.
+        warpgroup.release(smem.kv_empty());
+        kv_phase ^= 1;
+        tiles_before += block.items(problem);
+        unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, first_block * AttnBwdTile::BOX_COLS, problem) };
     }
-    unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, first_block * AttnBwdTile::BOX_COLS, problem) };
 }
 
-/// The end of query tile `index` of the block's walk for one consumer, once its products have read the stage: the
+/// The end of the block's `index`-th query tile (counted across its walks) for one consumer, once its products have read the stage: the
 /// stage handed back, then the tile's dQ staged for the writer warp ([`add_dq`]: `dq` the first piece, `second`
 /// issuing the second's product).
 #[inline(always)]
