@@ -1109,8 +1109,8 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
 }
 
 /// The staging slot (each [`AttnBwdTile::dq_pieces`] pieces) that consumer `consumer` stages its dQ of the
-/// block's `index`-th query tile (counted across its walks) in, and the parity of that slot's barriers for it: one of the consumer's own
-/// ([`AttnBwdTile::dq_slots_per_consumer`]), the tiles taking them in turn.
+/// block's `index`-th query tile (counted across its walks) in, and the parity of that slot's barriers for it: one
+/// of the consumer's own ([`AttnBwdTile::dq_slots_per_consumer`]), the tiles taking them in turn.
 #[inline(always)]
 const fn dq_slot<C: Config>(index: u32, consumer: u32) -> (u32, u32) {
     let own = C::TILE.dq_slots_per_consumer();
@@ -1458,9 +1458,9 @@ unsafe fn consume_columns<C: Config>(smem: &SmemMap, consumer: u32, thread: u32,
     }
 }
 
-/// The end of the block's `index`-th query tile (counted across its walks) for one consumer, once its products have read the stage: the
-/// stage handed back, then the tile's dQ staged for the writer warp ([`add_dq`]: `dq` the first piece, `second`
-/// issuing the second's product).
+/// The end of the block's `index`-th query tile (counted across its walks) for one consumer, once its products
+/// have read the stage: the stage handed back, then the tile's dQ staged for the writer warp ([`add_dq`]: `dq` the
+/// first piece, `second` issuing the second's product).
 #[inline(always)]
 unsafe fn finish_tile<C: Config>(
     warpgroup: &Warpgroup,
