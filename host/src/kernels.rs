@@ -61,6 +61,10 @@ impl Kernel {
         Kernel::hopper(Family::Attention, name)
     }
 
+    const fn attention_backward(name: &'static str) -> Kernel {
+        Kernel::hopper(Family::AttentionBackward, name)
+    }
+
     const fn support(name: &'static str) -> Kernel {
         Kernel::hopper(Family::Support, name)
     }
@@ -514,34 +518,34 @@ pub const ATTN_REFERENCE_BF16_D64: Kernel = Kernel::attention("attn_reference_bf
 pub const ATTN_REFERENCE_F16_D64: Kernel = Kernel::attention("attn_reference_f16_d64").cold();
 pub const ATTN_REFERENCE_BF16_D256: Kernel = Kernel::attention("attn_reference_bf16_d256").cold();
 pub const ATTN_REFERENCE_F16_D256: Kernel = Kernel::attention("attn_reference_f16_d256").cold();
-/// The plain attention backward reference (gpu/kernels/attention/src/reference_backward.rs).
-pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::attention("attn_bwd_reference_bf16_d128").cold();
-pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::attention("attn_bwd_reference_f16_d128").cold();
-pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::attention("attn_bwd_reference_bf16_d64").cold();
-pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::attention("attn_bwd_reference_f16_d64").cold();
-pub const ATTN_BWD_REFERENCE_BF16_D256: Kernel = Kernel::attention("attn_bwd_reference_bf16_d256").cold();
-pub const ATTN_BWD_REFERENCE_F16_D256: Kernel = Kernel::attention("attn_bwd_reference_f16_d256").cold();
+/// The plain attention backward reference (gpu/kernels/attention_backward/src/reference_backward.rs).
+pub const ATTN_BWD_REFERENCE_BF16_D128: Kernel = Kernel::attention_backward("attn_bwd_reference_bf16_d128").cold();
+pub const ATTN_BWD_REFERENCE_F16_D128: Kernel = Kernel::attention_backward("attn_bwd_reference_f16_d128").cold();
+pub const ATTN_BWD_REFERENCE_BF16_D64: Kernel = Kernel::attention_backward("attn_bwd_reference_bf16_d64").cold();
+pub const ATTN_BWD_REFERENCE_F16_D64: Kernel = Kernel::attention_backward("attn_bwd_reference_f16_d64").cold();
+pub const ATTN_BWD_REFERENCE_BF16_D256: Kernel = Kernel::attention_backward("attn_bwd_reference_bf16_d256").cold();
+pub const ATTN_BWD_REFERENCE_F16_D256: Kernel = Kernel::attention_backward("attn_bwd_reference_f16_d256").cold();
 
-/// Hopper attention backward (gpu/kernels/attention/src/backward_sm90.rs): the main kernel per element type and
+/// Hopper attention backward (gpu/kernels/attention_backward, backward_sm90.rs): the main kernel per element type and
 /// head dim, and the preprocessing (dO·O, log2-unit LSE, the dQ accumulator zeroed) and dQ conversion per element
 /// type.
-pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d128_sm90");
-pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_sm90");
-pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_sm90");
-pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_sm90");
-pub const ATTN_BWD_BF16_D256_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d256_sm90");
-pub const ATTN_BWD_F16_D256_SM90: Kernel = Kernel::attention("attn_bwd_f16_d256_sm90");
+pub const ATTN_BWD_BF16_D128_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d128_sm90");
+pub const ATTN_BWD_F16_D128_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d128_sm90");
+pub const ATTN_BWD_BF16_D64_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d64_sm90");
+pub const ATTN_BWD_F16_D64_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d64_sm90");
+pub const ATTN_BWD_BF16_D256_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d256_sm90");
+pub const ATTN_BWD_F16_D256_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d256_sm90");
 /// The main kernels in the deterministic mode's staggered order (gpu/abi/src/dq_order.rs).
-pub const ATTN_BWD_BF16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d128_staggered_sm90");
-pub const ATTN_BWD_F16_D128_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d128_staggered_sm90");
-pub const ATTN_BWD_BF16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d64_staggered_sm90");
-pub const ATTN_BWD_F16_D64_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d64_staggered_sm90");
-pub const ATTN_BWD_BF16_D256_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_bf16_d256_staggered_sm90");
-pub const ATTN_BWD_F16_D256_STAGGERED_SM90: Kernel = Kernel::attention("attn_bwd_f16_d256_staggered_sm90");
-pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention("attn_bwd_preprocess_bf16");
-pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention("attn_bwd_preprocess_f16");
-pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention("attn_bwd_convert_dq_bf16");
-pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::attention("attn_bwd_convert_dq_f16");
+pub const ATTN_BWD_BF16_D128_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d128_staggered_sm90");
+pub const ATTN_BWD_F16_D128_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d128_staggered_sm90");
+pub const ATTN_BWD_BF16_D64_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d64_staggered_sm90");
+pub const ATTN_BWD_F16_D64_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d64_staggered_sm90");
+pub const ATTN_BWD_BF16_D256_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_bf16_d256_staggered_sm90");
+pub const ATTN_BWD_F16_D256_STAGGERED_SM90: Kernel = Kernel::attention_backward("attn_bwd_f16_d256_staggered_sm90");
+pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention_backward("attn_bwd_preprocess_bf16");
+pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention_backward("attn_bwd_preprocess_f16");
+pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention_backward("attn_bwd_convert_dq_bf16");
+pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::attention_backward("attn_bwd_convert_dq_f16");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::support("swizzled_transpose_u16");

@@ -510,7 +510,7 @@ const _: () = {
     }
 };
 
-/// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/attention/src/backward_sm90.rs): a
+/// Shape and resources of one Hopper attention-backward kernel (gpu/kernels/attention_backward/src/backward_sm90.rs): a
 /// producer warpgroup feeding `consumers` math warpgroups. Each block owns `tile_kv` keys of one (batch, key/value
 /// head), which its consumers split as `split` says ([`BwdSplit`]); K and V stay in shared memory while query
 /// tiles of `tile_q` rows (Q, dO and their rows' log-sum-exp and dO·O) stream through a `stages`-deep ring, for
@@ -770,7 +770,7 @@ impl AttnBwdTile {
     }
 }
 
-/// The attention backward's two row kernels (gpu/kernels/attention/src/backward_sm90.rs): the preprocessing, over
+/// The attention backward's two row kernels (gpu/kernels/attention_backward): the preprocessing, over
 /// every padded query row, and the dQ conversion, over the real ones. Each thread takes
 /// [`Self::COLUMNS_PER_THREAD`] adjacent head-dim columns of one row (16 bytes of a 16-bit tensor, 32 of the f32
 /// accumulator: one vector access each), so a row is [`Self::row_threads`] adjacent lanes of one warp (8, 16 or 32);

@@ -146,7 +146,7 @@ macro_rules! attn_sm90_params {
 }
 
 /// Calls `$callback! { fields }` with the parameters of every Hopper attention-backward kernel
-/// (gpu/kernels/attention/src/backward_sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
+/// (gpu/kernels/attention_backward/src/backward_sm90.rs), in order, as [`gemm_sm90_params!`] writes them.
 #[macro_export]
 macro_rules! attn_bwd_sm90_params {
     ($callback:path $(, $($arg:tt)*)?) => {
@@ -203,7 +203,7 @@ macro_rules! attn_bwd_sm90_params {
 }
 
 /// Calls `$callback! { fields }` with the parameters of the attention backward's preprocessing kernels
-/// (gpu/kernels/attention/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the padded rows), in order, as
+/// (gpu/kernels/attention_backward/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the padded rows), in order, as
 /// [`gemm_sm90_params!`] writes them.
 #[macro_export]
 macro_rules! attn_bwd_preprocess_params {
@@ -239,7 +239,7 @@ macro_rules! attn_bwd_preprocess_params {
 }
 
 /// Calls `$callback! { fields }` with the parameters of the attention backward's dQ conversion kernels
-/// (gpu/kernels/attention/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the seq_q rows), in order, as
+/// (gpu/kernels/attention_backward/src/backward_sm90.rs, [`crate::AttnBwdRows`] over the seq_q rows), in order, as
 /// [`gemm_sm90_params!`] writes them.
 #[macro_export]
 macro_rules! attn_bwd_convert_params {

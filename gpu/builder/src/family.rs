@@ -4,21 +4,24 @@
 pub enum Family {
     /// The GEMM data path in every configuration of oxtile-abi's GEMM tables, general and symmetric.
     Gemm,
-    /// Attention forward and backward, and their plain GPU references.
+    /// The attention forward and its plain GPU reference.
     Attention,
+    /// The attention backward (preprocessing, main and dQ conversion kernels) and its plain GPU reference.
+    AttentionBackward,
     /// Small kernels beside the others: elementwise ops, the exp2 microbenchmark, Newton-Schulz's helpers, the
     /// layout demo, the benchmark harness's stream hold.
     Support,
 }
 
 impl Family {
-    pub const ALL: [Family; 3] = [Family::Gemm, Family::Attention, Family::Support];
+    pub const ALL: [Family; 4] = [Family::Gemm, Family::Attention, Family::AttentionBackward, Family::Support];
 
     /// Its folder below gpu/kernels, and its name in the module files (`kernels_<name>_<cpu>.ptx`).
     pub const fn name(self) -> &'static str {
         match self {
             Family::Gemm => "gemm",
             Family::Attention => "attention",
+            Family::AttentionBackward => "attention_backward",
             Family::Support => "support",
         }
     }

@@ -1,11 +1,11 @@
 //! What every family of oxtile's device kernels builds on (compiled for `nvptx64-nvidia-cuda` only, never for the
 //! host): `arch`, thin wrappers over PTX instructions, one module per instruction family; the waits between
-//! blocks, the shared-memory tile layouts, the software exp2 of the softmax; the kernel-parameter and launch-bounds
-//! macros; the panic handler.
+//! blocks, the shared-memory tile layouts, the software exp2 of the softmax, the 16-bit element rows of the plain
+//! kernels; the kernel-parameter and launch-bounds macros; the panic handler.
 //!
-//! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, attention, support), compiled
-//! to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and reassembles that
-//! family alone.
+//! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, attention, attention_backward,
+//! support), compiled to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and
+//! reassembles that family alone.
 
 #![no_std]
 #![feature(asm_experimental_arch, core_intrinsics, stdarch_nvptx)]
@@ -58,6 +58,7 @@ macro_rules! device_value {
 pub mod arch;
 pub mod bounded_wait;
 pub mod opaque;
+pub mod rows;
 pub mod smem_layout;
 pub mod softmax;
 

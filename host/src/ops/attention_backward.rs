@@ -1,12 +1,13 @@
 //! Attention backward: the gradients dQ, dK and dV of [`super::attention`]'s forward from its O and LSE.
 //!
-//! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/attention/src/backward_sm90.rs):
+//! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/attention_backward, backward_sm90.rs):
 //!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
-//!   kernel (one block per 128 keys of a key/value head, 64 at head dim 256: dK and dV in registers, dQ added to
-//!   the accumulator in global memory), and the conversion of the accumulator to dQ. The plan owns the workspaces.
+//!   kernel (a walk per 128 keys of a key/value head, 64 at head dim 256: dK and dV in registers, dQ added to the
+//!   accumulator in global memory; a block per walk, or for full attention a GPU's worth of blocks walking them
+//!   in turn), and the conversion of the accumulator to dQ. The plan owns the workspaces.
 //!   Head dims 64, 128 and 256.
 //! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
-//!   gpu/kernels/attention/src/reference_backward.rs), which the float64 CPU reference
+//!   gpu/kernels/attention_backward/src/reference_backward.rs), which the float64 CPU reference
 //!   (`reference::attention_backward`) checks on small problems and which checks the Hopper kernels on large ones.
 //!
 //! Layouts as the forward's: q, k, v, O BSHD with `options.strides` (packed by default); dO has O's strides, dQ
@@ -724,7 +725,7 @@ mod tests {
     #[test]
     fn row_kernel_grids_cover_every_row_with_whole_warps() {
         // The row kernels' mapping, simulated: thread x of block (bx, by) takes row x / row_threads, columns
-        // 8 · (x % row_threads) .. + 8, of pairs by, by + grid.y, ... (gpu/kernels/attention/src/backward_sm90.rs).
+        // 8 · (x % row_threads) .. + 8, of pairs by, by + grid.y, ... (gpu/kernels/attention_backward, backward_sm90.rs).
         for (seq_q, head_dim, batch_heads) in [(1, 64, 1), (77, 128, 3), (129, 64, 2), (200, 256, 70_000)] {
             let padded = padded_rows(AttnShape::new(1, seq_q, 1, 1, 1, head_dim)) as u32;
             let head_dim = head_dim as u32;

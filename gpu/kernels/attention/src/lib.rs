@@ -1,4 +1,5 @@
-//! oxtile's attention kernels (one PTX module): the Hopper forward and backward, and their plain GPU references.
+//! oxtile's attention forward kernels (one PTX module): the Hopper forward and its plain GPU reference (the
+//! backward is a family of its own, gpu/kernels/attention_backward).
 //!
 //! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
 //! head_dim], head_dim contiguous; heads_q is a multiple of heads_kv (GQA / MQA: query head h reads key/value
@@ -7,9 +8,7 @@
 //! heads_q, seq_q]); a row that sees no key gets O = 0 and LSE = −∞.
 //!
 //! - [`sm90`]: the Hopper kernel (TMA, wgmma, warp specialization, FA4's exp2 and lazy rescaling);
-//! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with;
-//! - [`reference_backward`]: the same for the gradients dQ, dK and dV;
-//! - [`backward_sm90`]: the Hopper backward (preprocessing, the main kernel per key tile, the dQ conversion).
+//! - [`reference`]: a plain kernel, one simple loop per row, the GPU reference the tests compare large shapes with.
 
 #![no_std]
 #![feature(abi_ptx, core_intrinsics)]
@@ -24,9 +23,7 @@
 #[macro_use]
 extern crate oxtile_device;
 
-use oxtile_device::{arch, bounded_wait, opaque, smem_layout, softmax};
+use oxtile_device::{arch, opaque, rows, smem_layout, softmax};
 
-pub mod backward_sm90;
 pub mod reference;
-pub mod reference_backward;
 pub mod sm90;

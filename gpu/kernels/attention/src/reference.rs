@@ -17,40 +17,15 @@
 //! Kernels `attn_reference_{bf16,f16}_d{64,128,256}`, any block size that is a multiple of 32 (one row per warp);
 //! the grid covers batch · heads_q · seq_q rows.
 
-use crate::arch::convert::f16_to_f32;
 use crate::arch::mufu::{ex2_approx, lg2_approx};
 use crate::arch::sreg::{block_dim_x, block_idx_x, lane_id, thread_idx_x};
-use crate::arch::warp::shfl_xor;
+use crate::rows::{Bf16, Element, F16, load_lane, warp_sum};
 
 /// Keys a warp scores before it updates its softmax state.
 const KEYS_PER_STEP: usize = 4;
 
 /// ln 2: LSE = (m + log2 l) · ln 2 turns the log2-unit state into a natural log.
 const LN_2: f32 = core::f32::consts::LN_2;
-
-/// The 16-bit input type: how a pair of elements packed in a u32 (first element in the low half) widens to f32.
-pub(super) trait Element {
-    fn widen_pair(bits: u32) -> (f32, f32);
-}
-
-pub(super) struct Bf16;
-pub(super) struct F16;
-
-impl Element for Bf16 {
-    /// Exact: a bf16 is the upper half of an f32.
-    #[inline(always)]
-    fn widen_pair(bits: u32) -> (f32, f32) {
-        (f32::from_bits(bits << 16), f32::from_bits(bits & 0xffff_0000))
-    }
-}
-
-impl Element for F16 {
-    /// Exact: f16 values are all representable in f32.
-    #[inline(always)]
-    fn widen_pair(bits: u32) -> (f32, f32) {
-        (f16_to_f32(bits as u16), f16_to_f32((bits >> 16) as u16))
-    }
-}
 
 /// Element strides (batch, seq, head) of one BSHD operand; head_dim is contiguous.
 #[derive(Clone, Copy)]
@@ -65,33 +40,6 @@ impl Strides {
     fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
         batch * self.batch + seq * self.seq + head * self.head
     }
-}
-
-/// This lane's `P` consecutive elements of a row, widened. The lane's first element is `P`-aligned and rows
-/// start on 16-byte boundaries (the host checks bases and strides), so the u32 loads are aligned.
-#[inline(always)]
-pub(super) unsafe fn load_lane<E: Element, const P: usize>(row: *const u16) -> [f32; P] {
-    let words = unsafe { row.add(lane_id() as usize * P) } as *const u32;
-    let mut out = [0.0f32; P];
-    let mut w = 0;
-    while w < P / 2 {
-        let (lo, hi) = E::widen_pair(unsafe { words.add(w).read() });
-        out[2 * w] = lo;
-        out[2 * w + 1] = hi;
-        w += 1;
-    }
-    out
-}
-
-/// The sum over the warp of every lane's `value`; all lanes get the same bits.
-#[inline(always)]
-pub(super) fn warp_sum(mut value: f32) -> f32 {
-    let mut mask = 16;
-    while mask > 0 {
-        value += shfl_xor(value, mask);
-        mask /= 2;
-    }
-    value
 }
 
 /// One row's online softmax state, this lane's share of it.

@@ -11,15 +11,15 @@
 //!   of every query head that reads it which see key j: dV_j = Σ_i P_ij dO_i, dK_j = scale · Σ_i dS_ij q_i.
 //!
 //! D is computed from the O given, as a fast kernel's preprocessing does. Lanes split the head dimension as in the
-//! forward reference ([`super::reference`]); dot products are summed by a butterfly, so every lane holds the same
-//! P and dS and every branch is uniform. Outputs are f32, packed: dQ as q, dK and dV as k and v.
+//! forward reference (gpu/kernels/attention, `reference`); dot products are summed by a butterfly, so every lane
+//! holds the same P and dS and every branch is uniform. Outputs are f32, packed: dQ as q, dK and dV as k and v.
 //!
 //! Kernels `attn_bwd_reference_{bf16,f16}_d{64,128,256}`, any block size that is a multiple of 32; the grid covers
 //! batch · (seq_q · heads_q + seq_k · heads_kv) warps.
 
-use super::reference::{Bf16, Element, F16, load_lane, warp_sum};
 use crate::arch::mufu::ex2_approx;
 use crate::arch::sreg::{block_dim_x, block_idx_x, lane_id, thread_idx_x};
+use crate::rows::{Bf16, Element, F16, load_lane, warp_sum};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
 const LOG2_E: f32 = core::f32::consts::LOG2_E;

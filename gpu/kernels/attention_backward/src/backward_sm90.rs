@@ -41,7 +41,7 @@ use oxtile_abi::dq_order::{DqOrder, DqSchedule};
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdRows, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
 
-use super::reference::{Bf16, Element, F16};
+use crate::rows::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{
     block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
