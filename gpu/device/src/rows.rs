@@ -32,6 +32,9 @@ impl Element for F16 {
 
 /// This lane's `P` consecutive elements of a row, widened. The lane's first element is `P`-aligned and rows
 /// start on 16-byte boundaries (the host checks bases and strides), so the u32 loads are aligned.
+///
+/// # Safety
+/// `row` addresses `32 · P` readable 16-bit elements of global memory, 4-byte aligned; `P` is even.
 #[inline(always)]
 pub unsafe fn load_lane<E: Element, const P: usize>(row: *const u16) -> [f32; P] {
     let words = unsafe { row.add(lane_id() as usize * P) } as *const u32;
