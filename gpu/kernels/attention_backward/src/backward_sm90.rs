@@ -41,7 +41,6 @@ use oxtile_abi::dq_order::{DqOrder, DqSchedule};
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdRows, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
 
-use crate::rows::{Bf16, Element, F16};
 use crate::arch::mbarrier::{self, RingState};
 use crate::arch::sreg::{
     block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
@@ -50,6 +49,7 @@ use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::{opaque_here, opaque_u64};
+use crate::rows::{Bf16, Element, F16};
 use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16, sw128_mn_major};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
