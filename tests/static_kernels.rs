@@ -825,8 +825,9 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
             let plain = stats(*kernels::ALL.iter().find(|k| k.name == format!("{plain}_sm90")).unwrap());
             let extra = s.instructions.len() as i64 - plain.instructions.len() as i64;
             // The staggered schedule's arithmetic (a few divisions) against the plain kernels' walks over the launch
-            // order (each role's loop around its walk, and the order's mapping): the rest is the same code.
-            assert!((-256..=160).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
+            // order (each role's loop around its walk, the order's mapping, and a split walk's piece: its query
+            // tiles in each role, the consumers' store of its partials): the rest is the same code.
+            assert!((-640..=160).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
             assert!(ptx.contains("%nctaid.x"), "`{}`: the schedule's key blocks from the grid", kernel.name);
             assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
         } else {

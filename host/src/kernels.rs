@@ -546,6 +546,9 @@ pub const ATTN_BWD_PREPROCESS_BF16: Kernel = Kernel::attention_backward("attn_bw
 pub const ATTN_BWD_PREPROCESS_F16: Kernel = Kernel::attention_backward("attn_bwd_preprocess_f16");
 pub const ATTN_BWD_CONVERT_DQ_BF16: Kernel = Kernel::attention_backward("attn_bwd_convert_dq_bf16");
 pub const ATTN_BWD_CONVERT_DQ_F16: Kernel = Kernel::attention_backward("attn_bwd_convert_dq_f16");
+/// dK and dV of the split walks' pieces ([`oxtile_abi::bwd_launch::WalkSplit`]).
+pub const ATTN_BWD_SUM_PIECES_BF16: Kernel = Kernel::attention_backward("attn_bwd_sum_pieces_bf16");
+pub const ATTN_BWD_SUM_PIECES_F16: Kernel = Kernel::attention_backward("attn_bwd_sum_pieces_f16");
 
 /// A 64×64 u16 tile transpose through swizzled shared memory addressed by a const composed layout.
 pub const SWIZZLED_TRANSPOSE_U16: Kernel = Kernel::support("swizzled_transpose_u16");
@@ -609,6 +612,8 @@ const OTHERS: &[Kernel] = &[
     ATTN_BWD_PREPROCESS_F16,
     ATTN_BWD_CONVERT_DQ_BF16,
     ATTN_BWD_CONVERT_DQ_F16,
+    ATTN_BWD_SUM_PIECES_BF16,
+    ATTN_BWD_SUM_PIECES_F16,
     SUM_SQUARES_BF16,
     SUM_SQUARES_F16,
     SUM_PARTIALS_F32,
@@ -720,6 +725,9 @@ mod tests {
         }
         for kernel in [ATTN_BWD_CONVERT_DQ_BF16, ATTN_BWD_CONVERT_DQ_F16] {
             check(&kernel, &oxtile_abi::AttnBwdConvertParams::SIZES);
+        }
+        for kernel in [ATTN_BWD_SUM_PIECES_BF16, ATTN_BWD_SUM_PIECES_F16] {
+            check(&kernel, &oxtile_abi::AttnBwdSumPiecesParams::SIZES);
         }
     }
 

@@ -53,7 +53,13 @@ impl BwdLaunchOrder {
     /// (full attention) and no block waits for another (not deterministic), else one block per walk.
     pub fn launched_blocks(&self, causal: bool, deterministic: bool, resident: u32) -> u32 {
         let walks = self.key_blocks.saturating_mul(self.groups);
-        if causal || deterministic { walks } else { walks.min(resident.max(1)) }
+        if Self::persistent(causal, deterministic) { walks.min(resident.max(1)) } else { walks }
+    }
+
+    /// Whether a launch's blocks are persistent, each walking several walks: only where the walks are equally long
+    /// (full attention) and no block waits for another (not deterministic).
+    pub fn persistent(causal: bool, deterministic: bool) -> bool {
+        !causal && !deterministic
     }
 
     /// Whether the order is the grid's own (no mapping needed).
@@ -77,6 +83,83 @@ impl BwdLaunchOrder {
         }
         let tail = linear - head;
         (tail / self.tail_groups, self.groups - self.tail_groups + tail % self.tail_groups)
+    }
+}
+
+/// The last round of a persistent full-attention launch split across the launch's blocks (issue #26).
+///
+/// `launched` blocks each walking every `launched`-th walk end together only where `launched` divides the walks:
+/// otherwise the last `walks mod launched` walks run on that many blocks while the others idle for a whole walk
+/// (3% of every head-dim-128 row of issue 26's tables: 4096 walks on 132 blocks, 31.03 rounds). So the last
+/// `split_walks` walks are each cut into `pieces` runs of their query tiles (`q_tiles` per query head, every head of
+/// the group taking the same run), and after its whole walks block `b < split_walks · pieces` takes piece
+/// `b mod pieces` of split walk `b / pieces`. Every piece stores its partial dK and dV (f32) to its own slot of a
+/// workspace and counts itself on the walk's counter; the piece that completes the count adds the walk's partials
+/// in piece order (the same sum in every launch: dK and dV stay bit-identical between launches) and stores them. No
+/// block waits for another.
+///
+/// The walk's last piece reads every piece's partial (at head dim 128 a consumer's 64 KB each, about half a query
+/// tile's time by the L2's bandwidth per SM), so a walk of `items` tiles (over the group's heads) is cut into about
+/// √(2 · items) pieces, the minimum of `items / pieces + pieces / 2`; splitting pays where that plus a piece's own
+/// store is below a whole walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkSplit {
+    /// Walks of the launch (`BwdLaunchOrder`'s key blocks × groups).
+    pub walks: u32,
+    /// Blocks launched.
+    pub launched: u32,
+    /// Query tiles of every walk per query head (full attention: all walks equally long).
+    pub q_tiles: u32,
+    /// The last walks, split; 0: every walk whole.
+    pub split_walks: u32,
+    /// Pieces of each split walk (`split_walks · pieces ≤ launched`, `pieces ≤ q_tiles`).
+    pub pieces: u32,
+}
+
+impl WalkSplit {
+    /// The host's rule for a persistent launch ([`BwdLaunchOrder::launched_blocks`]: full attention outside the
+    /// deterministic mode) of `walks` walks of `q_tiles` query tiles for each of `group` query heads, on a GPU
+    /// holding `resident` blocks at once: a GPU's worth of blocks (or one per walk where that is fewer), and where
+    /// the kernel can split walks (`splittable`: its consumers split the keys) the last `walks mod resident` walks
+    /// split where that pays (above).
+    pub fn for_launch(walks: u32, q_tiles: u32, group: u32, resident: u32, splittable: bool) -> WalkSplit {
+        let resident = resident.max(1);
+        let whole = WalkSplit { walks, launched: walks.min(resident), q_tiles, split_walks: 0, pieces: 1 };
+        let split_walks = walks % resident;
+        if !splittable || split_walks == 0 {
+            return whole;
+        }
+        let items = q_tiles as u64 * group as u64;
+        let pieces = (2 * items).isqrt().min((resident / split_walks) as u64).min(q_tiles as u64);
+        let phase = group as u64 * (q_tiles as u64).div_ceil(pieces.max(1)) + pieces / 2 + 1;
+        // The kernel's piece boundaries in 32-bit arithmetic ([`Self::tiles`]).
+        let fits = pieces * q_tiles as u64 <= u32::MAX as u64;
+        if pieces < 2 || phase >= items || !fits {
+            return whole;
+        }
+        WalkSplit { walks, launched: resident, q_tiles, split_walks, pieces: pieces as u32 }
+    }
+
+    /// Walks every block takes whole, the launch order's first: block `b` those `b + k · launched`.
+    #[inline(always)]
+    pub fn whole_walks(&self) -> u32 {
+        self.walks - self.split_walks
+    }
+
+    /// Block `block`'s piece after its whole walks, as its slot `walk · pieces + piece` among the split walks'
+    /// pieces, or None.
+    #[inline(always)]
+    pub fn slot(&self, block: u32) -> Option<u32> {
+        if block < self.split_walks * self.pieces { Some(block) } else { None }
+    }
+
+    /// The query tiles of the piece in slot `slot`: (first, count), `piece · q_tiles / pieces` on (below 2^32:
+    /// [`Self::for_launch`] splits only there).
+    #[inline(always)]
+    pub fn tiles(&self, slot: u32) -> (u32, u32) {
+        let piece = slot % self.pieces;
+        let at = |p: u32| p * self.q_tiles / self.pieces;
+        (at(piece), at(piece + 1) - at(piece))
     }
 }
 
@@ -204,5 +287,64 @@ mod tests {
             assert!(rule <= if issue_table { 1.015 } else { 1.11 }, "{seq}, {groups} groups: ×{rule:.3}");
             assert!(rule <= grid + 0.001, "{seq}, {groups} groups: ×{rule:.3} against ×{grid:.3}");
         }
+    }
+
+    /// Every query tile of every walk in exactly one whole walk or piece, no empty piece, at most one piece a
+    /// block and never more pieces than blocks.
+    #[test]
+    fn split_walks_are_covered_once() {
+        for (walks, q_tiles, group, resident) in [
+            (4096, 16, 1, 132),
+            (4096, 256, 1, 132),
+            (8192, 8, 1, 264),
+            (64, 16, 1, 132),
+            (133, 16, 1, 132),
+            (7, 3, 1, 132),
+            (1, 40, 1, 132),
+            (300, 50, 2, 132),
+            (133, 4, 2, 264),
+            (160, 16, 2, 132),
+        ] {
+            let split = WalkSplit::for_launch(walks, q_tiles, group, resident, true);
+            assert!(split.split_walks * split.pieces <= split.launched && split.launched <= resident.max(walks));
+            let mut seen = std::vec![0u32; (walks * q_tiles) as usize];
+            for block in 0..split.launched {
+                let mut linear = block;
+                while linear < split.whole_walks() {
+                    for tile in 0..q_tiles {
+                        seen[(linear * q_tiles + tile) as usize] += 1;
+                    }
+                    linear += split.launched;
+                }
+                if let Some(slot) = split.slot(block) {
+                    let (first, tiles) = split.tiles(slot);
+                    assert!(tiles > 0 && first + tiles <= q_tiles, "{split:?}");
+                    let walk = split.whole_walks() + slot / split.pieces;
+                    for tile in first..first + tiles {
+                        seen[(walk * q_tiles + tile) as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{split:?}: a query tile not seen exactly once");
+        }
+    }
+
+    /// The rule: the last round split where it is short (4096 walks on 132 blocks: 4 walks left over, cut in
+    /// about √(2 · items) pieces), whole where it is more than half full or the walks are short or the kernel
+    /// cannot split; small problems (fewer walks than blocks) spread over the blocks.
+    #[test]
+    fn the_rule_splits_short_last_rounds() {
+        let rule = |walks, q_tiles| WalkSplit::for_launch(walks, q_tiles, 1, 132, true);
+        assert_eq!(rule(4096, 16), WalkSplit { walks: 4096, launched: 132, q_tiles: 16, split_walks: 4, pieces: 5 });
+        assert_eq!(rule(4096, 256).pieces, 22);
+        assert_eq!(rule(64, 16), WalkSplit { walks: 64, launched: 132, q_tiles: 16, split_walks: 64, pieces: 2 });
+        assert_eq!(WalkSplit::for_launch(4096, 4, 4, 132, true).pieces, 4);
+        assert_eq!(rule(130 * 132 + 70, 16).split_walks, 0);
+        assert_eq!(rule(4096, 3).split_walks, 0);
+        assert_eq!(rule(4096, 3).launched, 132);
+        assert_eq!(rule(128, 16).launched, 128);
+        assert_eq!(rule(132 * 8, 16).split_walks, 0);
+        let whole = WalkSplit { walks: 4096, launched: 132, q_tiles: 16, split_walks: 0, pieces: 1 };
+        assert_eq!(WalkSplit::for_launch(4096, 16, 1, 132, false), whole);
     }
 }

@@ -14,8 +14,8 @@ pub mod symmetric;
 
 pub use gemm_table::{GemmConfig, GemmShare};
 pub use params::{
-    AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnParams, GemmParams, SkinnyGemmParams,
-    TensorMapBytes,
+    AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnBwdSumPiecesParams, AttnParams, GemmParams,
+    SkinnyGemmParams, TensorMapBytes,
 };
 
 /// How the math warpgroups of a Hopper GEMM share the work.

@@ -198,6 +198,14 @@ macro_rules! attn_bwd_sm90_params {
             key_blocks: val(u32),
             groups: val(u32),
             tail_groups: val(u32),
+            /// The plain kernels' split last walks ([`crate::bwd_launch::WalkSplit`]; 0: every walk whole, and
+            /// `split_accum` may be null): the last `split_walks` walks of the order, each cut into `split_pieces`
+            /// pieces, whose dK and dV partials go to `split_accum` instead of dK and dV: per slot (the piece's
+            /// block) dK's then dV's `tile_kv × head_dim` f32, row-major, `split_walks · split_pieces` slots,
+            /// 16-byte aligned. [`attn_bwd_sum_pieces_params!`]'s kernel adds them up.
+            split_accum: ptr(*mut f32),
+            split_walks: val(u32),
+            split_pieces: val(u32),
         }
     };
 }
@@ -261,6 +269,45 @@ macro_rules! attn_bwd_convert_params {
             /// 64, 128 or 256.
             head_dim: val(u32),
             /// The softmax scale (dQ = scale · the accumulator).
+            scale: val(f32),
+        }
+    };
+}
+
+/// Calls `$callback! { fields }` with the parameters of the attention backward's piece-summing kernels
+/// (gpu/kernels/attention_backward/src/backward_sm90.rs, `sum_pieces`: a thread per 4 columns of a split walk's key
+/// row), in order, as [`gemm_sm90_params!`] writes them.
+#[macro_export]
+macro_rules! attn_bwd_sum_pieces_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            /// The main kernel's partials ([`attn_bwd_sm90_params!`]'s `split_accum`).
+            split_accum: ptr(*const f32),
+            /// dK and dV, as the main kernel's.
+            dk: ptr(*mut u16),
+            dv: ptr(*mut u16),
+            dk_batch_stride: val(u64),
+            dk_seq_stride: val(u64),
+            dk_head_stride: val(u64),
+            dv_batch_stride: val(u64),
+            dv_seq_stride: val(u64),
+            dv_head_stride: val(u64),
+            seq_k: val(u32),
+            /// Key/value heads (a group's kv head is `group % heads_kv`, its batch `group / heads_kv`).
+            heads_kv: val(u32),
+            /// The main kernel's launch order ([`crate::bwd_launch::BwdLaunchOrder`]) and split
+            /// ([`crate::bwd_launch::WalkSplit`]): the split walks are the order's from `whole_walks` on.
+            key_blocks: val(u32),
+            groups: val(u32),
+            tail_groups: val(u32),
+            whole_walks: val(u32),
+            split_walks: val(u32),
+            pieces: val(u32),
+            /// The main kernel's tile: keys per walk, and the head dim (64 or 128).
+            tile_kv: val(u32),
+            head_dim: val(u32),
+            /// The softmax scale (dK = scale · the sum).
             scale: val(f32),
         }
     };
@@ -332,6 +379,12 @@ attn_bwd_preprocess_params! {
     params_struct,
     /// The parameters of an attention-backward preprocessing kernel ([`attn_bwd_preprocess_params!`]).
     AttnBwdPreprocessParams;
+}
+
+attn_bwd_sum_pieces_params! {
+    params_struct,
+    /// The parameters of an attention-backward piece-summing kernel ([`attn_bwd_sum_pieces_params!`]).
+    AttnBwdSumPiecesParams;
 }
 
 attn_bwd_convert_params! {

@@ -260,6 +260,7 @@ pub trait AttnElement: GemmElement + Copy {
     const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)];
     const BACKWARD_PREPROCESS_KERNEL: Kernel;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel;
+    const BACKWARD_SUM_PIECES_KERNEL: Kernel;
 }
 
 impl AttnElement for bf16 {
@@ -308,6 +309,7 @@ impl AttnElement for bf16 {
     ];
     const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_BF16;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_BF16;
+    const BACKWARD_SUM_PIECES_KERNEL: Kernel = kernels::ATTN_BWD_SUM_PIECES_BF16;
 }
 
 impl AttnElement for f16 {
@@ -351,6 +353,7 @@ impl AttnElement for f16 {
     ];
     const BACKWARD_PREPROCESS_KERNEL: Kernel = kernels::ATTN_BWD_PREPROCESS_F16;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel = kernels::ATTN_BWD_CONVERT_DQ_F16;
+    const BACKWARD_SUM_PIECES_KERNEL: Kernel = kernels::ATTN_BWD_SUM_PIECES_F16;
 }
 
 /// What [`check_problem`] says of a head dim the kernels do not take.

@@ -18,12 +18,12 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
-use oxtile_abi::bwd_launch::BwdLaunchOrder;
+use oxtile_abi::bwd_launch::{BwdLaunchOrder, WalkSplit};
 pub use oxtile_abi::dq_order::DqOrder;
 use oxtile_abi::dq_order::DqSchedule;
 use oxtile_abi::{
     ATTN_BWD_SM90_D64, ATTN_BWD_SM90_TILES, AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnBwdRows,
-    AttnBwdTile,
+    AttnBwdSumPiecesParams, AttnBwdTile, BwdSplit,
 };
 
 use super::attention::{
@@ -178,6 +178,8 @@ struct Workspace {
     /// The deterministic mode's semaphores, one per (batch, head, 64-row unit): a query tile counts its turns on its
     /// first unit's.
     dq_semaphores: Option<CudaSlice<u32>>,
+    /// The split last walks' dK/dV partials, a slot per piece ([`WalkSplit`]), or None where no walk is split.
+    split: Option<CudaSlice<f32>>,
 }
 
 /// The main kernel's walks: (key tiles, kv heads, batch), the `_staggered` kernels' grid. (`check_backward` holds
@@ -197,6 +199,7 @@ pub struct AttnBwdPlan<T: AttnElement> {
     function: CudaFunction,
     preprocess: CudaFunction,
     convert: CudaFunction,
+    sum_pieces: CudaFunction,
     tensor_maps: CudaSlice<u64>,
     /// q, k, v and dO: the buffers the tensor maps describe.
     bound: [u64; 4],
@@ -207,6 +210,8 @@ pub struct AttnBwdPlan<T: AttnElement> {
     launch_order: BwdLaunchOrder,
     /// The main kernel's grid ([`Self::grid`]).
     grid: (u32, u32, u32),
+    /// The plain kernels' split last walks ([`Self::walk_split`]).
+    walk_split: WalkSplit,
     _element: std::marker::PhantomData<T>,
 }
 
@@ -319,11 +324,17 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let resident = per_sm.max(1).saturating_mul(gpu.sm_count());
         let launch_order =
             BwdLaunchOrder::for_launch(problem.causal && !staggered, key_blocks, heads_kv * batch, resident);
-        let grid = if staggered {
-            (key_blocks, heads_kv, batch)
+        // Persistent blocks, and a split last round where it pays, only where the walks are equally long (full
+        // attention), none waits for another (not deterministic) and the consumers split the keys.
+        let walks = key_blocks * heads_kv * batch;
+        let q_tiles = (padded_rows(shape) / tile.tile_q as usize) as u32;
+        let walk_split = if BwdLaunchOrder::persistent(problem.causal, order.is_some()) {
+            WalkSplit::for_launch(walks, q_tiles, shape.group() as u32, resident, tile.split == BwdSplit::Keys)
         } else {
-            (launch_order.launched_blocks(problem.causal, order.is_some(), resident), 1, 1)
+            let launched = launch_order.launched_blocks(problem.causal, order.is_some(), resident);
+            WalkSplit { walks, launched, q_tiles, split_walks: 0, pieces: 1 }
         };
+        let grid = if staggered { (key_blocks, heads_kv, batch) } else { (walk_split.launched, 1, 1) };
         let rows = padded_rows_total(shape);
         let units = rows / AttnBwdTile::DQ_UNIT_ROWS as usize;
         let workspace = Workspace {
@@ -331,6 +342,12 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             dsum: stream.alloc_zeros::<f32>(rows)?,
             dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
             dq_semaphores: if order.is_some() { Some(stream.alloc_zeros::<u32>(units)?) } else { None },
+            split: match (walk_split.split_walks as usize, walk_split.pieces as usize) {
+                (0, _) => None,
+                (walks, pieces) => {
+                    Some(stream.alloc_zeros::<f32>(walks * pieces * tile.tile_kv as usize * shape.head_dim * 2)?)
+                }
+            },
         };
         Ok(AttnBwdPlan {
             problem,
@@ -339,12 +356,14 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             function,
             preprocess: gpu.function(T::BACKWARD_PREPROCESS_KERNEL)?,
             convert: gpu.function(T::BACKWARD_CONVERT_DQ_KERNEL)?,
+            sum_pieces: gpu.function(T::BACKWARD_SUM_PIECES_KERNEL)?,
             tensor_maps,
             bound: [q_address, k_address, v_address, d_o_address],
             workspace: Mutex::new(workspace),
             order,
             launch_order,
             grid,
+            walk_split,
             _element: std::marker::PhantomData,
         })
     }
@@ -369,8 +388,9 @@ impl<T: AttnElement> AttnBwdPlan<T> {
     }
 
     /// The main kernel's grid: the `_staggered` kernels' (key tiles, kv heads, batch); the plain kernels' blocks
-    /// along x, each walking every x-th key block of the launch order ([`BwdLaunchOrder::launched_blocks`]: a
-    /// GPU's worth for full attention outside the deterministic mode, else one per key block).
+    /// along x, each walking every x-th key block of the launch order, then perhaps a piece of a split walk
+    /// ([`Self::walk_split`]: a GPU's worth for full attention outside the deterministic mode, else one per key
+    /// block).
     pub fn grid(&self) -> (u32, u32, u32) {
         self.grid
     }
@@ -380,6 +400,13 @@ impl<T: AttnElement> AttnBwdPlan<T> {
     /// kernels (whose launch order is their schedule's) and full attention in the grid's own order.
     pub fn launch_order(&self) -> BwdLaunchOrder {
         self.launch_order
+    }
+
+    /// The plain kernels' walks over the grid: how many of the last are split into pieces across every block
+    /// ([`WalkSplit::for_launch`]: full attention outside the deterministic mode, at head dims 64 and 128, where
+    /// the last round is short).
+    pub fn walk_split(&self) -> WalkSplit {
+        self.walk_split
     }
 
     /// dQ, dK and dV (in the input type, with q's, k's and v's strides) for the q, k, v and dO the plan was made
@@ -435,13 +462,20 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         }
 
         let mut workspace = self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Workspace { lse_log2, dsum, dq_accum, dq_semaphores } = &mut *workspace;
+        let Workspace { lse_log2, dsum, dq_accum, dq_semaphores, split } = &mut *workspace;
         let (lse_log2_address, _lse_log2_use) = lse_log2.device_ptr_mut(stream);
         let (dsum_address, _dsum_use) = dsum.device_ptr_mut(stream);
         let (dq_accum_address, _dq_accum_use) = dq_accum.device_ptr_mut(stream);
         let (semaphores_address, _semaphores_use) = match dq_semaphores {
             Some(semaphores) => {
                 let (address, guard) = semaphores.device_ptr_mut(stream);
+                (address, Some(guard))
+            }
+            None => (0u64, None),
+        };
+        let (split_accum, _split_use) = match split {
+            Some(accum) => {
+                let (address, guard) = accum.device_ptr_mut(stream);
                 (address, Some(guard))
             }
             None => (0u64, None),
@@ -526,6 +560,9 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             key_blocks: self.launch_order.key_blocks,
             groups: self.launch_order.groups,
             tail_groups: self.launch_order.tail_groups,
+            split_accum,
+            split_walks: self.walk_split.split_walks,
+            split_pieces: self.walk_split.pieces,
         };
         let launch = ClusterLaunch {
             grid_dim: self.grid(),
@@ -543,6 +580,55 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // block per walk along x, with the tile's threads and shared memory (the limit raised in `build`).
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
+
+        // 2b. The split walks' dK and dV from their pieces' partials: a thread per 4 columns of a key row.
+        let split = self.walk_split;
+        if split.split_walks > 0 {
+            let mut sum = AttnBwdSumPiecesParams {
+                split_accum,
+                dk: dk_address,
+                dv: dv_address,
+                dk_batch_stride: kb,
+                dk_seq_stride: ksq,
+                dk_head_stride: kh,
+                dv_batch_stride: vb,
+                dv_seq_stride: vsq,
+                dv_head_stride: vh,
+                seq_k: shape.seq_k as u32,
+                heads_kv: shape.heads_kv as u32,
+                key_blocks: self.launch_order.key_blocks,
+                groups: self.launch_order.groups,
+                tail_groups: self.launch_order.tail_groups,
+                whole_walks: split.whole_walks(),
+                split_walks: split.split_walks,
+                pieces: split.pieces,
+                tile_kv: self.tile.tile_kv,
+                head_dim,
+                scale: p.scale,
+            };
+            let threads = split.split_walks * self.tile.tile_kv * head_dim / 4;
+            let launch = ClusterLaunch {
+                grid_dim: (threads.div_ceil(SUM_PIECES_THREADS), 1, 1),
+                block_dim: (SUM_PIECES_THREADS, 1, 1),
+                cluster_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+                dependent_launch: false,
+            };
+            let mut args = sum.kernel_args();
+            // SAFETY: the arguments are the kernel's, one per field of `AttnBwdSumPiecesParams`; split_accum holds
+            // the partials the main kernel just stored on this stream for this split (its slots sized in `build`),
+            // dk and dv as the main kernel's, the order and split the main kernel's; a thread per 4 columns of each
+            // split walk's key rows.
+            unsafe {
+                gpu.launch_as(
+                    ClusterShape::Plain,
+                    T::BACKWARD_SUM_PIECES_KERNEL.name,
+                    &self.sum_pieces,
+                    &launch,
+                    &mut args,
+                )?
+            };
+        }
 
         // 3. dQ = scale · the accumulator: head_dim / 8 threads per query row.
         let [qb, qsq, qh] = s(qs);
@@ -575,6 +661,9 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         }
     }
 }
+
+/// Threads per block of the piece-summing kernel.
+const SUM_PIECES_THREADS: u32 = 256;
 
 /// The launch of a backward row kernel (preprocessing, dQ conversion) over `rows`.
 fn row_launch(rows: AttnBwdRows) -> ClusterLaunch {

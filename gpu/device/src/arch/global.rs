@@ -15,6 +15,18 @@ pub unsafe fn store_f32x4(at: *mut f32, values: [f32; 4]) {
     }
 }
 
+/// `st.global.v2.f32`: writes `a` and `b` at `at` as one 8-byte store.
+///
+/// # Safety
+/// `at` is an 8-byte aligned address of two f32 in global memory that no other thread accesses concurrently.
+#[inline(always)]
+pub unsafe fn store_f32x2(at: *mut f32, a: f32, b: f32) {
+    unsafe {
+        core::arch::asm!("st.global.v2.f32 [{at}], {{{a}, {b}}};", at = in(reg64) at, a = in(reg32) a,
+            b = in(reg32) b, options(nostack));
+    }
+}
+
 /// `st.global.v4.u32`: writes `values` at `at` as one 16-byte store.
 ///
 /// # Safety

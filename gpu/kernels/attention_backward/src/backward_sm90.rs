@@ -23,7 +23,7 @@
 //!    computes its pieces over all 128 keys from both consumers' dSᵀ (at head dim 128 a column block each, at head
 //!    dim 64 a 64-row unit each), so the writer adds each element of a tile's dQ once per block.
 //!    At the end of the walk dK (times the softmax scale) and dV are converted and stored. A block walks one or
-//!    more key blocks in turn ([`Walks`], [`BwdLaunchOrder::launched_blocks`]); the producer loads the next walk's
+//!    more key blocks in turn ([`Walks`], [`WalkSplit::for_launch`]); the producer loads the next walk's
 //!    K and V once the consumers are done with the last, while they store its dK and dV.
 //!    At head dim 256 one consumer's dK and dV of 64 keys would take 256 registers per thread, so there the
 //!    consumers split the head dim instead ([`BwdSplit::HeadDim`], [`consume_columns`]): a block owns 64 keys,
@@ -31,12 +31,16 @@
 //!    tiles both consumers share, and after a barrier between them takes 128 columns of dV += Pᵀ·dO, dK += dSᵀ·Q
 //!    (both operands from shared memory) and dQ = dS·K (two pieces); the ring has one stage (a second does not
 //!    fit).
+//!    Full attention's persistent launches split their last round ([`WalkSplit`]): its walks are cut into pieces
+//!    (runs of their query tiles) spread over the blocks, each storing its dK and dV partials to a workspace
+//!    (`store_partial`), and one more kernel, [`sum_pieces`] (a thread per 4 columns of a split walk's key row),
+//!    adds them up in piece order into dK and dV after the main kernel.
 //! 3. [`convert_dq`], `head_dim / 8` threads per query row: dQ = scale · the accumulator, in the input type and
 //!    q's layout.
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
-use oxtile_abi::bwd_launch::BwdLaunchOrder;
+use oxtile_abi::bwd_launch::{BwdLaunchOrder, WalkSplit};
 use oxtile_abi::dq_order::{DqOrder, DqSchedule};
 use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, AttnBwdRows, AttnBwdTile, BwdSplit};
 use seq_macro::seq;
@@ -363,6 +367,116 @@ macro_rules! convert_kernel_fn {
 convert_kernel!(attn_bwd_convert_dq_bf16, Bf16);
 convert_kernel!(attn_bwd_convert_dq_f16, F16);
 
+/// After the main kernel where it split walks ([`WalkSplit`]), a thread per 4 columns
+/// of one key row of one split walk: dK (times the softmax scale) and dV of that row, the sums of the walk's pieces'
+/// partials in piece order (the same every launch), in the input type; rows past seq_k skipped.
+#[inline(always)]
+unsafe fn sum_pieces<E: Pack>(p: &SumPiecesArgs) {
+    let x = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    let per_key = (p.head_dim / 4) as usize;
+    let per_walk = p.tile_kv as usize * per_key;
+    if x >= p.split_walks as usize * per_walk {
+        return;
+    }
+    let (walk, key, column) = (x / per_walk, x % per_walk / per_key, x % per_key * 4);
+    let order = BwdLaunchOrder { key_blocks: p.key_blocks, groups: p.groups, tail_groups: p.tail_groups };
+    let (key_block, group) = order.block(p.whole_walks + walk as u32);
+    let key_index = key_block as usize * p.tile_kv as usize + key;
+    if key_index >= p.seq_k as usize {
+        return;
+    }
+    let tensor = p.tile_kv as usize * p.head_dim as usize;
+    let (mut dk, mut dv) = ([0.0f32; 4], [0.0f32; 4]);
+    for piece in 0..p.pieces as usize {
+        let at = (walk * p.pieces as usize + piece) * 2 * tensor + key * p.head_dim as usize + column;
+        let (k, v) = unsafe {
+            (global::load_f32x4_cg(p.split_accum.add(at)), global::load_f32x4_cg(p.split_accum.add(at + tensor)))
+        };
+        seq!(I in 0..4 {
+            dk[I] += k[I];
+            dv[I] += v[I];
+        });
+    }
+    let (kv_head, batch) = ((group % p.heads_kv) as usize, (group / p.heads_kv) as usize);
+    let s = p.scale;
+    unsafe {
+        let dk_at = p.dk.add(p.dk_strides.offset(batch, key_index, kv_head) + column) as *mut u32;
+        let dv_at = p.dv.add(p.dv_strides.offset(batch, key_index, kv_head) + column) as *mut u32;
+        dk_at.write(E::pack2(dk[0] * s, dk[1] * s));
+        dk_at.add(1).write(E::pack2(dk[2] * s, dk[3] * s));
+        dv_at.write(E::pack2(dv[0], dv[1]));
+        dv_at.add(1).write(E::pack2(dv[2], dv[3]));
+    }
+}
+
+/// [`sum_pieces`]'s parameters as it reads them.
+struct SumPiecesArgs {
+    split_accum: *const f32,
+    dk: *mut u16,
+    dv: *mut u16,
+    dk_strides: Strides,
+    dv_strides: Strides,
+    seq_k: u32,
+    heads_kv: u32,
+    key_blocks: u32,
+    groups: u32,
+    tail_groups: u32,
+    whole_walks: u32,
+    split_walks: u32,
+    pieces: u32,
+    tile_kv: u32,
+    head_dim: u32,
+    scale: f32,
+}
+
+/// Declares one exported piece-summing kernel, its parameters those of `oxtile_abi::attn_bwd_sum_pieces_params!`.
+macro_rules! sum_pieces_kernel {
+    ($name:ident, $element:ty) => {
+        oxtile_abi::attn_bwd_sum_pieces_params! { sum_pieces_kernel_fn, ($name, $element) }
+    };
+}
+
+/// [`sum_pieces_kernel!`]'s function: one parameter per field of the list, in its order.
+macro_rules! sum_pieces_kernel_fn {
+    (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
+        /// See [`sum_pieces`]. Launched with at least `split_walks · tile_kv · head_dim / 4` threads along x.
+        ///
+        /// # Safety
+        /// split_accum holds the main kernel's partials of this launch's split (`split_walks · pieces` slots of
+        /// dK's and dV's `tile_kv × head_dim` f32, 16-byte aligned); dk and dv as the main kernel's (4-byte
+        /// aligned columns); the order and split those the main kernel ran with.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
+            struct Params {
+                $($field: device_field!($kind($($ty)?)),)*
+            }
+            let p = Params { $($field: device_value!($kind, $field),)* };
+            let args = SumPiecesArgs {
+                split_accum: p.split_accum,
+                dk: p.dk,
+                dv: p.dv,
+                dk_strides: Strides::new(p.dk_batch_stride, p.dk_seq_stride, p.dk_head_stride),
+                dv_strides: Strides::new(p.dv_batch_stride, p.dv_seq_stride, p.dv_head_stride),
+                seq_k: p.seq_k,
+                heads_kv: p.heads_kv,
+                key_blocks: p.key_blocks,
+                groups: p.groups,
+                tail_groups: p.tail_groups,
+                whole_walks: p.whole_walks,
+                split_walks: p.split_walks,
+                pieces: p.pieces,
+                tile_kv: p.tile_kv,
+                head_dim: p.head_dim,
+                scale: p.scale,
+            };
+            unsafe { sum_pieces::<$element>(&args) }
+        }
+    };
+}
+
+sum_pieces_kernel!(attn_bwd_sum_pieces_bf16, Bf16);
+sum_pieces_kernel!(attn_bwd_sum_pieces_f16, F16);
+
 // ---------------------------------------------------------------------------------------------------------------
 // 2. The main kernel.
 
@@ -600,6 +714,9 @@ macro_rules! attn_bwd_kernel_fn {
                 key_blocks: params.key_blocks,
                 groups: params.groups,
                 tail_groups: params.tail_groups,
+                split_accum: params.split_accum,
+                split_walks: params.split_walks,
+                split_pieces: params.split_pieces,
             };
             let tensor_maps = [params.tensor_map_q, params.tensor_map_k, params.tensor_map_v, params.tensor_map_do];
             unsafe { attn_bwd::<$config>(tensor_maps, &problem) }
@@ -677,6 +794,28 @@ struct Problem {
     key_blocks: u32,
     groups: u32,
     tail_groups: u32,
+    /// The split last walks ([`WalkSplit`]): their pieces' dK/dV partials, how many walks and pieces.
+    split_accum: *mut f32,
+    split_walks: u32,
+    split_pieces: u32,
+}
+
+impl Problem {
+    /// The launch's split last walks, as the host made them ([`WalkSplit::for_launch`]), from values opaque here:
+    /// LLVM would otherwise compute them once before the roles' loops and hold them across (registers the
+    /// producer and the writer, at 24, do not have).
+    #[inline(always)]
+    fn walk_split<C: Config>(&self) -> WalkSplit {
+        WalkSplit {
+            walks: opaque_here(self.key_blocks) * self.groups,
+            launched: grid_dim_x(),
+            // Full attention (the only split launches): every walk has all the query tiles.
+            q_tiles: opaque_here(self.padded_rows) / C::TILE.tile_q,
+            split_walks: opaque_here(self.split_walks),
+            // At least 1 (the host's): no division-by-zero path.
+            pieces: opaque_here(self.split_pieces).max(1),
+        }
+    }
 }
 
 /// Where everything lives in dynamic shared memory (offsets from oxtile-abi's [`AttnBwdTile`]).
@@ -783,7 +922,8 @@ struct Block {
 }
 
 impl Block {
-    /// The walk dispatched `linear`-th in the launch order (the staggered kernels: their grid's block).
+    /// The walk dispatched `linear`-th in the launch order, or past the whole walks the split walks' piece in slot
+    /// `linear − whole walks` ([`WalkSplit`]) (the staggered kernels: their grid's block).
     #[inline(always)]
     fn at<C: Config>(problem: &Problem, linear: u32) -> Block {
         let tile = C::TILE;
@@ -801,20 +941,23 @@ impl Block {
         }
         let order =
             BwdLaunchOrder { key_blocks: problem.key_blocks, groups: problem.groups, tail_groups: problem.tail_groups };
-        let (key_block, group) = order.block(linear);
+        // Past the whole walks, a split walk's piece: its walk, and its run of the query tiles (full attention).
+        let split = problem.walk_split::<C>();
+        let whole = split.whole_walks();
+        let piece = linear >= whole;
+        let walk = if piece { whole + (linear - whole) / split.pieces } else { linear };
+        let (key_block, group) = order.block(walk);
         let heads_kv = problem.heads_q / problem.group;
         let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let first_q_tile = first_row / tile.tile_q;
-        Block {
-            kv_head: group % heads_kv,
-            batch: group / heads_kv,
-            key_block,
-            key0,
-            first_q_tile,
-            q_tiles: problem.padded_rows / tile.tile_q - first_q_tile,
-        }
+        let (first_q_tile, q_tiles) = if piece {
+            split.tiles(linear - whole)
+        } else {
+            (first_q_tile, problem.padded_rows / tile.tile_q - first_q_tile)
+        };
+        Block { kv_head: group % heads_kv, batch: group / heads_kv, key_block, key0, first_q_tile, q_tiles }
     }
 
     /// Query tiles over all query heads of the group.
@@ -863,9 +1006,10 @@ impl Block {
 }
 
 /// The walks of this block, one after another: a `_staggered` kernel's block its grid's one; a plain kernel's
-/// block those dispatched `blockIdx.x + k · gridDim.x`-th in the launch order (host and kernel agree on the launch
-/// order's size, the grid on how many blocks share it: [`BwdLaunchOrder::launched_blocks`]). Every role of the
-/// block walks the same sequence, each with its own copy.
+/// block those at `blockIdx.x + k · gridDim.x` among the launch order's whole walks and then the split walks'
+/// pieces, a piece where the index is past the whole walks ([`Block::at`]; host and kernel agree on the launch
+/// order's size and the split, the grid on how many blocks share them: [`WalkSplit::for_launch`]). Every role of
+/// the block walks the same sequence, each with its own copy.
 struct Walks {
     next: u32,
     end: u32,
@@ -877,7 +1021,8 @@ impl Walks {
         if C::STAGGERED {
             Walks { next: 0, end: 1 }
         } else {
-            Walks { next: block_idx_x(), end: problem.key_blocks * problem.groups }
+            let split = problem.walk_split::<C>();
+            Walks { next: block_idx_x(), end: split.whole_walks() + split.split_walks * split.pieces }
         }
     }
 
@@ -887,9 +1032,16 @@ impl Walks {
             return None;
         }
         let block = Block::at::<C>(problem, self.next);
-        // Below 2^31 walks (the host checks): the sum does not wrap.
+        // Below 2^31 walks and pieces (the host checks): the sum does not wrap.
         self.next += if C::STAGGERED { 1 } else { grid_dim_x() };
         Some(block)
+    }
+
+    /// Whether the walk [`Walks::next`] returned last is a split walk's piece (whose slot is then the block
+    /// index: the whole walks end at a multiple of the grid where there is a split, [`WalkSplit::slot`]).
+    #[inline(always)]
+    fn in_piece<C: Config>(&self, problem: &Problem) -> bool {
+        !C::STAGGERED && self.next - grid_dim_x() >= problem.walk_split::<C>().whole_walks()
     }
 }
 
@@ -1373,8 +1525,39 @@ unsafe fn consume<C: Config>(smem: &SmemMap, consumer: u32, thread: u32, problem
         tiles_before += block.items(problem);
         // The first key from values opaque here: computed before the loop and held across it, it is spilled.
         let key0 = block.key0 + opaque_here(consumer) * tile.consumer_keys();
-        unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
+        if walks.in_piece::<C>(problem) {
+            unsafe { store_partial::<C>(&dk, &dv, &warpgroup, problem) };
+        } else {
+            unsafe { store_dk_dv::<C>(&dk, &dv, &warpgroup, block, key0, 0, problem) };
+        }
     }
+}
+
+/// The walk just consumed is a split walk's piece ([`WalkSplit`]): this warpgroup's partial dK and dV (f32, dK
+/// unscaled) to its keys' rows of the piece's slot (the block index) of the workspace, as [`store_dk_dv`] lays
+/// out dK and dV; [`sum_pieces`] adds the slots up after the kernel.
+#[inline(always)]
+unsafe fn store_partial<C: Config>(dk: &C::Acc, dv: &C::Acc, warpgroup: &Warpgroup, problem: &Problem) {
+    let tile = C::TILE;
+    let (dk, dv) = (dk.as_ref(), dv.as_ref());
+    let tensor = (tile.tile_kv * tile.head_dim) as usize;
+    // From values opaque here, as `store_dk_dv`'s: computed before the walk's loop and held across it, they spill.
+    let (row, first_column) = (opaque_here(warpgroup.row), opaque_here(warpgroup.column));
+    let key0 = opaque_here(warpgroup.consumer) * tile.consumer_keys();
+    let slot = problem.split_accum.wrapping_add(block_idx_x() as usize * 2 * tensor);
+    seq!(HALF in 0..2 {
+        let key = (key0 + row + 8 * HALF) as usize;
+        seq!(BLOCK in 0..16 {
+            if 4 * BLOCK < dk.len() {
+                let i = 4 * BLOCK + 2 * HALF;
+                let at = slot.wrapping_add(key * tile.head_dim as usize + (8 * BLOCK + first_column) as usize);
+                unsafe {
+                    global::store_f32x2(at, dk[i], dk[i + 1]);
+                    global::store_f32x2(at.wrapping_add(tensor), dv[i], dv[i + 1]);
+                }
+            }
+        });
+    });
 }
 
 /// The consumer warpgroup `consumer` where the consumers split the head dim ([`BwdSplit::HeadDim`]): per query
