@@ -521,7 +521,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
                 ClusterShape::Plain,
                 T::BACKWARD_PREPROCESS_KERNEL.name,
                 &self.preprocess,
-                &row_launch(rows),
+                &plain_launch(rows.grid(), AttnBwdRows::THREADS),
                 &mut args,
             )?
         };
@@ -607,13 +607,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
                 scale: p.scale,
             };
             let threads = split.split_walks * self.tile.tile_kv * head_dim / 4;
-            let launch = ClusterLaunch {
-                grid_dim: (threads.div_ceil(SUM_PIECES_THREADS), 1, 1),
-                block_dim: (SUM_PIECES_THREADS, 1, 1),
-                cluster_dim: (1, 1, 1),
-                shared_mem_bytes: 0,
-                dependent_launch: false,
-            };
+            let launch = plain_launch((threads.div_ceil(SUM_PIECES_THREADS), 1, 1), SUM_PIECES_THREADS);
             let mut args = sum.kernel_args();
             // SAFETY: the arguments are the kernel's, one per field of `AttnBwdSumPiecesParams`; split_accum holds
             // the partials the main kernel just stored on this stream for this split (its slots sized in `build`),
@@ -655,7 +649,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
                 ClusterShape::Plain,
                 T::BACKWARD_CONVERT_DQ_KERNEL.name,
                 &self.convert,
-                &row_launch(rows),
+                &plain_launch(rows.grid(), AttnBwdRows::THREADS),
                 &mut args,
             )
         }
@@ -665,11 +659,11 @@ impl<T: AttnElement> AttnBwdPlan<T> {
 /// Threads per block of the piece-summing kernel.
 const SUM_PIECES_THREADS: u32 = 256;
 
-/// The launch of a backward row kernel (preprocessing, dQ conversion) over `rows`.
-fn row_launch(rows: AttnBwdRows) -> ClusterLaunch {
+/// The launch of a backward row or piece-summing kernel: `grid_dim` blocks of `threads`, no cluster, no shared memory.
+fn plain_launch(grid_dim: (u32, u32, u32), threads: u32) -> ClusterLaunch {
     ClusterLaunch {
-        grid_dim: rows.grid(),
-        block_dim: (AttnBwdRows::THREADS, 1, 1),
+        grid_dim,
+        block_dim: (threads, 1, 1),
         cluster_dim: (1, 1, 1),
         shared_mem_bytes: 0,
         dependent_launch: false,
