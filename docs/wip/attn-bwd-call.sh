@@ -17,7 +17,7 @@
 #                                                     # --backward), S 1024 ... 16384, full and causal
 #   bash docs/wip/attn-bwd-call.sh ncu BUILD          # Nsight Compute on one launch of the d128 (plain and staggered)
 #                                                     # and d256 kernels
-#   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's three kernels' durations (ncu)
+#   bash docs/wip/attn-bwd-call.sh split BUILD [SHAPE...]  # each of a call's kernels' durations (ncu)
 #   bash docs/wip/attn-bwd-call.sh ncufwd BUILD [SHAPE]  # Nsight Compute (base clocks) on one launch of our forward
 #                                                     # and one of cuDNN's (torch SDPA) on the same shape: cycles,
 #                                                     # instructions, pipes, stalls side by side (issue 25)
@@ -119,15 +119,16 @@ ncu)
       "$OUT/ncu-$2.txt" | head -40
   done ;;
 split)
-  # Where one backward call's time goes among its three kernels (preprocessing, main, dQ conversion): each launch's
-  # duration under Nsight Compute, clocks left alone, on the given shapes (default: the short rows that lose most).
+  # Where one backward call's time goes among its kernels (preprocessing, main, the split walks' sum where there is
+  # one, dQ conversion): each launch's duration under Nsight Compute, clocks left alone, on the given shapes
+  # (default: the short rows that lose most).
   build=${1:?BUILD}; shift
   [ $# -gt 0 ] || set -- 32,16,1024,128,full 32,16,1024,128,causal 16,32,2048,64,full
   for shape in "$@"; do
     echo "=== $shape"
-    timeout 200 ncu --clock-control none -k "regex:^attn_bwd_(preprocess_|convert_dq_|bf16_d)" -c 6 --section SpeedOfLight \
+    timeout 200 ncu --clock-control none -k "regex:^attn_bwd_(preprocess_|convert_dq_|sum_pieces_|bf16_d)" -c 8 --section SpeedOfLight \
       "./$build/oxtile" bench attn --backward --shapes "$shape" --rounds 1 > "$OUT/split-$shape.txt" 2>&1
-    grep -E "^  attn_bwd_|Duration" "$OUT/split-$shape.txt" | head -12
+    grep -E "^  attn_bwd_|Duration" "$OUT/split-$shape.txt" | head -16
   done ;;
 fwdtable)
   build=${1:?BUILD}; shift
