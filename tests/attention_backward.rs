@@ -471,8 +471,9 @@ fn blocks_walking_several_key_blocks_match_the_reference_kernel() {
     // Full attention launches a GPU's worth of blocks, each walking every n-th key block: more key blocks than the
     // GPU holds at once (a partial last one, GQA) make each block reload K and V, carry its ring, K/V parity and
     // dQ staging turns across walks, and store dK and dV between them. At head dims 64 and 128 the last round is
-    // split across every block (`WalkSplit`): pieces of a walk's query tiles, crossing query heads, whose dK and dV
-    // partials are summed by the walk's last piece.
+    // split across every block (`WalkSplit`): pieces of a walk's query tiles over every query head of its group,
+    // whose dK and dV partials the piece-summing kernel adds up (the shapes assume one block per SM, as the tiles'
+    // shared memory has it: 133 and 160 walks leave a short last round).
     let gpu = gpu();
     let stream = gpu.stream();
     let seed = fresh_seed();

@@ -20,7 +20,8 @@
 //! key blocks of its group at each tile) still waits only for blocks dispatched before it.
 //!
 //! The launch is one-dimensional: block `b` of `launched` walks the order's blocks `b, b + launched, …`
-//! ([`BwdLaunchOrder::launched_blocks`]). Full attention's walks are all equally long, so a GPU's worth of
+//! ([`BwdLaunchOrder::launched_blocks`], and for persistent launches [`WalkSplit::for_launch`], which may split
+//! the last round). Full attention's walks are all equally long, so a GPU's worth of
 //! persistent blocks, each taking every `launched`-th walk, ends when the hardware's dispatch of one block per
 //! walk would, and each block loads its next K and V while its consumers store the last dK and dV instead of
 //! after a new block's start. Causal walks differ in length, and the hardware's dispatch balances them as they
@@ -93,15 +94,17 @@ impl BwdLaunchOrder {
 /// (3% of every head-dim-128 row of issue 26's tables: 4096 walks on 132 blocks, 31.03 rounds). So the last
 /// `split_walks` walks are each cut into `pieces` runs of their query tiles (`q_tiles` per query head, every head of
 /// the group taking the same run), and after its whole walks block `b < split_walks · pieces` takes piece
-/// `b mod pieces` of split walk `b / pieces`. Every piece stores its partial dK and dV (f32) to its own slot of a
-/// workspace and counts itself on the walk's counter; the piece that completes the count adds the walk's partials
-/// in piece order (the same sum in every launch: dK and dV stay bit-identical between launches) and stores them. No
-/// block waits for another.
+/// `b mod pieces` of split walk `b / pieces`: in the kernel's index space the whole walks end at a multiple of
+/// `launched`, so block `b`'s index past them is `whole_walks + b` and its slot is `b` ([`Self::slot`]). Every
+/// piece stores its partial dK and dV (f32) to its own slot of a workspace; after the main kernel a small kernel
+/// adds each walk's partials in piece order (the same sum in every launch: dK and dV stay bit-identical between
+/// launches) and stores them. No block waits for another.
 ///
-/// The walk's last piece reads every piece's partial (at head dim 128 a consumer's 64 KB each, about half a query
-/// tile's time by the L2's bandwidth per SM), so a walk of `items` tiles (over the group's heads) is cut into about
-/// √(2 · items) pieces, the minimum of `items / pieces + pieces / 2`; splitting pays where that plus a piece's own
-/// store is below a whole walk.
+/// Each piece costs a store of its partial and the sum a read of it (at head dim 128 a consumer's 64 KB, about
+/// half a query tile's time at the L2's bandwidth per SM), so a walk of `items` tiles (over the group's heads) is
+/// cut into about √(2 · items) pieces, the minimum of `items / pieces + pieces / 2`; splitting pays where that plus
+/// a piece's own store is below a whole walk. (A model: the measured gain was about half the last round's cost,
+/// docs/perf-notes.md, session 53.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalkSplit {
     /// Walks of the launch (`BwdLaunchOrder`'s key blocks × groups).
@@ -307,19 +310,25 @@ mod tests {
         ] {
             let split = WalkSplit::for_launch(walks, q_tiles, group, resident, true);
             assert!(split.split_walks * split.pieces <= split.launched && split.launched <= resident.max(walks));
+            let whole = split.whole_walks();
+            assert!(split.split_walks == 0 || whole.is_multiple_of(split.launched), "{split:?}");
             let mut seen = std::vec![0u32; (walks * q_tiles) as usize];
+            // The kernel's walk sequence: block `b` takes `b, b + launched, …` below the whole walks and the pieces,
+            // a piece where the index is past the whole walks, its slot the block index.
+            let end = whole + split.split_walks * split.pieces;
             for block in 0..split.launched {
-                let mut linear = block;
-                while linear < split.whole_walks() {
-                    for tile in 0..q_tiles {
-                        seen[(linear * q_tiles + tile) as usize] += 1;
+                for linear in (block..end).step_by(split.launched as usize) {
+                    if linear < whole {
+                        for tile in 0..q_tiles {
+                            seen[(linear * q_tiles + tile) as usize] += 1;
+                        }
+                        continue;
                     }
-                    linear += split.launched;
-                }
-                if let Some(slot) = split.slot(block) {
+                    let slot = linear - whole;
+                    assert_eq!(split.slot(block), Some(slot), "{split:?}: block {block}");
                     let (first, tiles) = split.tiles(slot);
                     assert!(tiles > 0 && first + tiles <= q_tiles, "{split:?}");
-                    let walk = split.whole_walks() + slot / split.pieces;
+                    let walk = whole + slot / split.pieces;
                     for tile in first..first + tiles {
                         seen[(walk * q_tiles + tile) as usize] += 1;
                     }

@@ -4,7 +4,8 @@
 //!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
 //!   kernel (a walk per 128 keys of a key/value head, 64 at head dim 256: dK and dV in registers, dQ added to the
 //!   accumulator in global memory; a block per walk, or for full attention a GPU's worth of blocks walking them
-//!   in turn), and the conversion of the accumulator to dQ. The plan owns the workspaces.
+//!   in turn, a short last round split into pieces whose dK and dV partials a fourth kernel adds up), and the
+//!   conversion of the accumulator to dQ. The plan owns the workspaces.
 //!   Head dims 64, 128 and 256.
 //! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
 //!   gpu/kernels/attention_backward/src/reference_backward.rs), which the float64 CPU reference
@@ -190,7 +191,7 @@ fn main_grid(shape: AttnShape, tile: AttnBwdTile) -> (u32, u32, u32) {
 }
 
 /// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
-/// device once and the workspaces allocated once, so repeated launches pay nothing but the three launches. One
+/// device once and the workspaces allocated once, so repeated launches pay nothing but the three (or four) launches. One
 /// launch at a time uses the workspaces (a lock; launches are ordered on the plan's stream anyway).
 pub struct AttnBwdPlan<T: AttnElement> {
     problem: CheckedProblem,
@@ -576,8 +577,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
         // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
         // overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
-        // walks (`check_backward`), the grid the staggered kernels' (key tiles, kv heads, batch) or at most one
-        // block per walk along x, with the tile's threads and shared memory (the limit raised in `build`).
+        // walks (`check_backward`), the grid the staggered kernels' (key tiles, kv heads, batch) or along x the
+        // plan's `WalkSplit::launched` (at most one block per walk, or a GPU's worth where the last round is split,
+        // `split_accum` then holding a slot per piece), with the tile's threads and shared memory (the limit raised
+        // in `build`).
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
 

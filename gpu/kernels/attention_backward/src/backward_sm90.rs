@@ -2,7 +2,8 @@
 //! log-sum-exp, FlashAttention-3's data path with the products taken "swapped" (keys as the M of every wgmma), so
 //! that P and dS stay in registers as the A operands of dV and dK (but at head dim 256, below).
 //!
-//! Three kernels per problem, launched in this order by host/src/ops/attention_backward.rs:
+//! Three kernels per problem (four where full attention's last round is split, below), launched in this order by
+//! host/src/ops/attention_backward.rs:
 //! 1. [`preprocess`], `head_dim / 8` threads per query row (every (batch, head) padded to whole query tiles,
 //!    [`AttnBwdRows`]): the row's D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for
 //!    padding rows, so its probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
