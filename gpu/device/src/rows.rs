@@ -1,10 +1,32 @@
 //! Rows of 16-bit elements as the attention families' plain kernels read them (the forward and backward
-//! references, the backward's preprocessing): the element types, a lane's share of a row widened to f32, and a
-//! warp's sum.
+//! references, the backward's row kernels): the element types, a BSHD tensor's strides, a lane's share of a row
+//! widened to f32, and a warp's sum.
 
 use crate::arch::convert::f16_to_f32;
 use crate::arch::sreg::lane_id;
 use crate::arch::warp::shfl_xor;
+
+/// Element strides (batch, seq, head) of a BSHD tensor; head_dim is contiguous.
+#[derive(Clone, Copy)]
+pub struct Strides {
+    pub batch: usize,
+    pub seq: usize,
+    pub head: usize,
+}
+
+impl Strides {
+    /// From a kernel's (batch, seq, head) stride parameters.
+    #[inline(always)]
+    pub fn new(batch: u64, seq: u64, head: u64) -> Strides {
+        Strides { batch: batch as usize, seq: seq as usize, head: head as usize }
+    }
+
+    /// The element offset of (batch, seq, head)'s row.
+    #[inline(always)]
+    pub fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
+        batch * self.batch + seq * self.seq + head * self.head
+    }
+}
 
 /// The 16-bit input type: how a pair of elements packed in a u32 (first element in the low half) widens to f32.
 pub trait Element {

@@ -19,28 +19,13 @@
 
 use crate::arch::mufu::{ex2_approx, lg2_approx};
 use crate::arch::sreg::{block_dim_x, block_idx_x, lane_id, thread_idx_x};
-use crate::rows::{Bf16, Element, F16, load_lane, warp_sum};
+use crate::rows::{Bf16, Element, F16, Strides, load_lane, warp_sum};
 
 /// Keys a warp scores before it updates its softmax state.
 const KEYS_PER_STEP: usize = 4;
 
 /// ln 2: LSE = (m + log2 l) · ln 2 turns the log2-unit state into a natural log.
 const LN_2: f32 = core::f32::consts::LN_2;
-
-/// Element strides (batch, seq, head) of one BSHD operand; head_dim is contiguous.
-#[derive(Clone, Copy)]
-struct Strides {
-    batch: usize,
-    seq: usize,
-    head: usize,
-}
-
-impl Strides {
-    #[inline(always)]
-    fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
-        batch * self.batch + seq * self.seq + head * self.head
-    }
-}
 
 /// One row's online softmax state, this lane's share of it.
 struct RowState<const P: usize> {
@@ -232,11 +217,7 @@ macro_rules! reference_kernel {
             scale_log2: f32,
             causal: u32,
         ) {
-            let strides = |batch: u64, seq: u64, head: u64| Strides {
-                batch: batch as usize,
-                seq: seq as usize,
-                head: head as usize,
-            };
+            let strides = Strides::new;
             unsafe {
                 attention_reference::<$element, $per_lane>(
                     q,

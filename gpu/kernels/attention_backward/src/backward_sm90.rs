@@ -54,7 +54,7 @@ use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
 use crate::opaque::{opaque_here, opaque_u64};
-use crate::rows::{Bf16, Element, F16};
+use crate::rows::{Bf16, Element, F16, Strides};
 use crate::smem_layout::{SW32_64X64_B32, SW128_64X64_B16, sw128_mn_major};
 
 /// log2(e): exp(x) = 2^(x · log2 e).
@@ -81,27 +81,6 @@ impl Pack for F16 {
 
 // ---------------------------------------------------------------------------------------------------------------
 // 1. Preprocessing.
-
-/// Element strides (batch, seq, head) of a BSHD tensor; head_dim is contiguous.
-#[derive(Clone, Copy)]
-struct Strides {
-    batch: usize,
-    seq: usize,
-    head: usize,
-}
-
-impl Strides {
-    /// From a kernel's (batch, seq, head) stride parameters.
-    #[inline(always)]
-    fn new(batch: u64, seq: u64, head: u64) -> Strides {
-        Strides { batch: batch as usize, seq: seq as usize, head: head as usize }
-    }
-
-    #[inline(always)]
-    fn offset(&self, batch: usize, seq: usize, head: usize) -> usize {
-        batch * self.batch + seq * self.seq + head * self.head
-    }
-}
 
 /// This thread's row of an [`AttnBwdRows`] grid (x over one (batch, head)'s rows) and the first of its 8 head-dim
 /// columns: `head_dim / 8` adjacent lanes per row, by shifts (head dims are powers of two).
