@@ -885,9 +885,9 @@ const CONSUMERS_BARRIER: u32 = 3;
 
 /// One walk's keys and the query tiles it visits: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
-/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. The staggered
-/// kernels' key block is [`DqSchedule::key_block`] of the grid's x; the plain kernels' key block and group come
-/// from the walk's place in the launch order ([`BwdLaunchOrder`]).
+/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. Its key block and
+/// group come from the walk's place in the launch order ([`BwdLaunchOrder`]; the staggered kernels' key block is
+/// [`DqSchedule::key_block`] of its place in the group).
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
@@ -903,16 +903,19 @@ struct Block {
 
 impl Block {
     /// The walk dispatched `linear`-th in the launch order, or past the whole walks the split walks' piece in slot
-    /// `linear − whole walks` ([`WalkSplit`]) (the staggered kernels: their grid's block).
+    /// `linear − whole walks` ([`WalkSplit`]). The staggered kernels' walks are in the order's own (the group's key
+    /// blocks one after another), their key block [`DqSchedule::key_block`] of the walk's place in its group.
     #[inline(always)]
     fn at<C: Config>(problem: &Problem, linear: u32) -> Block {
         let tile = C::TILE;
+        let heads_kv = problem.heads_q / problem.group;
         if C::STAGGERED {
             let schedule = staggered_schedule(problem, tile);
-            let key_block = schedule.key_block(block_idx_x());
+            let (x, group) = (linear % problem.key_blocks, linear / problem.key_blocks);
+            let key_block = schedule.key_block(x);
             return Block {
-                kv_head: block_idx_y(),
-                batch: block_idx_z(),
+                kv_head: group % heads_kv,
+                batch: group / heads_kv,
                 key_block,
                 key0: key_block * tile.tile_kv,
                 first_q_tile: schedule.first_visit(key_block),
@@ -927,7 +930,6 @@ impl Block {
         let piece = linear >= whole;
         let walk = if piece { whole + (linear - whole) / split.pieces } else { linear };
         let (key_block, group) = order.block(walk);
-        let heads_kv = problem.heads_q / problem.group;
         let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
@@ -964,8 +966,7 @@ impl Block {
     /// its (batch, key/value head), [`DqSchedule::turn`]. (The ascending order's is the block index.)
     #[inline(always)]
     fn staggered_turn(&self, q0: u32, problem: &Problem, tile: AttnBwdTile) -> u32 {
-        let schedule = staggered_schedule(problem, tile);
-        schedule.turn(schedule.key_block(block_idx_x()), q0 / tile.tile_q)
+        staggered_schedule(problem, tile).turn(self.key_block, q0 / tile.tile_q)
     }
 
     /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
@@ -985,11 +986,11 @@ impl Block {
     }
 }
 
-/// The walks of this block, one after another: a `_staggered` kernel's block its grid's one; a plain kernel's
-/// block those at `blockIdx.x + k · gridDim.x` among the launch order's whole walks and then the split walks'
-/// pieces, a piece where the index is past the whole walks ([`Block::at`]; host and kernel agree on the launch
-/// order's size and the split, the grid on how many blocks share them: [`WalkSplit::for_launch`]). Every role of
-/// the block walks the same sequence, each with its own copy.
+/// The walks of this block, one after another: those at `blockIdx.x + k · gridDim.x` among the launch order's
+/// whole walks and then the split walks' pieces, a piece where the index is past the whole walks ([`Block::at`];
+/// host and kernel agree on the launch order's size and the split, the grid on how many blocks share them:
+/// [`BwdLaunchOrder::launched_blocks`], [`WalkSplit::for_launch`]). Every role of the block walks the same
+/// sequence, each with its own copy.
 struct Walks {
     next: u32,
     end: u32,
@@ -998,12 +999,8 @@ struct Walks {
 impl Walks {
     #[inline(always)]
     fn new<C: Config>(problem: &Problem) -> Walks {
-        if C::STAGGERED {
-            Walks { next: 0, end: 1 }
-        } else {
-            let split = problem.walk_split::<C>();
-            Walks { next: block_idx_x(), end: split.whole_walks() + split.split_walks * split.pieces }
-        }
+        let split = problem.walk_split::<C>();
+        Walks { next: block_idx_x(), end: split.whole_walks() + split.split_walks * split.pieces }
     }
 
     #[inline(always)]
@@ -1013,27 +1010,27 @@ impl Walks {
         }
         let block = Block::at::<C>(problem, self.next);
         // Below 2^31 walks and pieces (the host checks): the sum does not wrap.
-        self.next += if C::STAGGERED { 1 } else { grid_dim_x() };
+        self.next += grid_dim_x();
         Some(block)
     }
 
     /// Whether the walk [`Walks::next`] returned last is a split walk's piece (whose slot is then the block
-    /// index: the whole walks end at a multiple of the grid where there is a split, [`WalkSplit::slot`]).
+    /// index: the whole walks end at a multiple of the grid where there is a split, [`WalkSplit::slot`]; the
+    /// staggered kernels never split).
     #[inline(always)]
     fn in_piece<C: Config>(&self, problem: &Problem) -> bool {
         !C::STAGGERED && self.next - grid_dim_x() >= problem.walk_split::<C>().whole_walks()
     }
 }
 
-/// The staggered order's schedule of this block's (batch, key/value head): the grid's key blocks against the
-/// padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
+/// The staggered order's schedule of a (batch, key/value head): its key blocks against the padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
 /// ([`DqSchedule::fits_u32`]).
 #[inline(always)]
 fn staggered_schedule(problem: &Problem, tile: AttnBwdTile) -> DqSchedule {
     DqSchedule {
         order: DqOrder::Staggered,
         causal: problem.causal,
-        key_blocks: grid_dim_x(),
+        key_blocks: problem.key_blocks,
         q_tiles: problem.padded_rows / tile.tile_q,
         tile_q: tile.tile_q,
         tile_kv: tile.tile_kv,
