@@ -253,7 +253,10 @@ mod tests {
         for (key_blocks, groups, resident) in [(8, 512, 132), (7, 100, 132), (33, 12, 114), (16, 9, 264), (3, 1, 2)] {
             let n = launched(key_blocks, groups, resident);
             let walks = key_blocks * groups;
-            assert!(n <= walks && (n == walks || n <= resident && n % key_blocks == 0), "{key_blocks} × {groups}: {n}");
+            assert!(
+                n <= walks && (n == walks || n <= resident && n.is_multiple_of(key_blocks)),
+                "{key_blocks} × {groups}: {n}"
+            );
             // Every round (the walks `r · n ..`) holds whole groups, each on blocks `b` with `b mod key_blocks` its
             // key block.
             if n < walks {

@@ -47,9 +47,7 @@ use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, Attn
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{
-    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
-};
+use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, lane_id, thread_idx_x};
 use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
