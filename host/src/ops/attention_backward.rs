@@ -480,7 +480,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = p.strides;
 
-        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row.
+        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row. The deterministic
+        // mode's first turn at each tile stores its parts: only the tiles no walk visits are zeroed there.
+        let zero_rows =
+            if self.order.is_some() { staggered_schedule(shape, p.causal).unvisited_rows() } else { padded };
         let [ob, osq, oh] = s(os);
         let batch_heads = (shape.batch * shape.heads_q) as u64;
         let mut preprocess = AttnBwdPreprocessParams {
@@ -501,6 +504,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             heads_q,
             seq_q,
             padded_rows: padded,
+            zero_rows,
             head_dim,
         };
         let rows = AttnBwdRows { rows: padded, head_dim, batch_heads };

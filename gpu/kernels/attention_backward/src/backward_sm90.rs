@@ -91,9 +91,9 @@ fn row_and_column(head_dim: u32) -> (u32, u32) {
 
 /// Per padded query row `i` of (batch, head) pair `batch_head` ([`AttnBwdRows`]: `head_dim / 8` threads a row, 8
 /// columns each): D_i = dO_i·O_i (0 for a padding row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row),
-/// `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled layout scatters a
-/// row, but all rows together zero all of it, each thread 32 contiguous bytes), and the row's 64-row unit's
-/// semaphore zeroed by the unit's first row.
+/// below `zero_rows` `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled
+/// layout scatters a row, but the rows of whole 64-row units together zero those units, each thread 32 contiguous
+/// bytes), and the row's 64-row unit's semaphore zeroed by the unit's first row.
 #[inline(always)]
 unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     let (i, column) = row_and_column(p.head_dim);
@@ -107,10 +107,12 @@ unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     while batch_head < batch_heads {
         let (head, batch) = ((batch_head % p.heads) as usize, (batch_head / p.heads) as usize);
         let row = batch_head as usize * p.padded_rows as usize + i as usize;
-        let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
-        unsafe {
-            global::store_f32x4(accum, [0.0; 4]);
-            global::store_f32x4(accum.add(4), [0.0; 4]);
+        if i < p.zero_rows {
+            let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
+            unsafe {
+                global::store_f32x4(accum, [0.0; 4]);
+                global::store_f32x4(accum.add(4), [0.0; 4]);
+            }
         }
         let valid = i < p.seq_q;
         // The row's LSE, loaded by the thread that writes the row's statistics before the loads and sums below.
@@ -170,6 +172,7 @@ struct PreprocessArgs {
     heads: u32,
     seq_q: u32,
     padded_rows: u32,
+    zero_rows: u32,
     head_dim: u32,
 }
 
@@ -184,13 +187,14 @@ macro_rules! preprocess_kernel {
 macro_rules! preprocess_kernel_fn {
     (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per 64-row unit, its u32
-        /// of `dq_semaphores` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
+        /// padding rows), and below `zero_rows` `head_dim` f32 of `dq_accum` zeroed (its first `zero_rows` rows'
+        /// units); per 64-row unit, its u32 of `dq_semaphores` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
         /// (blocks of [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
         /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
-        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q a multiple of 64 with padded_rows ·
+        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q and zero_rows ≤ padded_rows multiples of 64
+        /// with padded_rows ·
         /// head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold batch · heads ·
         /// padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or null) one u32 per
         /// 64 of those rows, overlapping nothing.
@@ -214,6 +218,7 @@ macro_rules! preprocess_kernel_fn {
                 heads: p.heads_q,
                 seq_q: p.seq_q,
                 padded_rows: p.padded_rows,
+                zero_rows: p.zero_rows,
                 head_dim: p.head_dim,
             };
             unsafe { preprocess::<$element>(&args) }
@@ -1165,10 +1170,11 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, problem: &Pr
 /// computes each tile's accumulator row and turn itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
-/// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]), and counts the
-/// block's consumers in once all are complete (release). The chain
-/// that orders block A's additions before those of B, the next in line, in each element's order of modifications:
-/// A's reductions complete (`cp.async.bulk.wait_group 0`: the additions performed, not only the staging read) →
+/// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]; at the tile's
+/// first turn it stores them instead, the preprocessing having zeroed only the tiles no walk visits), and counts
+/// the block's consumers in once all are complete (release). The chain that orders block A's writes before those
+/// of B, the next in line, in each element's order of modifications: A's stores or reductions complete
+/// (`cp.async.bulk.wait_group 0`: the writes performed, not only the staging read) →
 /// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
 /// `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later one (release-acquire: A's
 /// writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later async-proxy accesses
@@ -1200,6 +1206,9 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
         let count =
             tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
+        // Deterministic mode: the tile's first turn stores its pieces, which the accumulator's zeroing then need
+        // not precede (the preprocessing zeroes only tiles no walk visits).
+        let first = deterministic && count == 0;
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
         for consumer in 0..tile.consumers {
             let (slot, parity) = dq_slot::<C>(slot_index, consumer);
@@ -1214,7 +1223,11 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
                 }
                 for piece in 0..tile.dq_pieces() {
                     let to = unsafe { accum_tile.add((tile.dq_run(consumer, piece) * run / 4) as usize) };
-                    unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
+                    if first {
+                        unsafe { tma::store_bulk(to as *mut u8, smem.dq(slot, piece), run) };
+                    } else {
+                        unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
+                    }
                 }
                 tma::commit_group();
                 if deterministic && consumer + 1 == tile.consumers {
