@@ -562,7 +562,8 @@ fn fast_kernel_refuses_bad_arguments_before_launch() {
 fn deterministic_mode_repeats_dq_bit_for_bit() {
     // Several key tiles add to every dQ tile (and, causal, a different number to each); with GQA the blocks of one
     // key/value head serve several query heads. In each order, five launches: dQ must not move by a bit, and dQ,
-    // dK and dV match the reference. The shapes have fewer key blocks than query tiles (the staggered walks start
+    // dK and dV match the reference (the accumulator is zeroed only where no walk visits: each launch's first turn
+    // at a tile must replace the last launch's sums). The shapes have fewer key blocks than query tiles (the staggered walks start
     // mid-way and wrap) and more (several blocks start at one tile and take its turns by block), and seq_k > seq_q
     // causal (blocks that share their first tile). The last shapes have more walks than the GPU holds blocks: full
     // attention's staggered launch is then persistent, whole groups a round, and some blocks walk twice.
