@@ -188,16 +188,15 @@ macro_rules! preprocess_kernel_fn {
     (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
         /// padding rows), and below `zero_rows` `head_dim` f32 of `dq_accum` zeroed (its first `zero_rows` rows'
-        /// units); per 64-row unit, its u32 of `dq_semaphores` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
-        /// (blocks of [`AttnBwdRows::THREADS`]).
+        /// units); per 64-row unit, its u32 of `dq_semaphores` zeroed unless that is null. Launched with
+        /// [`AttnBwdRows::grid`] over the padded rows (blocks of [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
         /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
         /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q and zero_rows ≤ padded_rows multiples of 64
-        /// with padded_rows ·
-        /// head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold batch · heads ·
-        /// padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or null) one u32 per
-        /// 64 of those rows, overlapping nothing.
+        /// with padded_rows · head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
+        /// batch · heads · padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or
+        /// null) one u32 per 64 of those rows, overlapping nothing.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -1026,8 +1025,8 @@ impl Walks {
     }
 }
 
-/// The staggered order's schedule of a (batch, key/value head): its key blocks against the padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
-/// ([`DqSchedule::fits_u32`]).
+/// The staggered order's schedule of a (batch, key/value head): its key blocks against the padded query tiles. The
+/// host launches the `_staggered` kernels only where its 32-bit arithmetic holds ([`DqSchedule::fits_u32`]).
 #[inline(always)]
 fn staggered_schedule(problem: &Problem, tile: AttnBwdTile) -> DqSchedule {
     DqSchedule {
