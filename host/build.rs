@@ -151,7 +151,7 @@ impl ModuleFiles {
 /// host/src/kernels.rs's `MODULES`: every family for every target, each with its files in `dir`.
 fn modules_rs(dir: &Path, modules: &[(Family, Target, PathBuf)]) -> String {
     let mut rs = String::from(
-        "// Written by host/build.rs.\n\n/// Every kernel module: one per family and target.\npub const MODULES: &[Module] = &[\n",
+        "// Written by host/build.rs.\n\n/// Every kernel module: one per family and target.\npub static MODULES: &[Module] = &[\n",
     );
     for (family, target, _) in modules {
         let stem = dir.join(format!("kernels_{}_{}", family.name(), target.cpu()));
