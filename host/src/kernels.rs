@@ -53,8 +53,9 @@ impl Kernel {
         Kernel { name, family, target: Target::Sm90a, hot: true }
     }
 
-    const fn gemm(name: &'static str) -> Kernel {
-        Kernel::hopper(Family::Gemm, name)
+    /// A GEMM kernel in `family`, the module `oxtile_abi::gemm_sm90_module!` gives its layout (`gemm_family!`).
+    const fn gemm(family: Family, name: &'static str) -> Kernel {
+        Kernel::hopper(family, name)
     }
 
     const fn attention(name: &'static str) -> Kernel {
@@ -289,14 +290,24 @@ pub fn find_gemm(input: &str, output: &str, layout: GemmLayout, variant: Variant
     GEMM_SM90.iter().copied().find(|g| (g.input, g.output, g.layout, g.variant) == (input, output, layout, variant))
 }
 
+/// The [`Family`] a module name of `oxtile_abi::gemm_sm90_module!` stands for.
+macro_rules! gemm_family {
+    (gemm,) => {
+        Family::Gemm
+    };
+    (gemm_column_a,) => {
+        Family::GemmColumnA
+    };
+}
+
 /// Declares [`GEMM_SM90`] from the GEMM table's kernels (`oxtile_abi::for_each_gemm_sm90_kernel!`), named as the
 /// device crate exports them (`oxtile_abi::gemm_sm90_kernel_name!`).
 macro_rules! gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs): each row of the GEMM table for each of its type
+        /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs, in two modules): each row of the GEMM table for each of its type
         /// pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -438,7 +449,7 @@ macro_rules! symmetric_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
         /// Every sm90 symmetric GEMM kernel (gpu/kernels/gemm/src/sm90.rs), in table order.
         pub const GEMM_SYMMETRIC_SM90: &[GemmSymmetricKernel] = &[$(GemmSymmetricKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -465,7 +476,7 @@ macro_rules! skinny_kernels {
     ($($input:ident -> $output:ident, $layout:ident;)*) => {
         /// Every skinny GEMM kernel, in the order of `oxtile_abi::for_each_gemm_skinny_kernel!`.
         pub const GEMM_SKINNY: &[SkinnyGemmKernel] = &[$(SkinnyGemmKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny")),
+            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny")),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),

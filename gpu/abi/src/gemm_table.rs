@@ -203,6 +203,27 @@ macro_rules! gemm_sm90_kernel_name {
     };
 }
 
+/// The PTX module (gpu/kernels family) holding a layout's GEMM kernels, passed to `$callback!` as its first token:
+/// `gemm` for A row-major (tn, tt; the skinny kernels too), `gemm_column_a` for A column-major (nt, nn). The GEMM
+/// kernels are two crates compiled from one source so that two rustc run at once (each kernel is one large function
+/// LLVM optimizes on one core); the device crates instantiate the kernels of their own module, and the host looks
+/// each kernel up in its module, both through this.
+#[macro_export]
+macro_rules! gemm_sm90_module {
+    (tn, $callback:ident!($($arg:tt)*)) => {
+        $callback! { gemm, $($arg)* }
+    };
+    (tt, $callback:ident!($($arg:tt)*)) => {
+        $callback! { gemm, $($arg)* }
+    };
+    (nt, $callback:ident!($($arg:tt)*)) => {
+        $callback! { gemm_column_a, $($arg)* }
+    };
+    (nn, $callback:ident!($($arg:tt)*)) => {
+        $callback! { gemm_column_a, $($arg)* }
+    };
+}
+
 /// Calls `$callback! { kernels }` with every kernel of the table, one per row, type pair and layout, each as
 /// `(Variant, "kernel", TILE, cluster, share, stream_k) input output layout`, in table order.
 #[macro_export]

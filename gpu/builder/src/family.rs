@@ -2,8 +2,12 @@
 /// cubin) of its own, so that an edit to one family rebuilds and reassembles that family alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
-    /// The GEMM data path in every configuration of oxtile-abi's GEMM tables, general and symmetric.
+    /// The GEMM data path in every configuration of oxtile-abi's GEMM tables, general and symmetric, for the layouts
+    /// whose A is row-major (tn, tt), and the skinny GEMM.
     Gemm,
+    /// The same GEMM source (gpu/kernels/gemm) for the layouts whose A is column-major (nt, nn): a crate of its own so
+    /// that the GEMM's two halves compile at the same time (`oxtile_abi::gemm_sm90_module!`).
+    GemmColumnA,
     /// The attention forward and its plain GPU reference.
     Attention,
     /// The attention backward (preprocessing, main and dQ conversion kernels) and its plain GPU reference.
@@ -14,12 +18,14 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [Family::Gemm, Family::Attention, Family::AttentionBackward, Family::Support];
+    pub const ALL: [Family; 5] =
+        [Family::Gemm, Family::GemmColumnA, Family::Attention, Family::AttentionBackward, Family::Support];
 
     /// Its folder below gpu/kernels, and its name in the module files (`kernels_<name>_<cpu>.ptx`).
     pub const fn name(self) -> &'static str {
         match self {
             Family::Gemm => "gemm",
+            Family::GemmColumnA => "gemm_column_a",
             Family::Attention => "attention",
             Family::AttentionBackward => "attention_backward",
             Family::Support => "support",

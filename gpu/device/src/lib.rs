@@ -3,8 +3,8 @@
 //! blocks, the shared-memory tile layouts, the software exp2 of the softmax, the 16-bit element rows of the plain
 //! kernels; the kernel-parameter and launch-bounds macros; the panic handler.
 //!
-//! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, attention, attention_backward,
-//! support), compiled to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and
+//! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, gemm_column_a, attention,
+//! attention_backward, support), compiled to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and
 //! reassembles that family alone.
 
 #![no_std]

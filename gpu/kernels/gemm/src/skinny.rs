@@ -345,10 +345,11 @@ macro_rules! skinny_b_k_major {
     };
 }
 
-/// Defines every kernel of `oxtile_abi::for_each_gemm_skinny_kernel!`.
+/// Defines every kernel of `oxtile_abi::for_each_gemm_skinny_kernel!` that belongs in this crate's module
+/// (`oxtile_abi::gemm_sm90_module!`: all of them are in `gemm`'s).
 macro_rules! skinny_kernels {
     ($($input:ident -> $output:ident, $layout:ident;)*) => {
-        $(
+        $(oxtile_abi::gemm_sm90_module! { $layout, in_this_module!(
             const _: () = {
                 oxtile_abi::gemm_skinny_params! {
                     skinny_kernel_fn,
@@ -361,7 +362,7 @@ macro_rules! skinny_kernels {
                 );
                 assert!(THREADS == 256);
             };
-        )*
+        ) })*
     };
 }
 

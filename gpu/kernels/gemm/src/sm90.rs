@@ -857,11 +857,12 @@ macro_rules! majorness {
     };
 }
 
-/// Defines every kernel of the GEMM table (`oxtile_abi::for_each_gemm_sm90!`), one per row, type pair and layout,
-/// each exported under the name `oxtile_abi::gemm_sm90_kernel_name!` gives it, which the host registry uses too.
+/// Defines every kernel of the GEMM table (`oxtile_abi::for_each_gemm_sm90!`) that belongs in this crate's module
+/// (`oxtile_abi::gemm_sm90_module!`), one per row, type pair and layout, each exported under the name
+/// `oxtile_abi::gemm_sm90_kernel_name!` gives it, which the host registry uses too.
 macro_rules! gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        $(gemm_kernel!(
+        $(oxtile_abi::gemm_sm90_module! { $layout, in_this_module!(gemm_kernel!(
             oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             tile_config!($tile, element!($input), element!($output)),
             majorness!($layout),
@@ -873,7 +874,7 @@ macro_rules! gemm_kernels {
                 stream_k: $stream_k,
                 symmetric: false,
             }
-        );)*
+        );) })*
     };
 }
 
@@ -881,7 +882,7 @@ macro_rules! gemm_kernels {
 /// [`gemm_kernels!`] does the general one's: the same data path over the triangular tile order.
 macro_rules! symmetric_gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        $(gemm_kernel!(
+        $(oxtile_abi::gemm_sm90_module! { $layout, in_this_module!(gemm_kernel!(
             oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             tile_config!($tile, element!($input), element!($output)),
             majorness!($layout),
@@ -893,7 +894,7 @@ macro_rules! symmetric_gemm_kernels {
                 stream_k: $stream_k,
                 symmetric: true,
             }
-        );)*
+        );) })*
     };
 }
 
