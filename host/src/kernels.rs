@@ -304,8 +304,8 @@ macro_rules! gemm_family {
 /// device crate exports them (`oxtile_abi::gemm_sm90_kernel_name!`).
 macro_rules! gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
-        /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs, in two modules): each row of the GEMM table for each of its type
-        /// pairs and layouts, in table order.
+        /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs, in two modules): each row of the GEMM table for
+        /// each of its type pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
             kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
             input: stringify!($input),
