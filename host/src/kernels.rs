@@ -307,7 +307,10 @@ macro_rules! gemm_kernels {
         /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs, in two modules): each row of the GEMM table for
         /// each of its type pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(
+                oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
+                oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
+            ),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -449,7 +452,10 @@ macro_rules! symmetric_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
         /// Every sm90 symmetric GEMM kernel (gpu/kernels/gemm/src/sm90.rs), in table order.
         pub const GEMM_SYMMETRIC_SM90: &[GemmSymmetricKernel] = &[$(GemmSymmetricKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel)),
+            kernel: Kernel::gemm(
+                oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
+                oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
+            ),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
@@ -476,7 +482,10 @@ macro_rules! skinny_kernels {
     ($($input:ident -> $output:ident, $layout:ident;)*) => {
         /// Every skinny GEMM kernel, in the order of `oxtile_abi::for_each_gemm_skinny_kernel!`.
         pub const GEMM_SKINNY: &[SkinnyGemmKernel] = &[$(SkinnyGemmKernel {
-            kernel: Kernel::gemm(oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() }, oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny")),
+            kernel: Kernel::gemm(
+                oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
+                oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny"),
+            ),
             input: stringify!($input),
             output: stringify!($output),
             layout: gemm_layout!($layout),
