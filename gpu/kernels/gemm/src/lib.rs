@@ -18,8 +18,6 @@
 #[macro_use]
 extern crate oxtile_device;
 
-use oxtile_device::{arch, bounded_wait, opaque, smem_layout};
-
 /// Expands to its items where `oxtile_abi::gemm_sm90_module!` names this crate's module.
 macro_rules! in_this_module {
     (gemm, $($item:tt)*) => {

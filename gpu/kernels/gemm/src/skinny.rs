@@ -16,8 +16,8 @@
 use oxtile_abi::skinny::{CHUNK_K, COLUMNS, MAX_M, SLOT_FLOATS, SMEM_BYTES, SkinnySplit, THREADS, WARPS};
 use seq_macro::seq;
 
-use crate::arch::{atomic, barrier, convert, global, griddep, mma, smem, sreg};
-use crate::opaque::opaque_here;
+use oxtile_device::arch::{atomic, barrier, convert, global, griddep, mma, smem, sreg};
+use oxtile_device::opaque::opaque_here;
 
 /// The 16-bit input type: which `mma.sync` multiplies it.
 trait Input {

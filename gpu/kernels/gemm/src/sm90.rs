@@ -58,12 +58,14 @@ use oxtile_abi::{
 use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
 
-use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
-use crate::arch::{atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma};
-use crate::bounded_wait;
-use crate::opaque::opaque_here;
-use crate::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
+use oxtile_device::arch::mbarrier::{self, RingState};
+use oxtile_device::arch::sreg::{block_idx_x, grid_dim_x, thread_idx_x};
+use oxtile_device::arch::{
+    atomic, barrier, cluster, convert, global, griddep, setmaxnreg, smem, stmatrix, tma, warp, wgmma,
+};
+use oxtile_device::bounded_wait;
+use oxtile_device::opaque::opaque_here;
+use oxtile_device::smem_layout::{SW128_64X32_B32, SW128_64X64_B16};
 
 /// Operand majorness as wgmma's transpose flag takes it: K-major (0) or MN-major (1).
 const K: u32 = 0;
