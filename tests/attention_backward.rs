@@ -561,10 +561,12 @@ fn fast_kernel_refuses_bad_arguments_before_launch() {
 #[ignore = "needs a CUDA GPU"]
 fn deterministic_mode_repeats_dq_bit_for_bit() {
     // Several key tiles add to every dQ tile (and, causal, a different number to each); with GQA the blocks of one
-    // key/value head serve several query heads. In each order, five launches: dQ must not move by a bit, and match
-    // the reference. The shapes have fewer key blocks than query tiles (the staggered walks start mid-way and
-    // wrap) and more (several blocks start at one tile and take its turns by block), and seq_k > seq_q causal
-    // (blocks that share their first tile).
+    // key/value head serve several query heads. In each order, five launches: dQ must not move by a bit, and dQ,
+    // dK and dV match the reference (the accumulator is zeroed only where no walk visits: each launch's first turn
+    // at a tile must replace the last launch's sums). The shapes have fewer key blocks than query tiles (the staggered walks start
+    // mid-way and wrap) and more (several blocks start at one tile and take its turns by block), and seq_k > seq_q
+    // causal (blocks that share their first tile). The last shapes have more walks than the GPU holds blocks: full
+    // attention's staggered launch is then persistent, whole groups a round, and some blocks walk twice.
     let gpu = gpu();
     let stream = gpu.stream();
     let seed = fresh_seed();
@@ -573,6 +575,7 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
             AttnShape::new(1, 200, 300, 2, 1, 64),
             AttnShape::new(1, 100, 900, 1, 1, 64),
             AttnShape::new(1, 150, 400, 2, 1, 256),
+            AttnShape::new(8, 64, 640, 4, 4, 64),
         ]
     } else {
         vec![
@@ -581,6 +584,9 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
             AttnShape::new(1, 2000, 700, 2, 1, 128),
             AttnShape::new(1, 300, 3000, 4, 2, 64),
             AttnShape::new(1, 1000, 1500, 4, 2, 256),
+            AttnShape::new(8, 300, 1000, 8, 4, 128),
+            AttnShape::new(4, 777, 640, 8, 8, 64),
+            AttnShape::new(4, 130, 1100, 8, 8, 256),
         ]
     };
     let mut lines = Vec::new();
@@ -605,11 +611,22 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
                 &gpu, shape, &q, &k, &v, &o, &lse, &d_o, &mut rq, &mut rk, &mut rv, options,
             )
             .unwrap();
-            let reference: Vec<f64> = stream.clone_dtoh(&rq).unwrap().into_iter().map(f64::from).collect();
+            let down =
+                |x: &CudaSlice<f32>| -> Vec<f64> { stream.clone_dtoh(x).unwrap().into_iter().map(f64::from).collect() };
+            let references = [down(&rq), down(&rk), down(&rv)];
             // The order new_deterministic picks (staggered: these shapes' key blocks are all resident), then the
             // ascending one.
             let chosen = AttnBwdPlan::<bf16>::new_deterministic(&gpu, shape, options, &q, &k, &v, &d_o).unwrap();
             assert_eq!(chosen.dq_order(), Some(DqOrder::Staggered), "{shape}");
+            let order = chosen.launch_order();
+            let walks = order.key_blocks * order.groups;
+            let blocks = chosen.grid().0;
+            if !causal && walks > gpu.sm_count() {
+                assert!(
+                    blocks < walks && blocks.is_multiple_of(order.key_blocks),
+                    "{shape}: {walks} walks on {blocks} blocks"
+                );
+            }
             let ascending =
                 AttnBwdPlan::<bf16>::new_deterministic_in(&gpu, shape, options, &q, &k, &v, &d_o, DqOrder::Ascending)
                     .unwrap();
@@ -627,16 +644,23 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
                         Some(first) => repeatable &= *first == bits,
                     }
                 }
-                let got: Vec<f32> = widen(&gpu, &dq).into_iter().map(|x| x as f32).collect();
-                let (error, written) = relative_error(&got, &reference);
-                let passed = repeatable && written && error <= fast_bound::<bf16>();
+                let mut passed = repeatable;
+                let mut errors = String::new();
+                for (name, got, reference) in
+                    [("dq", &dq, &references[0]), ("dk", &dk, &references[1]), ("dv", &dv, &references[2])]
+                {
+                    let got: Vec<f32> = widen(&gpu, got).into_iter().map(|x| x as f32).collect();
+                    let (error, written) = relative_error(&got, reference);
+                    passed &= written && error <= fast_bound::<bf16>();
+                    errors += &format!(" {name} {error:.2e}{}", if written { "" } else { " (unwritten elements)" });
+                }
                 failed += !passed as usize;
                 lines.push(format!(
-                    "{} bf16 {shape} {} {:?}: dq {error:.2e}{}{}",
+                    "{} bf16 {shape} {} {:?} on {} blocks:{errors}{}",
                     if passed { "ok  " } else { "FAIL" },
                     if causal { "causal" } else { "full" },
                     plan.dq_order().unwrap(),
-                    if written { "" } else { " (unwritten elements)" },
+                    plan.grid().0,
                     if repeatable { "" } else { " (dQ differs between launches)" }
                 ));
             }

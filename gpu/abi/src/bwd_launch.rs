@@ -1,10 +1,10 @@
-//! The order in which the attention backward's plain kernels take their key blocks from the grid (issue #26), shared
-//! by the host (which picks it) and the kernels (which map their block index through it).
+//! The order in which the attention backward's main kernels take their walks (issue #26), shared by the host (which
+//! picks it) and the kernels (which map their block index through it).
 //!
-//! The grid is (key blocks, key/value heads, batch) and the GPU dispatches its blocks in linear order (x fastest) as
-//! slots free up. Under the causal mask a key block's walk is shorter the later its keys (block j sees the query
-//! tiles from about `j · tile_kv / tile_q` on), so the grid's own order puts each (batch, kv head) group's longest
-//! walk first and its shortest last, group after group: the last groups' longest walks start when the GPU is
+//! The walks are (key blocks, key/value heads, batch), the key block fastest, and the GPU dispatches a launch's
+//! blocks in linear order as slots free up. Under the causal mask a key block's walk is shorter the later its keys
+//! (block j sees the query tiles from about `j · tile_kv / tile_q` on), so the walks' own order puts each (batch,
+//! kv head) group's longest walk first and its shortest last, group after group: the last groups' longest walks start when the GPU is
 //! nearly done with everything else and leave a tail (a one-slot-per-SM list-scheduling model: 1.4–3.5% at the
 //! issue tables' shapes, 12–27% at shapes with few groups; [`tests`]).
 //!
@@ -24,11 +24,14 @@
 //! the last round). Full attention's walks are all equally long, so a GPU's worth of
 //! persistent blocks, each taking every `launched`-th walk, ends when the hardware's dispatch of one block per
 //! walk would, and each block loads its next K and V while its consumers store the last dK and dV instead of
-//! after a new block's start. Causal walks differ in length, and the hardware's dispatch balances them as they
-//! end: one walk per block. So does the deterministic mode, whose blocks wait for walks before theirs, which only
-//! the hardware's in-order dispatch guarantees to be running or done.
+//! after a new block's start; in the staggered deterministic order the GPU's worth is whole groups, whose blocks
+//! wait for one another. Causal walks differ in length, and the hardware's dispatch balances them as they end:
+//! one walk per block. So does the ascending deterministic order, whose blocks wait for walks before theirs, which
+//! only the hardware's in-order dispatch guarantees to be running or done.
 
-/// The key-block order of one launch of a plain backward kernel.
+use crate::dq_order::DqOrder;
+
+/// The key-block order of one launch of a backward main kernel (the staggered kernels': the grid's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BwdLaunchOrder {
     /// Key blocks per (batch, kv head) group.
@@ -49,16 +52,35 @@ impl BwdLaunchOrder {
         BwdLaunchOrder { key_blocks, groups, tail_groups }
     }
 
-    /// Blocks of the launch, each walking every `launched`-th block of the order from its own index: a GPU's
-    /// worth (`resident`, the blocks it holds at once) of persistent blocks where the walks are equally long
-    /// (full attention) and no block waits for another (not deterministic), else one block per walk.
-    pub fn launched_blocks(&self, causal: bool, deterministic: bool, resident: u32) -> u32 {
+    /// Blocks of the launch, each walking every `launched`-th walk of the order from its own index.
+    ///
+    /// - Full attention outside the deterministic mode (equally long walks, no block waiting for another): a GPU's
+    ///   worth (`resident`, the blocks it holds at once) of persistent blocks.
+    /// - Full attention in the staggered deterministic order, whose blocks wait for every other block of their
+    ///   (batch, key/value head) group: whole groups, as many as are resident at once, so that the walks of one
+    ///   round are always whole groups on blocks that all run (`launched` a multiple of the key blocks: block `b`'s
+    ///   walks are key block `b mod key_blocks` of a group). Where whole groups take more rounds than walks spread
+    ///   over every resident block would (a group of nearly half the GPU's blocks or more leaves SMs idle every
+    ///   round), one block per walk instead.
+    /// - Otherwise one block per walk: causal walks differ in length, which the hardware's dispatch balances as they
+    ///   end, and the ascending deterministic order waits for walks before its own, which only the hardware's
+    ///   in-order dispatch guarantees to be running or done.
+    pub fn launched_blocks(&self, causal: bool, order: Option<DqOrder>, resident: u32) -> u32 {
         let walks = self.key_blocks.saturating_mul(self.groups);
-        if Self::persistent(causal, deterministic) { walks.min(resident.max(1)) } else { walks }
+        let resident = resident.max(1);
+        match (causal, order) {
+            (false, None) => walks.min(resident),
+            (false, Some(DqOrder::Staggered)) => {
+                let groups = (resident / self.key_blocks.max(1)).min(self.groups);
+                let whole_groups_fit = groups > 0 && self.groups.div_ceil(groups) <= walks.div_ceil(resident);
+                if whole_groups_fit { groups * self.key_blocks } else { walks }
+            }
+            _ => walks,
+        }
     }
 
-    /// Whether a launch's blocks are persistent, each walking several walks: only where the walks are equally long
-    /// (full attention) and no block waits for another (not deterministic).
+    /// Whether a launch's blocks are persistent with equally long walks that no block waits for: full attention
+    /// outside the deterministic mode, whose last round [`WalkSplit::for_launch`] may split.
     pub fn persistent(causal: bool, deterministic: bool) -> bool {
         !causal && !deterministic
     }
@@ -197,15 +219,53 @@ mod tests {
     }
 
     /// Persistent blocks only where the walks are equally long and none waits for another, and never more blocks
-    /// than walks.
+    /// than walks; the ascending deterministic order and causal launches one block per walk.
     #[test]
     fn full_attention_launches_a_gpus_worth_of_persistent_blocks() {
         let order = |causal| BwdLaunchOrder::for_launch(causal, 16, 512, 132);
-        assert_eq!(order(false).launched_blocks(false, false, 132), 132);
-        assert_eq!(order(false).launched_blocks(false, true, 132), 16 * 512);
-        assert_eq!(order(true).launched_blocks(true, false, 132), 16 * 512);
-        assert_eq!(BwdLaunchOrder::for_launch(false, 8, 4, 132).launched_blocks(false, false, 132), 32);
-        assert_eq!(order(false).launched_blocks(false, false, 0), 1);
+        let ascending = Some(DqOrder::Ascending);
+        assert_eq!(order(false).launched_blocks(false, None, 132), 132);
+        assert_eq!(order(false).launched_blocks(false, ascending, 132), 16 * 512);
+        assert_eq!(order(true).launched_blocks(true, None, 132), 16 * 512);
+        assert_eq!(order(true).launched_blocks(true, Some(DqOrder::Staggered), 132), 16 * 512);
+        assert_eq!(BwdLaunchOrder::for_launch(false, 8, 4, 132).launched_blocks(false, None, 132), 32);
+        assert_eq!(order(false).launched_blocks(false, None, 0), 1);
+    }
+
+    /// The staggered deterministic order's persistent launches: whole groups per round, every block's walks the
+    /// same key block of successive groups, never more blocks than are resident, and one block per walk where
+    /// whole groups would take more rounds than the walks spread over every block.
+    #[test]
+    fn staggered_full_attention_launches_whole_groups() {
+        let staggered = Some(DqOrder::Staggered);
+        let launched = |key_blocks, groups, resident| {
+            BwdLaunchOrder::for_launch(false, key_blocks, groups, resident).launched_blocks(false, staggered, resident)
+        };
+        // Issue 26's head-dim-128 rows on 132 SMs: 16, 8, 4, 2, 1 groups a round, 32 rounds as with one block a walk.
+        for (key_blocks, groups) in [(8, 512), (16, 256), (32, 128), (64, 64), (128, 32)] {
+            assert_eq!(launched(key_blocks, groups, 132), 128, "{key_blocks} × {groups}");
+        }
+        assert_eq!(launched(64, 3, 132), 128);
+        assert_eq!(launched(5, 2, 132), 10);
+        // 100 key blocks: one group a round (100 blocks) takes 10 rounds for 10 groups, against 8 spread over 132.
+        assert_eq!(launched(100, 10, 132), 1000);
+        assert_eq!(launched(200, 2, 132), 400);
+        for (key_blocks, groups, resident) in [(8, 512, 132), (7, 100, 132), (33, 12, 114), (16, 9, 264), (3, 1, 2)] {
+            let n = launched(key_blocks, groups, resident);
+            let walks = key_blocks * groups;
+            assert!(
+                n <= walks && (n == walks || n <= resident && n.is_multiple_of(key_blocks)),
+                "{key_blocks} × {groups}: {n}"
+            );
+            // Every round (the walks `r · n ..`) holds whole groups, each on blocks `b` with `b mod key_blocks` its
+            // key block.
+            if n < walks {
+                for walk in 0..walks {
+                    assert_eq!(walk % n % key_blocks, walk % key_blocks);
+                    assert_eq!((walk / n) * n / key_blocks, (walk - walk % n) / key_blocks);
+                }
+            }
+        }
     }
 
     /// The rule: a GPU's worth of tail groups for causal launches that fit 32 bits, the grid's order otherwise.

@@ -103,6 +103,15 @@ impl DqSchedule {
         matches!(self.order, DqOrder::Ascending) || self.launches_descending()
     }
 
+    /// Rows of the query tiles no block visits, all before the first any does: under the causal mask the tiles
+    /// whose rows see no key (every walk starts at or after key block 0's first tile); 0 without the mask. In the
+    /// deterministic mode a visited tile's first turn stores its dQ parts and the others add to them, so only
+    /// these rows' accumulator needs zeroing first.
+    #[inline(always)]
+    pub fn unvisited_rows(&self) -> u32 {
+        self.first_q_tile(0) * self.tile_q
+    }
+
     /// How many query tiles block `block` walks.
     #[inline(always)]
     pub fn visits(&self, block: u32) -> u32 {
@@ -316,6 +325,8 @@ mod tests {
                 }
             }
             for (t, blocks) in (0..).zip(visitors(&s)) {
+                // The tiles before `unvisited_rows` have no visitor, every other tile one at least.
+                assert_eq!(blocks.is_empty(), t * s.tile_q < s.unvisited_rows(), "{s:?} tile {t}");
                 let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
                 turns.sort_unstable();
                 assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");

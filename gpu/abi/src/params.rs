@@ -231,7 +231,8 @@ macro_rules! attn_bwd_preprocess_params {
             /// The forward's row log-sum-exp: [batch, heads_q, seq_q] f32.
             lse: ptr(*const f32),
             /// Written: the main kernel's per-row workspaces ([`attn_bwd_sm90_params!`]), [batch, heads_q, padded
-            /// rows] f32 each, and its dQ accumulator (zeroed) and semaphores (zeroed, unless null).
+            /// rows] f32 each, and its dQ accumulator (the first `zero_rows` rows of each (batch, head) zeroed) and
+            /// semaphores (zeroed, unless null).
             lse_log2: ptr(*mut f32),
             dsum: ptr(*mut f32),
             dq_accum: ptr(*mut f32),
@@ -240,6 +241,10 @@ macro_rules! attn_bwd_preprocess_params {
             heads_q: val(u32),
             seq_q: val(u32),
             padded_rows: val(u32),
+            /// Rows of each (batch, head) whose dQ accumulator is zeroed, a multiple of 64 up to `padded_rows`: all
+            /// where the main kernel adds every part of a tile, only the tiles no walk visits where its first turn
+            /// stores (the deterministic mode).
+            zero_rows: val(u32),
             /// 64, 128 or 256.
             head_dim: val(u32),
         }

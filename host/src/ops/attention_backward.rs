@@ -41,8 +41,8 @@ const OP: &str = "attention_backward";
 const REFERENCE_OP: &str = "attention_backward_reference";
 
 /// Checks a backward problem: the forward's checks ([`CheckedProblem::new`]), then what only the backward needs:
-/// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, the grid's heads
-/// and batch fit its dimensions, and the main kernel's walks (key tiles × kv heads × batch) number below 2^31.
+/// dQ, dK and dV (with q's, k's and v's strides) map distinct elements to distinct addresses, and the main kernel's
+/// walks (key tiles × kv heads × batch) number below 2^31.
 /// No GPU needed.
 pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<CheckedProblem> {
     let p = check_problem(OP, shape, options)?;
@@ -61,14 +61,7 @@ pub fn check_backward(shape: AttnShape, options: &AttnOptions) -> Result<Checked
             ));
         }
     }
-    // Grid (key tiles, kv heads, batch): y and z are 16-bit.
-    if shape.heads_kv > u16::MAX as usize || shape.batch > u16::MAX as usize {
-        return Err(Error::bad_argument(
-            OP,
-            format!("heads_kv {} and batch {} must each be at most 65535 (grid dimensions)", shape.heads_kv, batch),
-        ));
-    }
-    // The plain kernels count their walks in 31 bits (one grid dimension; a walk index plus the grid stays in 32).
+    // The main kernels count their walks in 31 bits (one grid dimension; a walk index plus the grid stays in 32).
     let (key_blocks, heads_kv, batch_u32) = main_grid(shape, tile_for(d));
     if (key_blocks as u64) * (heads_kv as u64) * (batch_u32 as u64) > i32::MAX as u64 {
         return Err(Error::bad_argument(
@@ -105,7 +98,7 @@ fn kernels_for<T: AttnElement>(shape: AttnShape) -> Result<BackwardKernels> {
 }
 
 /// The staggered order's schedule of a problem's (batch, key/value head) groups, as the `_staggered` kernels
-/// build it from their grid and parameters.
+/// build it from their parameters.
 fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
     let tile = tile_for(shape.head_dim);
     let (seq_q, seq_k) = (shape.seq_q as u32, shape.seq_k as u32);
@@ -124,10 +117,11 @@ fn staggered_schedule(shape: AttnShape, causal: bool) -> DqSchedule {
 /// Why a checked problem cannot take the staggered order, or None if it can: the kernel's 32-bit arithmetic must
 /// hold ([`DqSchedule::fits_u32`]), and every key block of one (batch, key/value head) must be resident at once,
 /// since blocks also wait for blocks launched after them (gpu/abi/src/dq_order.rs), unless the grid launches the
-/// key blocks in the turns' order ([`DqSchedule::waits_only_for_earlier_launches`]). The grid is (key
-/// blocks, key/value heads, batch), so the blocks of a group are dispatched together; with `key_blocks` no larger
-/// than what the occupancy API says the GPU holds at once, a group whose first blocks wait gets the rest as the
-/// groups before it (which wait only among themselves) finish. Work on other streams that keeps SMs busy delays
+/// key blocks in the turns' order ([`DqSchedule::waits_only_for_earlier_launches`]). The walks are launched
+/// key block fastest, so the blocks of a group are dispatched together; with `key_blocks` no larger than what the
+/// occupancy API says the GPU holds at once, a group whose first blocks wait gets the rest as the groups before it
+/// (which wait only among themselves) finish, and full attention's persistent launch holds whole groups on the
+/// blocks of each round ([`BwdLaunchOrder::launched_blocks`]). Work on other streams that keeps SMs busy delays
 /// those blocks; a block waiting past the bounded wait's limit traps (an error, never a hang). Where it asks the
 /// occupancy API, raises `function`'s dynamic shared-memory limit to the tile's first, as the occupancy depends on it.
 fn staggered_refusal(gpu: &Gpu, function: &CudaFunction, shape: AttnShape, causal: bool) -> Result<Option<String>> {
@@ -183,8 +177,7 @@ struct Workspace {
     split: Option<CudaSlice<f32>>,
 }
 
-/// The main kernel's walks: (key tiles, kv heads, batch), the `_staggered` kernels' grid. (`check_backward` holds
-/// their product below 2^31.)
+/// The main kernel's walks: (key tiles, kv heads, batch). (`check_backward` holds their product below 2^31.)
 fn main_grid(shape: AttnShape, tile: AttnBwdTile) -> (u32, u32, u32) {
     let key_tiles = shape.seq_k.div_ceil(tile.tile_kv as usize);
     (key_tiles.min(u32::MAX as usize) as u32, shape.heads_kv as u32, shape.batch as u32)
@@ -326,16 +319,17 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let launch_order =
             BwdLaunchOrder::for_launch(problem.causal && !staggered, key_blocks, heads_kv * batch, resident);
         // Persistent blocks, and a split last round where it pays, only where the walks are equally long (full
-        // attention), none waits for another (not deterministic) and the consumers split the keys.
+        // attention), none waits for another (not deterministic) and the consumers split the keys; persistent
+        // whole groups in the staggered deterministic order of full attention.
         let walks = key_blocks * heads_kv * batch;
         let q_tiles = (padded_rows(shape) / tile.tile_q as usize) as u32;
         let walk_split = if BwdLaunchOrder::persistent(problem.causal, order.is_some()) {
             WalkSplit::for_launch(walks, q_tiles, shape.group() as u32, resident, tile.split == BwdSplit::Keys)
         } else {
-            let launched = launch_order.launched_blocks(problem.causal, order.is_some(), resident);
+            let launched = launch_order.launched_blocks(problem.causal, order, resident);
             WalkSplit { walks, launched, q_tiles, split_walks: 0, pieces: 1 }
         };
-        let grid = if staggered { (key_blocks, heads_kv, batch) } else { (walk_split.launched, 1, 1) };
+        let grid = (walk_split.launched, 1, 1);
         let rows = padded_rows_total(shape);
         let units = rows / AttnBwdTile::DQ_UNIT_ROWS as usize;
         let workspace = Workspace {
@@ -388,17 +382,16 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         self.kernel
     }
 
-    /// The main kernel's grid: the `_staggered` kernels' (key tiles, kv heads, batch); the plain kernels' blocks
-    /// along x, each walking every x-th key block of the launch order, then perhaps a piece of a split walk
-    /// ([`Self::walk_split`]: a GPU's worth for full attention outside the deterministic mode, else one per key
-    /// block).
+    /// The main kernel's grid: blocks along x, each walking every x-th walk of the launch order, then perhaps a
+    /// piece of a split walk ([`Self::walk_split`]): a GPU's worth for full attention (whole groups in the
+    /// staggered deterministic order, [`BwdLaunchOrder::launched_blocks`]), else one per walk.
     pub fn grid(&self) -> (u32, u32, u32) {
         self.grid
     }
 
-    /// The order in which the main kernel's blocks take their key blocks: causal plain kernels' last groups
-    /// longest walk first ([`BwdLaunchOrder::for_launch`] over the blocks the GPU holds at once); the `_staggered`
-    /// kernels (whose launch order is their schedule's) and full attention in the grid's own order.
+    /// The order in which the main kernel's blocks take their walks: causal plain kernels' last groups longest walk
+    /// first ([`BwdLaunchOrder::for_launch`] over the blocks the GPU holds at once); the `_staggered` kernels
+    /// (whose key blocks' order is their schedule's) and full attention in the walks' own order.
     pub fn launch_order(&self) -> BwdLaunchOrder {
         self.launch_order
     }
@@ -487,7 +480,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = p.strides;
 
-        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row.
+        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row. The deterministic
+        // mode's first turn at each tile stores its parts: only the tiles no walk visits are zeroed there.
+        let zero_rows =
+            if self.order.is_some() { staggered_schedule(shape, p.causal).unvisited_rows() } else { padded };
         let [ob, osq, oh] = s(os);
         let batch_heads = (shape.batch * shape.heads_q) as u64;
         let mut preprocess = AttnBwdPreprocessParams {
@@ -508,6 +504,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             heads_q,
             seq_q,
             padded_rows: padded,
+            zero_rows,
             head_dim,
         };
         let rows = AttnBwdRows { rows: padded, head_dim, batch_heads };
@@ -577,10 +574,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
         // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
         // overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
-        // walks (`check_backward`), the grid the staggered kernels' (key tiles, kv heads, batch) or along x the
-        // plan's `WalkSplit::launched` (at most one block per walk, or a GPU's worth where the last round is split,
-        // `split_accum` then holding a slot per piece), with the tile's threads and shared memory (the limit raised
-        // in `build`).
+        // walks (`check_backward`), the grid along x the plan's `WalkSplit::launched` (at most one block per walk,
+        // a multiple of the key blocks in the staggered kernels' persistent launch, or a GPU's worth where the last
+        // round is split, `split_accum` then holding a slot per piece), with the tile's threads and shared memory
+        // (the limit raised in `build`).
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(ClusterShape::Plain, self.kernel.name, &self.function, &launch, &mut args)? };
 

@@ -196,6 +196,26 @@ pub fn wait_group<const N: u32>() {
     unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
 }
 
+/// `cp.async.bulk.global.shared::cta.bulk_group`: copies the `bytes` bytes at shared address `src` to global
+/// address `dst`, in the async proxy: the non-tensor bulk copy (PTX ISA "cp.async.bulk",
+/// #data-movement-and-conversion-instructions-cp-async-bulk; PTX 8.0, sm_90), one instruction for a contiguous run.
+/// Completion is tracked by [`commit_group`] and [`wait_group_read`] (the source may be rewritten) or
+/// [`wait_group`] (the writes are performed).
+///
+/// # Safety
+/// `src` and `dst` are 16-byte aligned, `bytes` a multiple of 16; `dst` holds `bytes` bytes in global memory that
+/// nothing else accesses until a wait shows the writes performed, and `src` as many in this block's shared memory,
+/// written before by this thread or made visible to the async proxy (`fence.proxy.async.shared::cta` after the
+/// writes, then a barrier with this thread), and not rewritten before a wait shows the group has read it.
+#[inline(always)]
+pub unsafe fn store_bulk(dst: *mut u8, src: u32, bytes: u32) {
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.global.shared::cta.bulk_group [{dst}], [{src}], {bytes};",
+            dst = in(reg64) dst, src = in(reg32) src, bytes = in(reg32) bytes, options(nostack));
+    }
+}
+
 /// `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`: adds the `bytes / 4` f32 at shared address `src`
 /// element-wise to the f32 at global address `dst`, in the async proxy: the non-tensor bulk reduction (PTX ISA
 /// "cp.reduce.async.bulk", #data-movement-and-conversion-instructions-cp-reduce-async-bulk; PTX 8.0, sm_90), one

@@ -47,9 +47,7 @@ use oxtile_abi::{ATTN_BWD_SM90_D64, ATTN_BWD_SM90_D128, ATTN_BWD_SM90_D256, Attn
 use seq_macro::seq;
 
 use crate::arch::mbarrier::{self, RingState};
-use crate::arch::sreg::{
-    block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, lane_id, thread_idx_x,
-};
+use crate::arch::sreg::{block_dim_x, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, lane_id, thread_idx_x};
 use crate::arch::warp::{self, shfl_xor};
 use crate::arch::{atomic, barrier, convert, global, mufu, setmaxnreg, smem, tma, wgmma};
 use crate::bounded_wait;
@@ -93,9 +91,9 @@ fn row_and_column(head_dim: u32) -> (u32, u32) {
 
 /// Per padded query row `i` of (batch, head) pair `batch_head` ([`AttnBwdRows`]: `head_dim / 8` threads a row, 8
 /// columns each): D_i = dO_i·O_i (0 for a padding row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row),
-/// `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled layout scatters a
-/// row, but all rows together zero all of it, each thread 32 contiguous bytes), and the row's 64-row unit's
-/// semaphore zeroed by the unit's first row.
+/// below `zero_rows` `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled
+/// layout scatters a row, but the rows of whole 64-row units together zero those units, each thread 32 contiguous
+/// bytes), and the row's 64-row unit's semaphore zeroed by the unit's first row.
 #[inline(always)]
 unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     let (i, column) = row_and_column(p.head_dim);
@@ -109,10 +107,12 @@ unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     while batch_head < batch_heads {
         let (head, batch) = ((batch_head % p.heads) as usize, (batch_head / p.heads) as usize);
         let row = batch_head as usize * p.padded_rows as usize + i as usize;
-        let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
-        unsafe {
-            global::store_f32x4(accum, [0.0; 4]);
-            global::store_f32x4(accum.add(4), [0.0; 4]);
+        if i < p.zero_rows {
+            let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
+            unsafe {
+                global::store_f32x4(accum, [0.0; 4]);
+                global::store_f32x4(accum.add(4), [0.0; 4]);
+            }
         }
         let valid = i < p.seq_q;
         // The row's LSE, loaded by the thread that writes the row's statistics before the loads and sums below.
@@ -172,6 +172,7 @@ struct PreprocessArgs {
     heads: u32,
     seq_q: u32,
     padded_rows: u32,
+    zero_rows: u32,
     head_dim: u32,
 }
 
@@ -186,16 +187,16 @@ macro_rules! preprocess_kernel {
 macro_rules! preprocess_kernel_fn {
     (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and `head_dim` f32 of `dq_accum` zeroed (all of it over all rows); per 64-row unit, its u32
-        /// of `dq_semaphores` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
-        /// (blocks of [`AttnBwdRows::THREADS`]).
+        /// padding rows), and below `zero_rows` `head_dim` f32 of `dq_accum` zeroed (its first `zero_rows` rows'
+        /// units); per 64-row unit, its u32 of `dq_semaphores` zeroed unless that is null. Launched with
+        /// [`AttnBwdRows::grid`] over the padded rows (blocks of [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
         /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
-        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q a multiple of 64 with padded_rows ·
-        /// head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold batch · heads ·
-        /// padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or null) one u32 per
-        /// 64 of those rows, overlapping nothing.
+        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q and zero_rows ≤ padded_rows multiples of 64
+        /// with padded_rows · head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
+        /// batch · heads · padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or
+        /// null) one u32 per 64 of those rows, overlapping nothing.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -216,6 +217,7 @@ macro_rules! preprocess_kernel_fn {
                 heads: p.heads_q,
                 seq_q: p.seq_q,
                 padded_rows: p.padded_rows,
+                zero_rows: p.zero_rows,
                 head_dim: p.head_dim,
             };
             unsafe { preprocess::<$element>(&args) }
@@ -885,9 +887,9 @@ const CONSUMERS_BARRIER: u32 = 3;
 
 /// One walk's keys and the query tiles it visits: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
-/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. The staggered
-/// kernels' key block is [`DqSchedule::key_block`] of the grid's x; the plain kernels' key block and group come
-/// from the walk's place in the launch order ([`BwdLaunchOrder`]).
+/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. Its key block and
+/// group come from the walk's place in the launch order ([`BwdLaunchOrder`]; the staggered kernels' key block is
+/// [`DqSchedule::key_block`] of its place in the group).
 #[derive(Clone, Copy)]
 struct Block {
     kv_head: u32,
@@ -903,16 +905,19 @@ struct Block {
 
 impl Block {
     /// The walk dispatched `linear`-th in the launch order, or past the whole walks the split walks' piece in slot
-    /// `linear − whole walks` ([`WalkSplit`]) (the staggered kernels: their grid's block).
+    /// `linear − whole walks` ([`WalkSplit`]). The staggered kernels' walks are in the order's own (the group's key
+    /// blocks one after another), their key block [`DqSchedule::key_block`] of the walk's place in its group.
     #[inline(always)]
     fn at<C: Config>(problem: &Problem, linear: u32) -> Block {
         let tile = C::TILE;
+        let heads_kv = problem.heads_q / problem.group;
         if C::STAGGERED {
             let schedule = staggered_schedule(problem, tile);
-            let key_block = schedule.key_block(block_idx_x());
+            let (x, group) = (linear % problem.key_blocks, linear / problem.key_blocks);
+            let key_block = schedule.key_block(x);
             return Block {
-                kv_head: block_idx_y(),
-                batch: block_idx_z(),
+                kv_head: group % heads_kv,
+                batch: group / heads_kv,
                 key_block,
                 key0: key_block * tile.tile_kv,
                 first_q_tile: schedule.first_visit(key_block),
@@ -927,7 +932,6 @@ impl Block {
         let piece = linear >= whole;
         let walk = if piece { whole + (linear - whole) / split.pieces } else { linear };
         let (key_block, group) = order.block(walk);
-        let heads_kv = problem.heads_q / problem.group;
         let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
@@ -964,8 +968,7 @@ impl Block {
     /// its (batch, key/value head), [`DqSchedule::turn`]. (The ascending order's is the block index.)
     #[inline(always)]
     fn staggered_turn(&self, q0: u32, problem: &Problem, tile: AttnBwdTile) -> u32 {
-        let schedule = staggered_schedule(problem, tile);
-        schedule.turn(schedule.key_block(block_idx_x()), q0 / tile.tile_q)
+        staggered_schedule(problem, tile).turn(self.key_block, q0 / tile.tile_q)
     }
 
     /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
@@ -985,11 +988,11 @@ impl Block {
     }
 }
 
-/// The walks of this block, one after another: a `_staggered` kernel's block its grid's one; a plain kernel's
-/// block those at `blockIdx.x + k · gridDim.x` among the launch order's whole walks and then the split walks'
-/// pieces, a piece where the index is past the whole walks ([`Block::at`]; host and kernel agree on the launch
-/// order's size and the split, the grid on how many blocks share them: [`WalkSplit::for_launch`]). Every role of
-/// the block walks the same sequence, each with its own copy.
+/// The walks of this block, one after another: those at `blockIdx.x + k · gridDim.x` among the launch order's
+/// whole walks and then the split walks' pieces, a piece where the index is past the whole walks ([`Block::at`];
+/// host and kernel agree on the launch order's size and the split, the grid on how many blocks share them:
+/// [`BwdLaunchOrder::launched_blocks`], [`WalkSplit::for_launch`]). Every role of the block walks the same
+/// sequence, each with its own copy.
 struct Walks {
     next: u32,
     end: u32,
@@ -998,12 +1001,8 @@ struct Walks {
 impl Walks {
     #[inline(always)]
     fn new<C: Config>(problem: &Problem) -> Walks {
-        if C::STAGGERED {
-            Walks { next: 0, end: 1 }
-        } else {
-            let split = problem.walk_split::<C>();
-            Walks { next: block_idx_x(), end: split.whole_walks() + split.split_walks * split.pieces }
-        }
+        let split = problem.walk_split::<C>();
+        Walks { next: block_idx_x(), end: split.whole_walks() + split.split_walks * split.pieces }
     }
 
     #[inline(always)]
@@ -1013,27 +1012,27 @@ impl Walks {
         }
         let block = Block::at::<C>(problem, self.next);
         // Below 2^31 walks and pieces (the host checks): the sum does not wrap.
-        self.next += if C::STAGGERED { 1 } else { grid_dim_x() };
+        self.next += grid_dim_x();
         Some(block)
     }
 
     /// Whether the walk [`Walks::next`] returned last is a split walk's piece (whose slot is then the block
-    /// index: the whole walks end at a multiple of the grid where there is a split, [`WalkSplit::slot`]).
+    /// index: the whole walks end at a multiple of the grid where there is a split, [`WalkSplit::slot`]; the
+    /// staggered kernels never split).
     #[inline(always)]
     fn in_piece<C: Config>(&self, problem: &Problem) -> bool {
         !C::STAGGERED && self.next - grid_dim_x() >= problem.walk_split::<C>().whole_walks()
     }
 }
 
-/// The staggered order's schedule of this block's (batch, key/value head): the grid's key blocks against the
-/// padded query tiles. The host launches the `_staggered` kernels only where its 32-bit arithmetic holds
-/// ([`DqSchedule::fits_u32`]).
+/// The staggered order's schedule of a (batch, key/value head): its key blocks against the padded query tiles. The
+/// host launches the `_staggered` kernels only where its 32-bit arithmetic holds ([`DqSchedule::fits_u32`]).
 #[inline(always)]
 fn staggered_schedule(problem: &Problem, tile: AttnBwdTile) -> DqSchedule {
     DqSchedule {
         order: DqOrder::Staggered,
         causal: problem.causal,
-        key_blocks: grid_dim_x(),
+        key_blocks: problem.key_blocks,
         q_tiles: problem.padded_rows / tile.tile_q,
         tile_q: tile.tile_q,
         tile_kv: tile.tile_kv,
@@ -1170,10 +1169,11 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, problem: &Pr
 /// computes each tile's accumulator row and turn itself.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
-/// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]), and counts the
-/// block's consumers in once all are complete (release). The chain
-/// that orders block A's additions before those of B, the next in line, in each element's order of modifications:
-/// A's reductions complete (`cp.async.bulk.wait_group 0`: the additions performed, not only the staging read) →
+/// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]; at the tile's
+/// first turn it stores them instead, the preprocessing having zeroed only the tiles no walk visits), and counts
+/// the block's consumers in once all are complete (release). The chain that orders block A's writes before those
+/// of B, the next in line, in each element's order of modifications: A's stores or reductions complete
+/// (`cp.async.bulk.wait_group 0`: the writes performed, not only the staging read) →
 /// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
 /// `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later one (release-acquire: A's
 /// writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later async-proxy accesses
@@ -1205,6 +1205,9 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
         let count =
             tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
+        // Deterministic mode: the tile's first turn stores its pieces, which the accumulator's zeroing then need
+        // not precede (the preprocessing zeroes only tiles no walk visits).
+        let first = deterministic && count == 0;
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
         for consumer in 0..tile.consumers {
             let (slot, parity) = dq_slot::<C>(slot_index, consumer);
@@ -1219,7 +1222,11 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
                 }
                 for piece in 0..tile.dq_pieces() {
                     let to = unsafe { accum_tile.add((tile.dq_run(consumer, piece) * run / 4) as usize) };
-                    unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
+                    if first {
+                        unsafe { tma::store_bulk(to as *mut u8, smem.dq(slot, piece), run) };
+                    } else {
+                        unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
+                    }
                 }
                 tma::commit_group();
                 if deterministic && consumer + 1 == tile.consumers {
