@@ -53,11 +53,6 @@ impl Kernel {
         Kernel { name, family, target: Target::Sm90a, hot: true }
     }
 
-    /// A GEMM kernel in `family`, the module `oxtile_abi::gemm_sm90_module!` gives its layout (`gemm_family!`).
-    const fn gemm(family: Family, name: &'static str) -> Kernel {
-        Kernel::hopper(family, name)
-    }
-
     const fn attention(name: &'static str) -> Kernel {
         Kernel::hopper(Family::Attention, name)
     }
@@ -307,7 +302,7 @@ macro_rules! gemm_kernels {
         /// Every sm90 GEMM kernel (gpu/kernels/gemm/src/sm90.rs, in two modules): each row of the GEMM table for
         /// each of its type pairs and layouts, in table order.
         pub const GEMM_SM90: &[GemmKernel] = &[$(GemmKernel {
-            kernel: Kernel::gemm(
+            kernel: Kernel::hopper(
                 oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
                 oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             ),
@@ -452,7 +447,7 @@ macro_rules! symmetric_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
         /// Every sm90 symmetric GEMM kernel (gpu/kernels/gemm/src/sm90.rs), in table order.
         pub const GEMM_SYMMETRIC_SM90: &[GemmSymmetricKernel] = &[$(GemmSymmetricKernel {
-            kernel: Kernel::gemm(
+            kernel: Kernel::hopper(
                 oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
                 oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             ),
@@ -482,7 +477,7 @@ macro_rules! skinny_kernels {
     ($($input:ident -> $output:ident, $layout:ident;)*) => {
         /// Every skinny GEMM kernel, in the order of `oxtile_abi::for_each_gemm_skinny_kernel!`.
         pub const GEMM_SKINNY: &[SkinnyGemmKernel] = &[$(SkinnyGemmKernel {
-            kernel: Kernel::gemm(
+            kernel: Kernel::hopper(
                 oxtile_abi::gemm_sm90_module! { $layout, gemm_family!() },
                 oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, "skinny"),
             ),
