@@ -775,25 +775,39 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         let transposed = s.instructions.iter().filter(|i| i.starts_with("HGMMA") && i.contains("tnspA")).count();
         assert_eq!(transposed as u32, dq_steps, "`{}`: dS·K with A read MN-major", kernel.name);
         assert_eq!(s.count_with("REDG", "F32"), 0, "`{}`: no scattered dQ reductions", kernel.name);
-        // The deterministic mode's semaphore: one release reduction per query tile (its wait is a strong load).
-        assert_eq!(s.count("REDG"), 1, "`{}`: semaphore releases", kernel.name);
-        // One bulk reduce-add per piece, consumer and query tile, issued by the writer warp. Its code is compiled
-        // once or twice (with and without the deterministic mode's waits: the mode is a uniform kernel parameter,
-        // and LLVM merges what the two have in common).
+        // The tile's flags: one release reduction per query tile, of the deterministic mode's semaphore or of the
+        // first claimant's stores (the waits for them are strong loads); outside the staggered kernels also the
+        // claim (`atom.acquire`), and no other read-modify-write.
+        let ptx = entry_ptx(*kernel);
+        let staggered = kernel.name.ends_with("_staggered_sm90");
+        assert_eq!(s.count("REDG"), 1, "`{}`: flag releases", kernel.name);
+        let claims = (ptx.matches("atom.acquire.gpu").count(), ptx.matches("atom.acq_rel.gpu").count());
+        assert_eq!(claims, if staggered { (0, 0) } else { (1, 0) }, "`{}`: claims", kernel.name);
+        // One bulk reduce-add per piece, consumer and query tile, issued by the writer warp, and as many bulk
+        // stores (a tile's first writer's). Its code is compiled once or twice (LLVM merges what the modes and
+        // the first writer have in common).
         let added = tile.consumers;
         let per_tile = added * pieces;
         let bulk = s.opcodes().filter(|op| *op == "UBLKRED.G.S.ADD.F32.RN").count() as u32;
         assert_eq!(s.count("UBLKRED"), bulk, "`{}`: only f32 bulk additions", kernel.name);
         assert!((per_tile..=2 * per_tile).contains(&bulk), "`{}`: {bulk} dQ bulk reductions", kernel.name);
-        let ptx = entry_ptx(*kernel);
         let reduce = "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32";
         assert_eq!(ptx.matches(reduce).count() as u32, bulk, "`{}`", kernel.name);
-        // The deterministic chain: the full wait (not only `.read`) for the reductions, once after every
-        // consumer's (they add to different elements), then the proxy fence, then the release; a proxy fence before
-        // each consumer's reductions as well.
-        assert_eq!(ptx.matches("cp.async.bulk.wait_group 0;").count(), 1, "`{}`", kernel.name);
+        let store = "cp.async.bulk.global.shared::cta.bulk_group";
+        assert_eq!(ptx.matches(store).count() as u32, bulk, "`{}`: first writers' bulk stores", kernel.name);
+        // The chain: the full wait (not only `.read`) for the tile's one bulk group where its flag is released next
+        // (a turn, or the first claimant). A proxy fence before each consumer's reductions and before the release.
+        let waits =
+            (ptx.matches("cp.async.bulk.wait_group 0;").count(), ptx.matches("cp.async.bulk.wait_group 1;").count());
+        assert_eq!(waits, (1, 0), "`{}`: bulk group waits", kernel.name);
         let fences = ptx.matches("fence.proxy.async.global;").count() as u32;
         assert_eq!(fences, added + 1, "`{}`: proxy fences", kernel.name);
+        // The staggered kernels' converter warps: per 8 columns of a tile's row, two 16-byte loads of the
+        // accumulator through the L2 (`.cg`: other SMs wrote it during the launch) and one 16-byte store of dQ. The
+        // plain kernels have none (the conversion kernel converts after them).
+        let converted = (ptx.matches("ld.global.cg.v4.f32").count(), ptx.matches("st.global.v4.u32").count());
+        let conversion = if staggered { (2, 1) } else { (0, 0) };
+        assert_eq!(converted, conversion, "`{}`: the conversion's loads and store", kernel.name);
         // The staging handed over to the writer warp by an arrival right after the proxy fence that orders the
         // staging stores before the reductions' reads (once), and handed back by an arrival per consumer right after
         // the writer's wait for those reads (once per tile).
@@ -811,7 +825,7 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         let handed_over = events.windows(2).filter(|w| w == &["fence.proxy.async.shared::cta", arrive]).count();
         assert_eq!(handed_over, 1, "`{}`: the hand-over {events:#?}", kernel.name);
         let read = events.iter().position(|e| *e == "cp.async.bulk.wait_group.read").unwrap();
-        let handed_back = events[read + 1..].iter().take_while(|e| **e == arrive).count() as u32;
+        let handed_back = events[read + 1..].iter().take(added as usize).filter(|e| **e == arrive).count() as u32;
         assert_eq!(handed_back, added, "`{}`: the hand-backs {events:#?}", kernel.name);
         // The staging pieces: 8-byte stores of value pairs, 16 per thread and piece.
         let stores = 16 * pieces;
@@ -824,9 +838,10 @@ fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
         if let Some(plain) = kernel.name.strip_suffix("_staggered_sm90") {
             let plain = stats(*kernels::ALL.iter().find(|k| k.name == format!("{plain}_sm90")).unwrap());
             let extra = s.instructions.len() as i64 - plain.instructions.len() as i64;
-            // The staggered schedule's arithmetic (a few divisions) against the plain kernels' walks over the launch
-            // order (each role's loop around its walk, the order's mapping, and a split walk's piece: its query
-            // tiles in each role, the consumers' store of its partials): the rest is the same code.
+            // The staggered schedule's arithmetic (a few divisions) and the converter warps against the plain
+            // kernels' walks over the launch order (each role's loop around its walk, the order's mapping, and a
+            // split walk's piece: its query tiles in each role, the consumers' store of its partials) and claims:
+            // the rest is the same code.
             assert!((-640..=160).contains(&extra), "`{}`: {extra} instructions beyond the plain kernel's", kernel.name);
             assert!(ptx.contains("%nctaid.x"), "`{}`: the schedule's key blocks from the grid", kernel.name);
             assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
@@ -876,18 +891,18 @@ fn attention_backwards_stage_dq_under_dk_where_the_tile_says() {
 
 #[test]
 fn attention_backward_row_kernels_move_16_bytes_per_access_and_divide_once_per_head() {
-    // Preprocessing: per thread one 16-byte load each of O and dO and two 16-byte stores of zeros to the
-    // accumulator (the row's LSE, D and semaphore are 4-byte accesses by one thread a row). Conversion: two 16-byte
-    // loads of the accumulator and one 16-byte store of dQ. The index arithmetic per thread is shifts and masks
-    // but for one 32-bit division of the (batch, head) pair by the heads: no 64-bit division anywhere (each is a
-    // subroutine of ~70 instructions), and no more than one 32-bit one per loop.
+    // Preprocessing: per thread one 16-byte load each of O and dO and, in rows no walk of the main kernel visits, one
+    // 16-byte store of zeros to dQ (the row's LSE, D and flags are 4-byte accesses by one thread a row). Conversion
+    // (where the main kernel does not convert): two 16-byte loads of the accumulator and one 16-byte store of dQ. The
+    // index arithmetic per thread is shifts and masks but for one 32-bit division of the (batch, head) pair by the
+    // heads: no 64-bit division anywhere (each is a subroutine of ~70 instructions), and no more than one 32-bit one
+    // per loop.
     let preprocess = [kernels::ATTN_BWD_PREPROCESS_BF16, kernels::ATTN_BWD_PREPROCESS_F16];
     let convert = [kernels::ATTN_BWD_CONVERT_DQ_BF16, kernels::ATTN_BWD_CONVERT_DQ_F16];
     for kernel in preprocess.into_iter().chain(convert) {
         let s = stats(kernel);
         let (loads, stores) = (s.count_with("LDG", "128"), s.count_with("STG", "128"));
-        let expected = if kernel.name.contains("preprocess") { (2, 2) } else { (2, 1) };
-        assert_eq!((loads, stores), expected, "`{}`: 16-byte loads and stores", kernel.name);
+        assert_eq!((loads, stores), (2, 1), "`{}`: 16-byte loads and stores", kernel.name);
         let ptx = entry_ptx(kernel);
         assert!(!ptx.contains("div.u64") && !ptx.contains("rem.u64"), "`{}`: a 64-bit division", kernel.name);
         let divisions = ptx.matches("div.u32").count() + ptx.matches("rem.u32").count();

@@ -1,8 +1,9 @@
 //! The order of the attention backward's dQ additions (issue #26), shared by the kernels (which walk it) and the
-//! host (which picks it and simulates it in its tests). The plain backward kernels add in the ascending order
-//! (their deterministic mode is a kernel parameter); the `_staggered` kernels, deterministic only, walk and take
-//! turns in the staggered order, so that the plain kernels carry none of its arithmetic (wired into them, it
-//! slowed the default mode: docs/perf-notes.md, session 22).
+//! host (which picks it and simulates it in its tests). The plain backward kernels' deterministic mode (a kernel
+//! parameter) adds in the ascending order (outside it their full-attention walks start spread over the tiles, as
+//! the staggered order's do, and take no turns); the `_staggered` kernels, deterministic only, walk and take turns
+//! in the staggered order, so that the plain kernels carry none of its arithmetic (wired into them, it slowed the
+//! default mode: docs/perf-notes.md, session 22).
 //!
 //! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
@@ -104,12 +105,26 @@ impl DqSchedule {
     }
 
     /// Rows of the query tiles no block visits, all before the first any does: under the causal mask the tiles
-    /// whose rows see no key (every walk starts at or after key block 0's first tile); 0 without the mask. In the
-    /// deterministic mode a visited tile's first turn stores its dQ parts and the others add to them, so only
-    /// these rows' accumulator needs zeroing first.
+    /// whose rows see no key (every walk starts at or after key block 0's first tile); 0 without the mask. A
+    /// visited tile's first writer stores its dQ parts and the others add to them, so only these rows' dQ is
+    /// written without them (zeros, by the preprocessing kernel).
     #[inline(always)]
     pub fn unvisited_rows(&self) -> u32 {
         self.first_q_tile(0) * self.tile_q
+    }
+
+    /// How many blocks visit query tile `q_tile` (< `q_tiles`), in either order: all key blocks without the mask;
+    /// under it those whose first tile is at or before `q_tile`, a prefix of the key blocks (the first tile grows
+    /// with the block), those whose first key some row of the tile sees: `block · tile_kv < (q_tile + 1) · tile_q +
+    /// seq_k − seq_q`. (The staggered kernels at full attention convert a tile at its last turn.)
+    #[inline(always)]
+    pub fn visitor_count(&self, q_tile: u32) -> u32 {
+        if !self.causal {
+            return self.key_blocks;
+        }
+        let end = (q_tile as u64 + 1) * self.tile_q as u64 + self.seq_k as u64;
+        let seen = end.saturating_sub(self.seq_q as u64).div_ceil(self.tile_kv as u64);
+        seen.min(self.key_blocks as u64) as u32
     }
 
     /// How many query tiles block `block` walks.
@@ -325,8 +340,10 @@ mod tests {
                 }
             }
             for (t, blocks) in (0..).zip(visitors(&s)) {
-                // The tiles before `unvisited_rows` have no visitor, every other tile one at least.
+                // The tiles before `unvisited_rows` have no visitor, every other tile one at least, and the
+                // kernels count them without walking.
                 assert_eq!(blocks.is_empty(), t * s.tile_q < s.unvisited_rows(), "{s:?} tile {t}");
+                assert_eq!(blocks.len() as u32, s.visitor_count(t), "{s:?} tile {t}");
                 let mut turns: Vec<u32> = blocks.iter().map(|&b| s.turn(b, t)).collect();
                 turns.sort_unstable();
                 assert_eq!(turns, (0..blocks.len() as u32).collect::<Vec<_>>(), "{s:?} tile {t}");

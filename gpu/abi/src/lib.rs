@@ -572,6 +572,14 @@ impl AttnBwdTile {
     /// One staging piece, and one run of the dQ accumulator: 64 queries × 64 columns of head dim, f32.
     pub const DQ_PIECE_BYTES: u32 = Self::DQ_UNIT_ROWS * Self::BOX_COLS * 4;
     const BARRIER_BYTES: u32 = 8;
+    /// Slots of the queue through which the dQ writer hands each query tile whose last addition it made to the
+    /// converter warps (the producer warpgroup's last two), which write the tile's dQ in the input type.
+    pub const CONVERT_SLOTS: u32 = 2;
+    /// One entry of that queue: the 64-row unit of the tile's first row (over every (batch, head) pair's padded
+    /// rows), a u32.
+    pub const CONVERT_ENTRY_BYTES: u32 = 4;
+    /// The converter warps' threads.
+    pub const CONVERTER_THREADS: u32 = 64;
 
     pub const fn threads(&self) -> u32 {
         Self::WARPGROUP_THREADS * (1 + self.consumers)
@@ -755,18 +763,41 @@ impl AttnBwdTile {
 
     /// How many barriers there are: K/V full, Q full and empty per stage, dQ full and empty per slot
     /// ([`Self::dq_slots`]), then K/V empty (a block walking several key blocks reloads K and V once the consumers
-    /// are done with them).
+    /// are done with them), then the convert queue's full and empty per slot ([`Self::CONVERT_SLOTS`]).
     pub const fn barriers(&self) -> u32 {
-        2 + 2 * self.stages + 2 * self.dq_slots()
+        2 + 2 * self.stages + 2 * self.dq_slots() + 2 * Self::CONVERT_SLOTS
+    }
+
+    /// The convert queue's entries ([`Self::CONVERT_ENTRY_BYTES`] each), after the barriers.
+    pub const fn smem_convert_offset(&self) -> u32 {
+        self.barriers_offset() + self.barriers() * Self::BARRIER_BYTES
     }
 
     pub const fn smem_bytes(&self) -> u32 {
-        self.barriers_offset() + self.barriers() * Self::BARRIER_BYTES
+        self.smem_convert_offset() + Self::CONVERT_SLOTS * Self::CONVERT_ENTRY_BYTES
     }
 
     /// Bytes one stage receives: Q, dO, LSE and dO·O of a query tile.
     pub const fn stage_bytes(&self) -> u32 {
         2 * self.smem_q_bytes() + 2 * self.smem_rows_bytes()
+    }
+
+    /// Rows each converter thread converts per query tile (8 columns a row: two 16-byte loads of the accumulator
+    /// from the L2 and one store, one L2 round trip a row): 16 at head dims 64 and 128, 32 at 256.
+    pub const fn convert_steps(&self) -> u32 {
+        self.tile_q * self.head_dim / AttnBwdRows::COLUMNS_PER_THREAD / Self::CONVERTER_THREADS
+    }
+
+    /// Whether a `_staggered` kernel at full attention converts each dQ tile at its last turn, given the visits
+    /// (key blocks) a query tile takes; else the conversion kernel does after it. Not at head dim 64, where it
+    /// measured slower than the conversion kernel (docs/perf-notes.md, sessions 56 and 57). Elsewhere a model, not
+    /// a measurement, of when the converter warps keep up: a converter step is about one L2 round trip (~0.3 µs),
+    /// a tile's visit about 3 µs of tensor work (five products of 10.5 MFLOP at a GPU's share of ~470 TFLOP/s),
+    /// and the converter warps keep up with half their time to spare where `steps · 0.3 ≤ 0.5 · visits · 3` µs,
+    /// i.e. `5 · visits ≥ steps`: 4 visits at head dim 128, 7 at 256. Below it (seq_k up to ~384, e.g. ViT's 197
+    /// or 257 tokens) they would hold the writer back, and with it the consumers.
+    pub const fn converts_in_kernel(&self, visits_per_tile: u32) -> bool {
+        self.head_dim >= 128 && 5 * visits_per_tile >= self.convert_steps()
     }
 }
 
@@ -902,6 +933,14 @@ const _: () = {
         assert!(!t.dq_under_dk || matches!(t.split, BwdSplit::Keys));
         i += 1;
     }
+};
+
+// The in-kernel dQ conversion's thresholds as `AttnBwdTile::converts_in_kernel` documents them: from 4 key blocks at
+// head dim 128, from 7 at 256, never at 64.
+const _: () = {
+    assert!(ATTN_BWD_SM90_D128.converts_in_kernel(4) && !ATTN_BWD_SM90_D128.converts_in_kernel(3));
+    assert!(ATTN_BWD_SM90_D256.converts_in_kernel(7) && !ATTN_BWD_SM90_D256.converts_in_kernel(6));
+    assert!(!ATTN_BWD_SM90_D64.converts_in_kernel(1 << 20));
 };
 
 /// Rescaling statistics the attention kernels add up when given a counter buffer: per (warp, key tile after the

@@ -163,13 +163,19 @@ macro_rules! attn_bwd_sm90_params {
             lse_log2: ptr(*const f32),
             dsum: ptr(*const f32),
             /// The dQ accumulator, batch · heads_q · padded rows · head_dim f32 in `AttnBwdTile`'s tiled layout
-            /// (one contiguous run per query tile and 64 columns), zeroed by the preprocessing kernel; the kernel
-            /// adds dS·K to it (unscaled), one bulk reduce-add per run.
+            /// (one contiguous run per query tile and 64 columns): the kernel stores dS·K (unscaled) to a tile at
+            /// its first writer and adds it at every later one, one bulk store or reduce-add per run, and where
+            /// `convert_dq` is 1 the last turn converts the tile into dq. Nothing needs to be in it before the
+            /// launch.
             dq_accum: ptr(*mut f32),
-            /// Null, or the deterministic mode's semaphores: one u32 per (batch, head, query tile), zeroed by the
-            /// preprocessing kernel, counting the consumer warpgroups whose additions to that dQ tile have
-            /// completed; the kernel then adds in a fixed order (key tiles ascending, consumer 0 before 1).
+            /// Exactly one of these two is set, each one u32 per (batch, head, 64-row unit; a query tile uses its
+            /// first unit's), zeroed by the preprocessing kernel. The deterministic mode's semaphores count the
+            /// consumer warpgroups whose additions to the tile have completed, and the blocks add in a fixed order
+            /// (`DqOrder`; where `convert_dq` is 1, the staggered kernels only, the last turn converts the tile);
+            /// otherwise the claims count the blocks that reached the tile, the first of them storing its part and
+            /// publishing that, the others adding theirs after it.
             dq_semaphores: ptr(*mut u32),
+            dq_claims: ptr(*mut u32),
             /// dK and dV, as k and v: [batch, seq_k, heads_kv, head_dim] with these element strides.
             dk: ptr(*mut u16),
             dv: ptr(*mut u16),
@@ -179,6 +185,16 @@ macro_rules! attn_bwd_sm90_params {
             dv_batch_stride: val(u64),
             dv_seq_stride: val(u64),
             dv_head_stride: val(u64),
+            /// dQ, as q: [batch, seq_q, heads_q, head_dim] with these element strides (multiples of 8, 16-byte
+            /// aligned base): scale · the accumulator, written per query tile by the tile's last turn where
+            /// `convert_dq` is 1 (the preprocessing kernel writes the rows no walk visits), else by the conversion
+            /// kernel after this one ([`attn_bwd_convert_params!`]; `AttnBwdTile::converts_in_kernel`).
+            dq: ptr(*mut u16),
+            dq_batch_stride: val(u64),
+            dq_seq_stride: val(u64),
+            dq_head_stride: val(u64),
+            /// 1 only for a `_staggered` kernel at full attention (the plain kernels never convert).
+            convert_dq: val(u32),
             seq_q: val(u32),
             seq_k: val(u32),
             /// Rows of each (batch, head) in the workspaces: seq_q rounded up to whole query tiles.
@@ -231,19 +247,22 @@ macro_rules! attn_bwd_preprocess_params {
             /// The forward's row log-sum-exp: [batch, heads_q, seq_q] f32.
             lse: ptr(*const f32),
             /// Written: the main kernel's per-row workspaces ([`attn_bwd_sm90_params!`]), [batch, heads_q, padded
-            /// rows] f32 each, and its dQ accumulator (the first `zero_rows` rows of each (batch, head) zeroed) and
-            /// semaphores (zeroed, unless null).
+            /// rows] f32 each, and its flags, one u32 per 64-row unit, semaphores or claims (zeroed, unless null).
             lse_log2: ptr(*mut f32),
             dsum: ptr(*mut f32),
-            dq_accum: ptr(*mut f32),
-            dq_semaphores: ptr(*mut u32),
+            dq_flags: ptr(*mut u32),
+            /// dQ, as q ([`attn_bwd_sm90_params!`]): zeros written to its first `zero_rows` rows of each (batch,
+            /// head) (those below seq_q).
+            dq: ptr(*mut u16),
+            dq_batch_stride: val(u64),
+            dq_seq_stride: val(u64),
+            dq_head_stride: val(u64),
             batch: val(u32),
             heads_q: val(u32),
             seq_q: val(u32),
             padded_rows: val(u32),
-            /// Rows of each (batch, head) whose dQ accumulator is zeroed, a multiple of 64 up to `padded_rows`: all
-            /// where the main kernel adds every part of a tile, only the tiles no walk visits where its first turn
-            /// stores (the deterministic mode).
+            /// Rows of each (batch, head) whose dQ is zero, a multiple of 64 up to `padded_rows`: the tiles no walk
+            /// of the main kernel visits (`DqSchedule::unvisited_rows`; the main kernel writes every other tile).
             zero_rows: val(u32),
             /// 64, 128 or 256.
             head_dim: val(u32),
@@ -271,6 +290,8 @@ macro_rules! attn_bwd_convert_params {
             heads_q: val(u32),
             seq_q: val(u32),
             padded_rows: val(u32),
+            /// Rows of each (batch, head) no walk visited (the preprocessing kernel's `zero_rows`): skipped.
+            zero_rows: val(u32),
             /// 64, 128 or 256.
             head_dim: val(u32),
             /// The softmax scale (dQ = scale · the accumulator).

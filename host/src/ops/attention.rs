@@ -256,7 +256,8 @@ pub trait AttnElement: GemmElement + Copy {
     const REFERENCE_KERNELS: &'static [(usize, Kernel)];
     /// (head_dim, kernel) of the plain GPU reference of the backward.
     const BACKWARD_REFERENCE_KERNELS: &'static [(usize, Kernel)];
-    /// The Hopper backward's main kernels per head dim, and its preprocessing and dQ conversion kernels.
+    /// The Hopper backward's main kernels per head dim, its preprocessing kernel, and the dQ conversion kernel where
+    /// the main kernel does not convert.
     const BACKWARD_KERNELS: &'static [(usize, BackwardKernels)];
     const BACKWARD_PREPROCESS_KERNEL: Kernel;
     const BACKWARD_CONVERT_DQ_KERNEL: Kernel;

@@ -170,9 +170,10 @@ struct Workspace {
     lse_log2: CudaSlice<f32>,
     dsum: CudaSlice<f32>,
     dq_accum: CudaSlice<f32>,
-    /// The deterministic mode's semaphores, one per (batch, head, 64-row unit): a query tile counts its turns on its
-    /// first unit's.
-    dq_semaphores: Option<CudaSlice<u32>>,
+    /// A flag per (batch, head, 64-row unit), a query tile using its first unit's: the deterministic mode's
+    /// semaphores (a tile counts its turns on it), otherwise the tiles' claims (the first block to reach a tile
+    /// stores its dQ part, the others add theirs once that is complete).
+    dq_flags: CudaSlice<u32>,
     /// The split last walks' dK/dV partials, a slot per piece ([`WalkSplit`]), or None where no walk is split.
     split: Option<CudaSlice<f32>>,
 }
@@ -336,7 +337,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             lse_log2: stream.alloc_zeros::<f32>(rows)?,
             dsum: stream.alloc_zeros::<f32>(rows)?,
             dq_accum: stream.alloc_zeros::<f32>(rows * shape.head_dim)?,
-            dq_semaphores: if order.is_some() { Some(stream.alloc_zeros::<u32>(units)?) } else { None },
+            dq_flags: stream.alloc_zeros::<u32>(units)?,
             split: match (walk_split.split_walks as usize, walk_split.pieces as usize) {
                 (0, _) => None,
                 (walks, pieces) => {
@@ -456,17 +457,14 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         }
 
         let mut workspace = self.workspace.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Workspace { lse_log2, dsum, dq_accum, dq_semaphores, split } = &mut *workspace;
+        let Workspace { lse_log2, dsum, dq_accum, dq_flags, split } = &mut *workspace;
         let (lse_log2_address, _lse_log2_use) = lse_log2.device_ptr_mut(stream);
         let (dsum_address, _dsum_use) = dsum.device_ptr_mut(stream);
         let (dq_accum_address, _dq_accum_use) = dq_accum.device_ptr_mut(stream);
-        let (semaphores_address, _semaphores_use) = match dq_semaphores {
-            Some(semaphores) => {
-                let (address, guard) = semaphores.device_ptr_mut(stream);
-                (address, Some(guard))
-            }
-            None => (0u64, None),
-        };
+        let (flags_address, _flags_use) = dq_flags.device_ptr_mut(stream);
+        // The flags are the deterministic mode's semaphores or else the claims.
+        let (semaphores_address, claims_address) =
+            if self.order.is_some() { (flags_address, 0) } else { (0, flags_address) };
         let (split_accum, _split_use) = match split {
             Some(accum) => {
                 let (address, guard) = accum.device_ptr_mut(stream);
@@ -480,11 +478,12 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let s = |strides: Strides| [strides.batch as u64, strides.seq as u64, strides.head as u64];
         let AttnStrides { q: qs, k: ks, v: vs, o: os } = p.strides;
 
-        // 1. D, the log2-unit LSE and the zeroed accumulator: head_dim / 8 threads per padded row. The deterministic
-        // mode's first turn at each tile stores its parts: only the tiles no walk visits are zeroed there.
-        let zero_rows =
-            if self.order.is_some() { staggered_schedule(shape, p.causal).unvisited_rows() } else { padded };
+        // 1. D, the log2-unit LSE, the zeroed flags, and zeros for dQ's rows no walk visits (under the mask the
+        // tiles before key block 0's first, in every order): head_dim / 8 threads per padded row. Each visited
+        // tile's first writer (first turn, or first claim) stores its part, so nothing zeroes the accumulator.
+        let zero_rows = staggered_schedule(shape, p.causal).unvisited_rows();
         let [ob, osq, oh] = s(os);
+        let [qb, qsq, qh] = s(qs);
         let batch_heads = (shape.batch * shape.heads_q) as u64;
         let mut preprocess = AttnBwdPreprocessParams {
             o: o_address,
@@ -498,8 +497,11 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             lse: lse_address,
             lse_log2: lse_log2_address,
             dsum: dsum_address,
-            dq_accum: dq_accum_address,
-            dq_semaphores: semaphores_address,
+            dq_flags: flags_address,
+            dq: dq_address,
+            dq_batch_stride: qb,
+            dq_seq_stride: qsq,
+            dq_head_stride: qh,
             batch,
             heads_q,
             seq_q,
@@ -512,7 +514,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // SAFETY: the arguments are the kernel's, one per field of `AttnBwdPreprocessParams` (the list its signature
         // is declared from). o and d_o hold every element their (checked, 8-element) strides address from 16-byte
         // aligned bases; lse holds one f32 per query row; the workspaces hold the padded rows (and dq_accum head_dim
-        // f32 per row, the semaphores, if any, one u32 per 64 rows) and belong to this plan alone; the grid is
+        // f32 per row, the flags one u32 per 64 rows) and belong to this plan alone; the grid is
         // `AttnBwdRows::grid` over the padded rows, whose x index `check_backward` has held to 32 bits.
         unsafe {
             gpu.launch_as(
@@ -539,6 +541,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             dsum: dsum_address,
             dq_accum: dq_accum_address,
             dq_semaphores: semaphores_address,
+            dq_claims: claims_address,
             dk: dk_address,
             dv: dv_address,
             dk_batch_stride: kb,
@@ -547,6 +550,11 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             dv_batch_stride: vb,
             dv_seq_stride: vsq,
             dv_head_stride: vh,
+            dq: dq_address,
+            dq_batch_stride: qb,
+            dq_seq_stride: qsq,
+            dq_head_stride: qh,
+            convert_dq: self.converts_in_kernel() as u32,
             seq_q,
             seq_k: shape.seq_k as u32,
             padded_rows: padded,
@@ -572,7 +580,8 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // SAFETY: the arguments are the kernel's, one per field of `AttnBwdParams` (the list in oxtile-abi that the
         // kernel's signature is declared from). The tensor maps describe q, k, v and d_o (checked above) with the
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
-        // this stream; dk and dv hold every element their strides address, injectively, 16-byte aligned, and
+        // this stream (the flags passed as exactly one of the semaphores, in the deterministic mode, and the
+        // claims); dk and dv hold every element their strides address, injectively, 16-byte aligned, and
         // overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
         // walks (`check_backward`), the grid along x the plan's `WalkSplit::launched` (at most one block per walk,
         // a multiple of the key blocks in the staggered kernels' persistent launch, or a GPU's worth where the last
@@ -624,8 +633,11 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             };
         }
 
-        // 3. dQ = scale · the accumulator: head_dim / 8 threads per query row.
-        let [qb, qsq, qh] = s(qs);
+        if self.converts_in_kernel() {
+            return Ok(());
+        }
+
+        // 3. Where the main kernel does not convert: dQ = scale · the accumulator, head_dim / 8 threads per query row.
         let mut convert = AttnBwdConvertParams {
             dq_accum: dq_accum_address,
             dq: dq_address,
@@ -636,14 +648,16 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             heads_q,
             seq_q,
             padded_rows: padded,
+            zero_rows,
             head_dim,
             scale: p.scale,
         };
         let rows = AttnBwdRows { rows: seq_q, head_dim, batch_heads };
         let mut args = convert.kernel_args();
         // SAFETY: the arguments are the kernel's, one per field of `AttnBwdConvertParams`; dq_accum holds the
-        // padded rows the main kernel accumulated; dq holds every element q's strides address, injectively, 16-byte
-        // aligned, and overlaps nothing; the grid is `AttnBwdRows::grid` over the seq_q rows.
+        // padded rows the main kernel accumulated (every visited tile; the rows below zero_rows, which no walk
+        // visits, are skipped); dq holds every element q's strides address, injectively, 16-byte aligned, and
+        // overlaps nothing; the grid is `AttnBwdRows::grid` over the seq_q rows.
         unsafe {
             gpu.launch_as(
                 ClusterShape::Plain,
@@ -653,6 +667,16 @@ impl<T: AttnElement> AttnBwdPlan<T> {
                 &mut args,
             )
         }
+    }
+
+    /// Whether the main kernel converts each dQ tile at its last turn ([`AttnBwdTile::converts_in_kernel`] at the
+    /// visits a query tile takes, every key block at full attention), else a conversion kernel runs after it.
+    pub fn converts_in_kernel(&self) -> bool {
+        // The staggered kernels at full attention, whose tiles' last turns rotate over a group's blocks (in the
+        // ascending order, and the staggered order under the mask, one block takes every tile's last turn and
+        // would convert them all; outside the deterministic mode no block knows it adds last).
+        let rotates = !self.problem.causal && self.order == Some(DqOrder::Staggered);
+        rotates && self.tile.converts_in_kernel(self.launch_order.key_blocks)
     }
 }
 

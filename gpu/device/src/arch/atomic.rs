@@ -62,6 +62,23 @@ pub unsafe fn atom_acq_rel_gpu_add(flag: *mut u32, value: u32) -> u32 {
     before
 }
 
+/// `atom.acquire.gpu.global.add.u32`: adds `value` to the u32 at `flag` and returns what it held before, with acquire
+/// semantics at GPU scope: a claim that, where it finds the flag already published (the value a release produced, or
+/// a later one), may read what that release ordered before itself. Unlike [`atom_acq_rel_gpu_add`] it publishes
+/// nothing of its own, so it does not wait for this thread's earlier writes.
+///
+/// # Safety
+/// `flag` is a 4-byte aligned address in global memory.
+#[inline(always)]
+pub unsafe fn atom_acquire_gpu_add(flag: *mut u32, value: u32) -> u32 {
+    let before: u32;
+    unsafe {
+        core::arch::asm!("atom.acquire.gpu.global.add.u32 {before}, [{flag}], {value};", before = out(reg32) before,
+            flag = in(reg64) flag, value = in(reg32) value, options(nostack));
+    }
+    before
+}
+
 /// `atom.relaxed.gpu.global.add.u32`: adds `value` to the u32 at `flag` and returns what it held before, as one strong
 /// read-modify-write at GPU scope with no ordering of its own: for counting arrivals whose data is already ordered
 /// some other way (e.g. the last of them resets the flag).

@@ -2,11 +2,12 @@
 //! log-sum-exp, FlashAttention-3's data path with the products taken "swapped" (keys as the M of every wgmma), so
 //! that P and dS stay in registers as the A operands of dV and dK (but at head dim 256, below).
 //!
-//! Three kernels per problem (four where full attention's last round is split, below), launched in this order by
-//! host/src/ops/attention_backward.rs:
+//! Three kernels per problem (four where full attention's last round is split; two where the main kernel converts
+//! dQ, below), launched in this order by host/src/ops/attention_backward.rs:
 //! 1. [`preprocess`], `head_dim / 8` threads per query row (every (batch, head) padded to whole query tiles,
 //!    [`AttnBwdRows`]): the row's D = dO·O in f32, its LSE in log2 units (+∞ for a row that sees no key and for
-//!    padding rows, so its probabilities come out 0), and zeros for a row's worth of the f32 dQ accumulator.
+//!    padding rows, so its probabilities come out 0), zeros for the row's dQ where no walk visits the row's tile
+//!    (the main kernel writes every other tile's), and each 64-row unit's flag.
 //! 2. [`attn_bwd`], a walk per `tile_kv` keys of one (key/value head, batch): K and V stay in shared memory
 //!    while the producer warp has TMA stream query tiles (`tile_q` rows: 64 at head dims 128 and 256, 128 at head
 //!    dim 64; Q, dO, and the rows' LSE and D) through a ring, for each query head of the key/value head in turn
@@ -18,7 +19,11 @@
 //!    MN-major); dSᵀ to shared memory; dQ = dS·K (A = dSᵀ read MN-major, B = K read MN-major) in pieces of 64
 //!    queries × 64 columns of head dim, each staged in shared memory as f32 and added to the f32 accumulator by
 //!    one bulk reduce-add (`cp.reduce.async.bulk ... add.f32`) from the producer warpgroup's dQ writer warp
-//!    ([`write_dq`], which in the deterministic mode also waits for the tile's turn): the accumulator is tiled so
+//!    ([`write_dq`]: the tile's first writer stores its pieces instead, the block that claims the tile first or in
+//!    the deterministic mode the first turn, and every later one waits until those stores are complete, in the
+//!    deterministic mode for its own turn; in the staggered deterministic kernels at full attention the tile's last
+//!    turn hands it to the producer warpgroup's two converter warps, [`convert_tiles`], which write dQ = scale ·
+//!    the accumulator in the input type while the tile is in the L2): the accumulator is tiled so
 //!    that each piece is one contiguous run of it ([`dq_accum_index`]). The consumers split the tile's pieces
 //!    (FlashAttention-3's arrangement, [`AttnBwdTile::splits_dq_pieces`]): after a barrier between them, each
 //!    computes its pieces over all 128 keys from both consumers' dSᵀ (at head dim 128 a column block each, at head
@@ -36,8 +41,9 @@
 //!    (runs of their query tiles) spread over the blocks, each storing its dK and dV partials to a workspace
 //!    (`store_partial`), and one more kernel, [`sum_pieces`] (a thread per 4 columns of a split walk's key row),
 //!    adds them up in piece order into dK and dV after the main kernel.
-//! 3. [`convert_dq`], `head_dim / 8` threads per query row: dQ = scale · the accumulator, in the input type and
-//!    q's layout.
+//! 3. Where the main kernel does not convert dQ (`convert_dq` 0: every launch but the staggered kernels' at full
+//!    attention with enough key blocks, `AttnBwdTile::converts_in_kernel`), [`convert_dq`], `head_dim / 8` threads
+//!    per query row.
 //!
 //! Kernel ABI: see [`attn_bwd_kernel`] and the exported functions' documentation.
 
@@ -91,9 +97,8 @@ fn row_and_column(head_dim: u32) -> (u32, u32) {
 
 /// Per padded query row `i` of (batch, head) pair `batch_head` ([`AttnBwdRows`]: `head_dim / 8` threads a row, 8
 /// columns each): D_i = dO_i·O_i (0 for a padding row), LSE_i · log2 e (+∞ where LSE_i = −∞ or for a padding row),
-/// below `zero_rows` `head_dim` f32 of the dQ accumulator zeroed (the row's slice of it in memory order: the tiled
-/// layout scatters a row, but the rows of whole 64-row units together zero those units, each thread 32 contiguous
-/// bytes), and the row's 64-row unit's semaphore zeroed by the unit's first row.
+/// below `zero_rows` (the rows of tiles no walk visits) the row's dQ written as zeros, and the row's 64-row unit's
+/// flag (the main kernel's semaphore or claim) zeroed by the unit's first row.
 #[inline(always)]
 unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     let (i, column) = row_and_column(p.head_dim);
@@ -107,14 +112,11 @@ unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
     while batch_head < batch_heads {
         let (head, batch) = ((batch_head % p.heads) as usize, (batch_head / p.heads) as usize);
         let row = batch_head as usize * p.padded_rows as usize + i as usize;
-        if i < p.zero_rows {
-            let accum = unsafe { p.dq_accum.add(row * p.head_dim as usize + column as usize) };
-            unsafe {
-                global::store_f32x4(accum, [0.0; 4]);
-                global::store_f32x4(accum.add(4), [0.0; 4]);
-            }
-        }
         let valid = i < p.seq_q;
+        if valid && i < p.zero_rows {
+            let to = unsafe { p.dq.add(p.dq_strides.offset(batch, i as usize, head) + column as usize) };
+            unsafe { global::store_u32x4(to as *mut u32, [0; 4]) };
+        }
         // The row's LSE, loaded by the thread that writes the row's statistics before the loads and sums below.
         let row_lse = if valid && column == 0 {
             unsafe { p.lse.add(batch_head as usize * p.seq_q as usize + i as usize).read() }
@@ -146,11 +148,11 @@ unsafe fn preprocess<E: Element>(p: &PreprocessArgs) {
                 p.lse_log2.add(row).write(log2);
                 p.dsum.add(row).write(if valid { partial } else { 0.0 });
             }
-            // The first row of each 64-row unit zeroes the unit's semaphore (deterministic mode; a query tile counts
-            // its turns on its first unit's).
+            // The first row of each 64-row unit zeroes the unit's flag (a query tile counts its turns, or is
+            // claimed, on its first unit's).
             let unit = AttnBwdTile::DQ_UNIT_ROWS as usize;
-            if !p.dq_semaphores.is_null() && row.is_multiple_of(unit) {
-                unsafe { p.dq_semaphores.add(row / unit).write(0) };
+            if !p.dq_flags.is_null() && row.is_multiple_of(unit) {
+                unsafe { p.dq_flags.add(row / unit).write(0) };
             }
         }
         batch_head += grid_dim_y();
@@ -166,8 +168,9 @@ struct PreprocessArgs {
     lse: *const f32,
     lse_log2: *mut f32,
     dsum: *mut f32,
-    dq_accum: *mut f32,
-    dq_semaphores: *mut u32,
+    dq_flags: *mut u32,
+    dq: *mut u16,
+    dq_strides: Strides,
     batch: u32,
     heads: u32,
     seq_q: u32,
@@ -187,16 +190,16 @@ macro_rules! preprocess_kernel {
 macro_rules! preprocess_kernel_fn {
     (($name:ident, $element:ty) $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
         /// See [`preprocess`]: per padded query row, `dsum` = dO·O, `lse_log2` = LSE·log2 e (+∞ for −∞ and for
-        /// padding rows), and below `zero_rows` `head_dim` f32 of `dq_accum` zeroed (its first `zero_rows` rows'
-        /// units); per 64-row unit, its u32 of `dq_semaphores` zeroed unless that is null. Launched with
-        /// [`AttnBwdRows::grid`] over the padded rows (blocks of [`AttnBwdRows::THREADS`]).
+        /// padding rows), and below `zero_rows` (and seq_q) dQ's row written as zeros; per 64-row unit, its
+        /// u32 of `dq_flags` zeroed unless that is null. Launched with [`AttnBwdRows::grid`] over the padded rows
+        /// (blocks of [`AttnBwdRows::THREADS`]).
         ///
         /// # Safety
-        /// o and d_o are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8, 16-byte
-        /// aligned bases), head_dim 64, 128 or 256, padded_rows ≥ seq_q and zero_rows ≤ padded_rows multiples of 64
-        /// with padded_rows · head_dim / 8 below 2^32; lse holds batch · heads · seq_q f32; lse_log2 and dsum hold
-        /// batch · heads · padded_rows f32 and dq_accum that times head_dim (16-byte aligned), dq_semaphores (or
-        /// null) one u32 per 64 of those rows, overlapping nothing.
+        /// o, d_o and dq are [batch, seq_q, heads, head_dim] with the given element strides (multiples of 8,
+        /// 16-byte aligned bases), dq's elements distinct, head_dim 64, 128 or 256, padded_rows ≥ seq_q and
+        /// zero_rows ≤ padded_rows multiples of 64 with padded_rows · head_dim / 8 below 2^32; lse holds batch ·
+        /// heads · seq_q f32; lse_log2 and dsum hold batch · heads · padded_rows f32, dq_flags (or null) one u32 per
+        /// 64 of those rows, overlapping nothing.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -211,8 +214,9 @@ macro_rules! preprocess_kernel_fn {
                 lse: p.lse,
                 lse_log2: p.lse_log2,
                 dsum: p.dsum,
-                dq_accum: p.dq_accum,
-                dq_semaphores: p.dq_semaphores,
+                dq_flags: p.dq_flags,
+                dq: p.dq,
+                dq_strides: Strides::new(p.dq_batch_stride, p.dq_seq_stride, p.dq_head_stride),
                 batch: p.batch,
                 heads: p.heads_q,
                 seq_q: p.seq_q,
@@ -265,12 +269,15 @@ const _: () = {
     }
 };
 
-/// dQ = scale · dq_accum over the seq_q real rows ([`AttnBwdRows`]: `head_dim / 8` threads a row), in the input type,
-/// with q's strides: per thread 8 columns, two 16-byte loads of the accumulator and one 16-byte store of dQ.
+/// Where the main kernel does not convert dQ (`AttnBwdTile::converts_in_kernel`: a tile takes too few visits for the
+/// converter warps to keep up), after it: dQ = scale · dq_accum over the seq_q real rows ([`AttnBwdRows`]:
+/// `head_dim / 8` threads a row), in the input type, with q's strides: per thread 8 columns, two 16-byte loads of the
+/// accumulator and one 16-byte store of dQ; rows below `zero_rows` (no walk visited them: the preprocessing kernel
+/// wrote their zeros) skipped.
 #[inline(always)]
 unsafe fn convert_dq<E: Pack>(p: &ConvertArgs) {
     let (i, column) = row_and_column(p.head_dim);
-    if i >= p.seq_q {
+    if i >= p.seq_q || i < p.zero_rows {
         return;
     }
     let batch_heads = p.batch * p.heads;
@@ -302,6 +309,7 @@ struct ConvertArgs {
     heads: u32,
     seq_q: u32,
     padded_rows: u32,
+    zero_rows: u32,
     head_dim: u32,
     scale: f32,
 }
@@ -338,6 +346,7 @@ macro_rules! convert_kernel_fn {
                 heads: p.heads_q,
                 seq_q: p.seq_q,
                 padded_rows: p.padded_rows,
+                zero_rows: p.zero_rows,
                 head_dim: p.head_dim,
                 scale: p.scale,
             };
@@ -660,16 +669,17 @@ macro_rules! attn_bwd_kernel_fn {
         /// The parameters are as `oxtile_abi::attn_bwd_sm90_params!` documents them: the tensor maps are over q and
         /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
         /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
-        /// are the preprocessing kernel's, 16-byte aligned; dk and dv hold every element their strides address,
-        /// distinct, 4-byte aligned, overlapping nothing. `key_blocks` = ceil(seq_k / tile_kv), `groups` = heads_kv ·
-        /// batch, their product below 2^31, and `tail_groups` as `BwdLaunchOrder::for_launch` gives it. The plain
-        /// kernels launch with a grid of (n, 1, 1) blocks, n ≤ key_blocks · groups, each walking every n-th of the
-        /// launch order's key blocks (n = all of them where `dq_semaphores` is set: the ascending order waits only
-        /// for walks dispatched before); a `_staggered` kernel with a grid of (key_blocks, heads_kv, batch). Both
-        /// with the tile's threads and dynamic shared memory. A `_staggered` kernel needs `dq_semaphores` set and the
-        /// 32-bit arithmetic of `DqSchedule::fits_u32`; unless `DqSchedule::launches_descending`, it waits for blocks
-        /// launched after it as well, so every key block of a (batch, kv head) must be resident at once (else a wait
-        /// traps).
+        /// are the preprocessing kernel's, 16-byte aligned, with exactly one of `dq_semaphores` and `dq_claims`
+        /// set; dk and dv hold every element their strides address, distinct, 4-byte aligned, overlapping nothing.
+        /// `key_blocks` = ceil(seq_k / tile_kv), `groups` = heads_kv · batch, their product below 2^31, and
+        /// `tail_groups` as `BwdLaunchOrder::for_launch` gives it. Every kernel launches with a grid of (n, 1, 1)
+        /// blocks, n ≤ key_blocks · groups (`BwdLaunchOrder::launched_blocks`), each walking every n-th walk of the
+        /// launch order (the plain kernels: n = all of them where `dq_semaphores` is set, as the ascending order
+        /// waits only for walks dispatched before; a `_staggered` kernel: n a multiple of key_blocks or all of
+        /// them), with the tile's threads and dynamic shared memory. A `_staggered` kernel needs `dq_semaphores`
+        /// set and the 32-bit arithmetic of `DqSchedule::fits_u32`; unless `DqSchedule::launches_descending`, it
+        /// waits for blocks launched after it as well, so every key block of a (batch, kv head) must be resident at
+        /// once (else a wait traps).
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name($($field: device_param!($kind($($ty)?)),)*) {
             struct Params {
@@ -681,10 +691,14 @@ macro_rules! attn_bwd_kernel_fn {
                 dsum: params.dsum,
                 dq_accum: params.dq_accum,
                 dq_semaphores: params.dq_semaphores,
+                dq_claims: params.dq_claims,
                 dk: params.dk,
                 dv: params.dv,
                 dk_strides: Strides::new(params.dk_batch_stride, params.dk_seq_stride, params.dk_head_stride),
                 dv_strides: Strides::new(params.dv_batch_stride, params.dv_seq_stride, params.dv_head_stride),
+                dq: params.dq,
+                dq_strides: Strides::new(params.dq_batch_stride, params.dq_seq_stride, params.dq_head_stride),
+                convert_dq: params.convert_dq != 0,
                 seq_q: params.seq_q,
                 seq_k: params.seq_k,
                 padded_rows: params.padded_rows,
@@ -759,11 +773,19 @@ struct Problem {
     lse_log2: *const f32,
     dsum: *const f32,
     dq_accum: *mut f32,
+    /// The deterministic mode's turn counts, or null.
     dq_semaphores: *mut u32,
+    /// Outside the deterministic mode, the tiles' claims ([`claim_tile`]), else null.
+    dq_claims: *mut u32,
     dk: *mut u16,
     dv: *mut u16,
     dk_strides: Strides,
     dv_strides: Strides,
+    dq: *mut u16,
+    dq_strides: Strides,
+    /// Whether each tile's last turn hands it to the converter warps (the staggered kernels only; else the
+    /// conversion kernel converts).
+    convert_dq: bool,
     seq_q: u32,
     seq_k: u32,
     padded_rows: u32,
@@ -873,6 +895,18 @@ impl SmemMap {
     fn dq_empty(&self, slot: u32) -> u32 {
         self.barrier(1 + 2 * self.tile.stages + self.tile.dq_slots() + slot)
     }
+    /// The convert queue's entry `slot` holds a tile (the writer's lane 0 arrives after writing it).
+    fn convert_full(&self, slot: u32) -> u32 {
+        self.barrier(2 + 2 * self.tile.stages + 2 * self.tile.dq_slots() + slot)
+    }
+    /// Entry `slot` is free again: every converter thread has read it.
+    fn convert_empty(&self, slot: u32) -> u32 {
+        self.barrier(2 + 2 * self.tile.stages + 2 * self.tile.dq_slots() + AttnBwdTile::CONVERT_SLOTS + slot)
+    }
+    /// Entry `slot`: the tile's [`tile_unit`].
+    fn convert_entry(&self, slot: u32) -> u32 {
+        self.base + self.tile.smem_convert_offset() + slot * AttnBwdTile::CONVERT_ENTRY_BYTES
+    }
 }
 
 /// The descriptor fields of a K-major operand (K, V, Q, dO read along the head dimension): each 64-column block a
@@ -910,7 +944,7 @@ impl Block {
     #[inline(always)]
     fn at<C: Config>(problem: &Problem, linear: u32) -> Block {
         let tile = C::TILE;
-        let heads_kv = problem.heads_q / problem.group;
+        let heads_kv = opaque_here(problem.heads_q) / problem.group;
         if C::STAGGERED {
             let schedule = staggered_schedule(problem, tile);
             let (x, group) = (linear % problem.key_blocks, linear / problem.key_blocks);
@@ -935,11 +969,18 @@ impl Block {
         let key0 = key_block * tile.tile_kv;
         // Bottom-right causal: query row i sees key j when j ≤ i + seq_k − seq_q; the first row that sees key0.
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
+        let tiles = problem.padded_rows / tile.tile_q;
         let first_q_tile = first_row / tile.tile_q;
+        // Full attention outside the deterministic mode: a group's walks start spread over the query tiles (key
+        // block j at tile j · ⌊tiles / key_blocks⌋, wrapping), so that its blocks, which run side by side, add to
+        // different dQ tiles at any moment instead of all reducing into the same one.
+        let spread = !problem.causal && problem.dq_semaphores.is_null();
+        let start = (key_block % tiles) * (tiles / problem.key_blocks).max(1);
+        let first_q_tile = if spread { start } else { first_q_tile };
         let (first_q_tile, q_tiles) = if piece {
             split.tiles(linear - whole)
         } else {
-            (first_q_tile, problem.padded_rows / tile.tile_q - first_q_tile)
+            (first_q_tile, tiles - if spread { 0 } else { first_q_tile })
         };
         Block { kv_head: group % heads_kv, batch: group / heads_kv, key_block, key0, first_q_tile, q_tiles }
     }
@@ -955,10 +996,11 @@ impl Block {
     fn item<C: Config>(&self, index: u32, problem: &Problem) -> (u32, u32) {
         let tile = C::TILE;
         let (member, mut q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
-        // Staggered, full attention: the walk wraps once past the last tile (a causal walk, as an ascending one,
-        // ends there; `DqSchedule::q_tile` is the same walk, as its tests check).
+        // A walk that starts past the first tile (full attention: the staggered kernels', and the plain kernels'
+        // outside the deterministic mode) wraps once past the last tile (a causal walk, as an ascending one, ends
+        // there; `DqSchedule::q_tile` is the staggered kernels' walk, as its tests check).
         let tiles = problem.padded_rows / tile.tile_q;
-        if C::STAGGERED && q_tile >= tiles {
+        if q_tile >= tiles {
             q_tile -= tiles;
         }
         (self.kv_head * problem.group + member, q_tile * tile.tile_q)
@@ -971,14 +1013,15 @@ impl Block {
         staggered_schedule(problem, tile).turn(self.key_block, q0 / tile.tile_q)
     }
 
-    /// The deterministic mode's semaphore of the query tile at (head, q0), or null.
+    /// The query tile at (head, q0)'s flag in `flags` (one per 64-row unit: the tile's first unit's), or null where
+    /// `flags` is null.
     #[inline(always)]
-    fn semaphore(&self, head: u32, q0: u32, problem: &Problem) -> *mut u32 {
-        if problem.dq_semaphores.is_null() {
+    fn tile_flag(&self, flags: *mut u32, head: u32, q0: u32, problem: &Problem) -> *mut u32 {
+        if flags.is_null() {
             return core::ptr::null_mut();
         }
         let row = self.workspace_row(head, q0, problem);
-        unsafe { problem.dq_semaphores.add(row / AttnBwdTile::DQ_UNIT_ROWS as usize) }
+        unsafe { flags.add(row / AttnBwdTile::DQ_UNIT_ROWS as usize) }
     }
 
     /// Row of (batch, head, q0) in the per-row workspaces.
@@ -1063,6 +1106,10 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 mbarrier::init(smem.dq_full(slot), AttnBwdTile::WARPGROUP_THREADS);
                 mbarrier::init(smem.dq_empty(slot), 1);
             }
+            for slot in 0..AttnBwdTile::CONVERT_SLOTS {
+                mbarrier::init(smem.convert_full(slot), 1);
+                mbarrier::init(smem.convert_empty(slot), AttnBwdTile::CONVERTER_THREADS);
+            }
         }
         mbarrier::fence_init();
     }
@@ -1075,6 +1122,8 @@ unsafe fn attn_bwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             unsafe { produce::<C>(tensor_maps, &smem, problem) };
         } else if warp == 1 {
             unsafe { write_dq::<C>(&smem, problem) };
+        } else if C::STAGGERED {
+            unsafe { convert_tiles::<C>(&smem, thread - 64, problem) };
         }
     } else {
         setmaxnreg::inc::<240>();
@@ -1164,59 +1213,135 @@ unsafe fn produce<C: Config>(tensor_maps: [u64; 4], smem: &SmemMap, problem: &Pr
 /// reduce-adds (one per piece, from lane 0), and the staging slot handed back once they are read. The consumers hand
 /// a tile over through `dq_full` (every consumer thread arrives after its stores and a proxy fence, so each store
 /// is ordered before the reductions' reads) and get the slot back through `dq_empty`, so they never wait for a
-/// reduction, or in the deterministic mode for their turn, unless the writer is a whole turn of slots behind. The
-/// writer walks the block's walks and query tiles as the consumers do (the slots taken in turn across walks) and
-/// computes each tile's accumulator row and turn itself.
+/// reduction, a claim or in the deterministic mode for their turn, unless the writer is a whole turn of slots
+/// behind. The writer walks the block's walks and query tiles as the consumers do (the slots taken in turn across
+/// walks) and computes each tile's accumulator row and turn itself.
+///
+/// A tile's first writer stores its pieces instead of adding them, so the accumulator needs no zeroing (zeros
+/// would be written, evicted and read back from DRAM by the first additions). Which block is first: outside the
+/// deterministic mode the one whose claim reaches the tile first ([`claim_tile`]; every other waits until that
+/// block's stores are complete before it adds); the first claimant is running and its stores wait for nothing but
+/// its own consumers, so no wait here needs another block to be resident. In the deterministic mode the tile's
+/// first turn. In the staggered kernels at full attention (`convert_dq`) the tile's last turn
+/// ([`DqSchedule::visitor_count`]) then hands the tile to the converter warps ([`convert_tiles`]), which write dQ
+/// while the tile is still in the L2 (the conversion kernel reads it back from DRAM): there the last turns rotate
+/// over the group's blocks, so each converts its share.
 ///
 /// Deterministic mode: the warp waits for the tile's turn (acquire, [`bounded_wait`]), lane 0 issues the
 /// consumers' reductions (each consumer adds its own pieces of the tile, [`AttnBwdTile::dq_run`]; at the tile's
-/// first turn it stores them instead, the preprocessing having zeroed only the tiles no walk visits), and counts
-/// the block's consumers in once all are complete (release). The chain that orders block A's writes before those
-/// of B, the next in line, in each element's order of modifications: A's stores or reductions complete
-/// (`cp.async.bulk.wait_group 0`: the writes performed, not only the staging read) →
+/// first turn it stores them instead), and counts the block's consumers in once all are complete (release).
+///
+/// The chain that orders block A's writes before those of B, the next in line (the next turn, any block after the
+/// first claimant, or the last turn's converter), in each element's order of modifications: A's stores or
+/// reductions complete (`cp.async.bulk.wait_group`: the writes performed, not only the staging read) →
 /// A's `fence.proxy.async.global` (its async-proxy writes now ordered before its later generic accesses) → A's
-/// `red.release.gpu` on the semaphore → B's `ld.acquire.gpu` reads that count or a later one (release-acquire: A's
+/// release on the semaphore or claim (`red.release.gpu`) → B's acquire (`ld.acquire.gpu`, or the claim's
+/// `atom.acquire.gpu`) reads that value or a later one (release-acquire: A's
 /// writes happen before B's later accesses) → B's `fence.proxy.async.global` (B's later async-proxy accesses
-/// ordered after its acquire) → B's reductions. So each element sees the additions in turn order, and the f32 sums
-/// round the same in every launch.
+/// ordered after its acquire) → B's reductions; or, at the last turn, its lane 0's arrival on the convert queue
+/// (release at CTA scope) → the converter threads' wait (acquire) → their loads of the accumulator. So no
+/// reduction adds to a stale accumulator, the converter reads every addition, and in the deterministic mode each
+/// element sees the additions in turn order, so the f32 sums round the same in every launch.
 #[inline(always)]
 unsafe fn write_dq<C: Config>(smem: &SmemMap, problem: &Problem) {
+    let mut writer = Writer { tiles_before: 0, queue: RingState::new(AttnBwdTile::CONVERT_SLOTS) };
     let mut walks = Walks::new::<C>(problem);
-    // Query tiles of the block's earlier walks: the staging slots are taken in turn across walks.
-    let mut tiles_before = 0;
     while let Some(block) = walks.next::<C>(problem) {
-        unsafe { write_walk::<C>(smem, &block, tiles_before, problem) };
-        tiles_before += block.items(problem);
+        unsafe { write_walk::<C>(smem, &block, &mut writer, problem) };
+        writer.tiles_before += block.items(problem);
+    }
+    // The converter warps (the staggered kernels') stop at an entry without a tile.
+    if C::STAGGERED {
+        unsafe { hand_to_converter(smem, &mut writer.queue, NO_TILE) };
     }
 }
 
-/// [`write_dq`] over one walk, whose first query tile is the block's `tiles_before`-th.
+/// What [`write_dq`] carries across walks.
+struct Writer {
+    /// Query tiles of the block's earlier walks: the staging slots are taken in turn across walks.
+    tiles_before: u32,
+    /// The convert queue's next entry.
+    queue: RingState,
+}
+
+/// A convert-queue entry that holds no tile.
+const NO_TILE: u32 = u32::MAX;
+
+/// A query tile as the writer hands it on: the 64-row unit (over all (batch, head) pairs' padded rows) of its first
+/// row, below 2^32 − 1 (the accumulator holds 16 KB and more per unit).
 #[inline(always)]
-unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32, problem: &Problem) {
+fn tile_unit(row: usize) -> u32 {
+    (row / AttnBwdTile::DQ_UNIT_ROWS as usize) as u32
+}
+
+/// What a tile's claim holds once its first claimant's stores are complete (added to the count of claims, which
+/// stays below 2^31: one per walk or piece visiting the tile, and the host holds those below 2^31).
+const CLAIM_STORED: u32 = 1 << 31;
+
+/// Claims the dQ tile whose claim is `claim` for the writer warp (every lane calls it; lane 0 claims and waits):
+/// true where this is the tile's first claim, whose block then stores the tile's pieces and publishes that with
+/// [`CLAIM_STORED`]; false once a first claimant's stores are complete and acquired (waiting, bounded, if they are
+/// not yet), after which the block may add to the tile.
+#[inline(always)]
+unsafe fn claim_tile(claim: *mut u32) -> bool {
+    let before = if lane_id() == 0 { unsafe { atomic::atom_acquire_gpu_add(claim, 1) } } else { 0 };
+    let before = warp::broadcast_first(before);
+    if before == 0 {
+        return true;
+    }
+    if before < CLAIM_STORED {
+        unsafe { bounded_wait::wait_at_least_from_first_lane(claim, CLAIM_STORED) };
+    }
+    false
+}
+
+/// Puts `unit` (the [`tile_unit`] of a tile whose every addition is complete and acquired by lane 0, or
+/// [`NO_TILE`]) in the convert queue once its slot is free (every lane waits; lane 0 writes).
+#[inline(always)]
+unsafe fn hand_to_converter(smem: &SmemMap, queue: &mut RingState, unit: u32) {
+    let slot = queue.stage;
+    unsafe { mbarrier::wait(smem.convert_empty(slot), queue.phase ^ 1) };
+    if lane_id() == 0 {
+        unsafe {
+            smem::store_u32(smem.convert_entry(slot), unit);
+            mbarrier::arrive(smem.convert_full(slot));
+        }
+    }
+    queue.advance();
+}
+
+/// [`write_dq`] over one walk, whose first query tile is the block's `writer.tiles_before`-th.
+#[inline(always)]
+unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, writer: &mut Writer, problem: &Problem) {
     let tile = smem.tile;
     let leader = lane_id() == 0;
-    let deterministic = !problem.dq_semaphores.is_null();
+    // The `_staggered` kernels are deterministic only (no claims code in them).
+    let deterministic = C::STAGGERED || !problem.dq_semaphores.is_null();
     let run = AttnBwdTile::DQ_PIECE_BYTES;
     for index in 0..block.items(problem) {
-        let slot_index = tiles_before + index;
+        let slot_index = writer.tiles_before + index;
         let (head, q0) = block.item::<C>(index, problem);
         let row = block.workspace_row(head, q0, problem);
-        let semaphore = block.semaphore(head, q0, problem);
+        // The tile's semaphore (deterministic mode) or claim (else): one of them is null.
+        let semaphore = block.tile_flag(problem.dq_semaphores, head, q0, problem);
+        let claim = block.tile_flag(problem.dq_claims, head, q0, problem);
         // The block's turn comes after every consumer of the blocks whose turns come before its own.
-        let count =
-            tile.consumers * if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
-        // Deterministic mode: the tile's first turn stores its pieces, which the accumulator's zeroing then need
-        // not precede (the preprocessing zeroes only tiles no walk visits).
-        let first = deterministic && count == 0;
+        let turn = if C::STAGGERED { block.staggered_turn(q0, problem, tile) } else { block.key_block };
+        let count = tile.consumers * turn;
+        let mut first = deterministic && count == 0;
         let accum_tile = unsafe { problem.dq_accum.add(row * tile.head_dim as usize) };
         for consumer in 0..tile.consumers {
             let (slot, parity) = dq_slot::<C>(slot_index, consumer);
             unsafe { mbarrier::wait(smem.dq_full(slot), parity) };
-            if deterministic && consumer == 0 {
-                unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
+            if consumer == 0 {
+                if deterministic {
+                    unsafe { bounded_wait::wait_at_least_from_first_lane(semaphore, count) };
+                } else {
+                    first = unsafe { claim_tile(claim) };
+                }
             }
             if leader {
-                if deterministic {
+                if !first {
                     // After the acquire (the first consumer's, or where the acquire came before).
                     atomic::fence_proxy_async_global();
                 }
@@ -1228,21 +1353,84 @@ unsafe fn write_walk<C: Config>(smem: &SmemMap, block: &Block, tiles_before: u32
                         unsafe { tma::reduce_add_bulk_f32(to, smem.dq(slot, piece), run) };
                     }
                 }
-                tma::commit_group();
-                if deterministic && consumer + 1 == tile.consumers {
-                    tma::wait_group::<0>();
-                }
             }
         }
+        // One bulk group per tile.
         if leader {
-            if deterministic {
+            tma::commit_group();
+            if deterministic || first {
+                tma::wait_group::<0>();
                 atomic::fence_proxy_async_global();
-                unsafe { atomic::red_release_gpu_add(semaphore, tile.consumers) };
+                let (flag, value) = if deterministic { (semaphore, tile.consumers) } else { (claim, CLAIM_STORED) };
+                unsafe { atomic::red_release_gpu_add(flag, value) };
             }
             tma::wait_group_read::<0>();
             for consumer in 0..tile.consumers {
                 unsafe { mbarrier::arrive(smem.dq_empty(dq_slot::<C>(slot_index, consumer).0)) };
             }
+        }
+        // The staggered kernels: its own additions complete and every earlier turn's acquired, the last turn
+        // converts.
+        if C::STAGGERED && problem.convert_dq {
+            let visitors = staggered_schedule(problem, tile).visitor_count(q0 / tile.tile_q);
+            if turn + 1 == visitors {
+                unsafe { hand_to_converter(smem, &mut writer.queue, tile_unit(row)) };
+            }
+        }
+    }
+}
+
+/// The converter warps (the producer warpgroup's last two; `thread` their index, 0 to 63): each tile the writer
+/// hands over ([`write_dq`]: its every addition complete and acquired), dQ = scale · the accumulator over its rows
+/// below seq_q, in the input type and q's layout. Each thread keeps 8 columns and takes every
+/// (64 / (head_dim / 8))-th row: per row two 16-byte loads from the L2 (`.cg`: other SMs wrote the tile during this
+/// launch) and one 16-byte store. Until an entry without a tile.
+#[inline(always)]
+unsafe fn convert_tiles<C: Config>(smem: &SmemMap, thread: u32, problem: &Problem) {
+    let tile = smem.tile;
+    let chunks = tile.head_dim / AttnBwdRows::COLUMNS_PER_THREAD;
+    let rows_apart = AttnBwdTile::CONVERTER_THREADS / chunks;
+    // Entries taken so far: the slot and the parity of its barriers' phase (one register across the tile loop).
+    let mut taken = 0u32;
+    loop {
+        let (slot, phase) = (taken % AttnBwdTile::CONVERT_SLOTS, taken / AttnBwdTile::CONVERT_SLOTS % 2);
+        unsafe { mbarrier::wait(smem.convert_full(slot), phase) };
+        let at = smem.convert_entry(slot);
+        let unit = unsafe { smem::load_u32(at) };
+        unsafe { mbarrier::arrive(smem.convert_empty(slot)) };
+        taken += 1;
+        if unit == NO_TILE {
+            return;
+        }
+        let units = problem.padded_rows / AttnBwdTile::DQ_UNIT_ROWS;
+        let (batch_head, q0) = (unit / units, unit % units * AttnBwdTile::DQ_UNIT_ROWS);
+        let (head, batch) = ((batch_head % problem.heads_q) as usize, (batch_head / problem.heads_q) as usize);
+        let rows = tile.tile_q.min(problem.seq_q - q0);
+        // From values opaque here: LLVM would otherwise compute the thread's column offsets and the row step once
+        // before the loop and hold them across the waits (registers these warps, at 24, do not have).
+        let thread = opaque_here(thread);
+        let rows_apart = opaque_here(rows_apart);
+        let column = thread % chunks * AttnBwdRows::COLUMNS_PER_THREAD;
+        // The tile's accumulator: whole 64-row units from its first row's.
+        let unit_values = (AttnBwdTile::DQ_UNIT_ROWS * tile.head_dim) as usize;
+        let accum_tile = unsafe { problem.dq_accum.add(unit as usize * unit_values) };
+        let mut r = thread / chunks;
+        let mut to =
+            unsafe { problem.dq.add(problem.dq_strides.offset(batch, (q0 + r) as usize, head) + column as usize) };
+        let to_step = problem.dq_strides.offset(0, rows_apart as usize, 0);
+        while r < rows {
+            let from = unsafe { accum_tile.add(dq_accum_index(r as usize, column as usize, tile.head_dim as usize)) };
+            let (lo, hi) = unsafe { (global::load_f32x4_cg(from), global::load_f32x4_cg(from.add(4))) };
+            let s = problem.scale;
+            let packed = [
+                C::pack2(lo[0] * s, lo[1] * s),
+                C::pack2(lo[2] * s, lo[3] * s),
+                C::pack2(hi[0] * s, hi[1] * s),
+                C::pack2(hi[2] * s, hi[3] * s),
+            ];
+            unsafe { global::store_u32x4(to as *mut u32, packed) };
+            to = unsafe { to.add(to_step) };
+            r += rows_apart;
         }
     }
 }
