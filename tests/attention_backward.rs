@@ -562,8 +562,8 @@ fn fast_kernel_refuses_bad_arguments_before_launch() {
 fn deterministic_mode_repeats_dq_bit_for_bit() {
     // Several key tiles add to every dQ tile (and, causal, a different number to each); with GQA the blocks of one
     // key/value head serve several query heads. In each order, five launches: dQ must not move by a bit, and dQ,
-    // dK and dV match the reference (the accumulator is zeroed only where no walk visits: each launch's first turn
-    // at a tile must replace the last launch's sums). The shapes have fewer key blocks than query tiles (the staggered walks start
+    // dK and dV match the reference (nothing zeroes the accumulator: each launch's first turn at a tile must replace
+    // the last launch's sums). The shapes have fewer key blocks than query tiles (the staggered walks start
     // mid-way and wrap) and more (several blocks start at one tile and take its turns by block), and seq_k > seq_q
     // causal (blocks that share their first tile). The last shapes have more walks than the GPU holds blocks: full
     // attention's staggered launch is then persistent, whole groups a round, and some blocks walk twice.
@@ -591,6 +591,9 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
     };
     let mut lines = Vec::new();
     let mut failed = 0;
+    // Launches whose conversion kernel converted dQ, and launches whose main kernel did (the staggered kernels at
+    // full attention with enough key blocks): both paths must be taken.
+    let mut converted = [0, 0];
     for (i, &shape) in shapes.iter().enumerate() {
         for causal in [false, true] {
             let seed = seed + 10 * i as u64 + 5 * causal as u64;
@@ -632,6 +635,7 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
                     .unwrap();
             for plan in [chosen, ascending] {
                 assert!(plan.is_deterministic());
+                converted[plan.converts_in_kernel() as usize] += 1;
                 let mut first: Option<Vec<u16>> = None;
                 let mut repeatable = true;
                 let (mut dq, mut dk, mut dv) =
@@ -656,11 +660,12 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
                 }
                 failed += !passed as usize;
                 lines.push(format!(
-                    "{} bf16 {shape} {} {:?} on {} blocks:{errors}{}",
+                    "{} bf16 {shape} {} {:?} on {} blocks{}:{errors}{}",
                     if passed { "ok  " } else { "FAIL" },
                     if causal { "causal" } else { "full" },
                     plan.dq_order().unwrap(),
                     plan.grid().0,
+                    if plan.converts_in_kernel() { ", dQ converted in the kernel" } else { "" },
                     if repeatable { "" } else { " (dQ differs between launches)" }
                 ));
             }
@@ -669,6 +674,7 @@ fn deterministic_mode_repeats_dq_bit_for_bit() {
     let table = lines.join("\n");
     println!("{table}");
     assert_eq!(failed, 0, "seed {seed}:\n{table}");
+    assert!(converted[0] > 0 && converted[1] > 0, "dQ converted after / in the main kernel: {converted:?}\n{table}");
 }
 
 #[test]

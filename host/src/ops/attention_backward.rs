@@ -1,11 +1,13 @@
 //! Attention backward: the gradients dQ, dK and dV of [`super::attention`]'s forward from its O and LSE.
 //!
 //! - [`attention_backward`] and [`AttnBwdPlan`]: the Hopper kernels (gpu/kernels/attention_backward, backward_sm90.rs):
-//!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the f32 dQ accumulator zeroed), the main
-//!   kernel (a walk per 128 keys of a key/value head, 64 at head dim 256: dK and dV in registers, dQ added to the
-//!   accumulator in global memory; a block per walk, or for full attention a GPU's worth of blocks walking them
-//!   in turn, a short last round split into pieces whose dK and dV partials a fourth kernel adds up), and the
-//!   conversion of the accumulator to dQ. The plan owns the workspaces.
+//!   a preprocessing kernel (D = dO·O per row, the LSE in log2 units, the tiles' flags zeroed, zeros for dQ's rows
+//!   no walk visits), the main kernel (a walk per 128 keys of a key/value head, 64 at head dim 256: dK and dV in
+//!   registers, dQ stored to an f32 accumulator in global memory by each tile's first writer and added by the
+//!   others; a block per walk, or for full attention a GPU's worth of blocks walking them in turn, a short last
+//!   round split into pieces whose dK and dV partials one more kernel adds up), and the conversion of the
+//!   accumulator to dQ (by the main kernel itself in the staggered deterministic kernels at full attention,
+//!   [`AttnBwdPlan::converts_in_kernel`]). The plan owns the workspaces.
 //!   Head dims 64, 128 and 256.
 //! - [`attention_backward_reference`]: the plain GPU reference (f32 arithmetic, one warp per output row:
 //!   gpu/kernels/attention_backward/src/reference_backward.rs), which the float64 CPU reference
