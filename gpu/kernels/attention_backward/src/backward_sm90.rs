@@ -287,17 +287,23 @@ unsafe fn convert_dq<E: Pack>(p: &ConvertArgs) {
         let row = batch_head as usize * p.padded_rows as usize + i as usize;
         let from = unsafe { p.dq_accum.add(dq_accum_index(row, column as usize, p.head_dim as usize)) };
         let (lo, hi) = unsafe { (global::load_f32x4_stream(from), global::load_f32x4_stream(from.add(4))) };
-        let s = p.scale;
-        let packed = [
-            E::pack2(lo[0] * s, lo[1] * s),
-            E::pack2(lo[2] * s, lo[3] * s),
-            E::pack2(hi[0] * s, hi[1] * s),
-            E::pack2(hi[2] * s, hi[3] * s),
-        ];
+        let packed = scale_and_pack(lo, hi, p.scale, E::pack2);
         let to = unsafe { p.dq.add(p.strides.offset(batch, i as usize, head) + column as usize) };
         unsafe { global::store_u32x4(to as *mut u32, packed) };
         batch_head += grid_dim_y();
     }
+}
+
+/// Eight adjacent f32 of the dQ accumulator (`lo`, then `hi`) times `scale`, as four pairs packed in the input type:
+/// one 16-byte store of dQ.
+#[inline(always)]
+fn scale_and_pack(lo: [f32; 4], hi: [f32; 4], scale: f32, pack2: impl Fn(f32, f32) -> u32) -> [u32; 4] {
+    [
+        pack2(lo[0] * scale, lo[1] * scale),
+        pack2(lo[2] * scale, lo[3] * scale),
+        pack2(hi[0] * scale, hi[1] * scale),
+        pack2(hi[2] * scale, hi[3] * scale),
+    ]
 }
 
 /// [`convert_dq`]'s parameters as it reads them.
@@ -1421,14 +1427,7 @@ unsafe fn convert_tiles<C: Config>(smem: &SmemMap, thread: u32, problem: &Proble
         while r < rows {
             let from = unsafe { accum_tile.add(dq_accum_index(r as usize, column as usize, tile.head_dim as usize)) };
             let (lo, hi) = unsafe { (global::load_f32x4_cg(from), global::load_f32x4_cg(from.add(4))) };
-            let s = problem.scale;
-            let packed = [
-                C::pack2(lo[0] * s, lo[1] * s),
-                C::pack2(lo[2] * s, lo[3] * s),
-                C::pack2(hi[0] * s, hi[1] * s),
-                C::pack2(hi[2] * s, hi[3] * s),
-            ];
-            unsafe { global::store_u32x4(to as *mut u32, packed) };
+            unsafe { global::store_u32x4(to as *mut u32, scale_and_pack(lo, hi, problem.scale, C::pack2)) };
             to = unsafe { to.add(to_step) };
             r += rows_apart;
         }
