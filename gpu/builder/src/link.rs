@@ -77,9 +77,19 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
         }
     }
 
-    let objects = bitcode_objects(&llvm_bin, &args.inputs, &work)?;
+    // Everything but core whole (the crate, our libraries, compiler_builtins; the panic handler that core's
+    // panics call is in one of ours), then from core only the definitions those need: core is most of the IR, and
+    // the text IR below then holds the kernels and what they call, not every function of core.
+    let (whole, core) = bitcode_objects(&llvm_bin, &args.inputs, &work)?;
+    let ours = work.join("ours.bc");
+    run(Command::new(llvm_bin.join("llvm-link")).args(&whole).arg("-o").arg(&ours))?;
     let linked = work.join("linked.ll");
-    run(Command::new(llvm_bin.join("llvm-link")).arg("-S").args(&objects).arg("-o").arg(&linked))?;
+    run(Command::new(llvm_bin.join("llvm-link"))
+        .args(["-S", "--only-needed"])
+        .arg(&ours)
+        .args(&core)
+        .arg("-o")
+        .arg(&linked))?;
 
     // Collective asm (wgmma, barriers, shuffles) must never be duplicated onto diverging paths: see convergent.rs.
     let ir = std::fs::read_to_string(&linked).map_err(|e| format!("cannot read {}: {e}", linked.display()))?;
@@ -110,14 +120,16 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
     std::fs::write(&output, ptx).map_err(|e| format!("cannot write {}: {e}", output.display()))
 }
 
-/// The crate's own objects as they are, and every bitcode member of the rlibs, extracted into `work`.
-fn bitcode_objects(llvm_bin: &Path, inputs: &[PathBuf], work: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut objects = Vec::new();
+/// The crate's own objects as they are, and every bitcode member of the rlibs, extracted into `work`: core's
+/// members apart (the second list), everything else in the first.
+fn bitcode_objects(llvm_bin: &Path, inputs: &[PathBuf], work: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), String> {
+    let (mut whole, mut core) = (Vec::new(), Vec::new());
     for (i, input) in inputs.iter().enumerate() {
         if input.extension().is_some_and(|ext| ext == "o") {
-            objects.push(input.clone());
+            whole.push(input.clone());
             continue;
         }
+        let is_core = input.file_name().is_some_and(|name| name.to_string_lossy().starts_with("libcore-"));
         let dir = work.join(format!("archive{i}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let input = std::path::absolute(input).map_err(|e| e.to_string())?;
@@ -125,11 +137,11 @@ fn bitcode_objects(llvm_bin: &Path, inputs: &[PathBuf], work: &Path) -> Result<V
         for entry in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.extension().is_some_and(|ext| ext == "o") {
-                objects.push(path);
+                if is_core { core.push(path) } else { whole.push(path) }
             }
         }
     }
-    Ok(objects)
+    Ok((whole, core))
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
