@@ -751,12 +751,14 @@ fn attention_kernels_issue_wgmma_from_uniform_registers() {
 /// dK += dSᵀ·Q (tile_q / 16 m64n{consumer_columns}k16 each, A from registers, or at head dim 256 from the shared
 /// score tiles), and dQ = dS·K (4 m64n64k16 per piece of 64 queries × 64 columns of head dim, both operands
 /// transposed); they stage dQ in shared memory (one 8-byte store per value pair: 16 per thread and piece) and add
-/// it to the f32 accumulator by one bulk reduce-add per piece (`cp.reduce.async.bulk`, SASS `UBLKRED`), never by a
-/// scattered `red.global.add.f32`; in the deterministic mode behind a semaphore per query tile, released by the one remaining
-/// `red` after a full wait for the bulk group and a proxy fence; they keep everything in registers (the hot-kernel
-/// check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap). The `_staggered` kernels,
-/// the same data path walked in the staggered order, are the plain ones plus only the order's arithmetic: its few
-/// 32-bit divisions, never a 64-bit one (a call into a division routine).
+/// it to the f32 accumulator by one bulk reduce-add per piece (`cp.reduce.async.bulk`, SASS `UBLKRED`), or at a
+/// tile's first writer one bulk store, never by a scattered `red.global.add.f32`; behind a flag per query tile (the
+/// deterministic mode's semaphore, or the claim the plain kernels take by `atom.acquire`), released by the one
+/// remaining `red` after a full wait for the bulk group and a proxy fence; they keep everything in registers (the
+/// hot-kernel check) and run the consumers at 240 registers (168 at entry, the `.maxntid 384` cap). The `_staggered`
+/// kernels, the same data path walked in the staggered order, are the plain ones plus the order's arithmetic (its
+/// few 32-bit divisions, never a 64-bit one: a call into a division routine) and the converter warps, less the
+/// claims.
 #[test]
 fn attention_backward_products_are_wgmma_and_dq_goes_out_by_reductions() {
     let mut checked = 0;
@@ -892,7 +894,7 @@ fn attention_backwards_stage_dq_under_dk_where_the_tile_says() {
 #[test]
 fn attention_backward_row_kernels_move_16_bytes_per_access_and_divide_once_per_head() {
     // Preprocessing: per thread one 16-byte load each of O and dO and, in rows no walk of the main kernel visits, one
-    // 16-byte store of zeros to dQ (the row's LSE, D and flags are 4-byte accesses by one thread a row). Conversion
+    // 16-byte store of zeros to dQ (the row's LSE and D, and a unit's first row's flag, are 4-byte accesses by one thread a row). Conversion
     // (where the main kernel does not convert): two 16-byte loads of the accumulator and one 16-byte store of dQ. The
     // index arithmetic per thread is shifts and masks but for one 32-bit division of the (batch, head) pair by the
     // heads: no 64-bit division anywhere (each is a subroutine of ~70 instructions), and no more than one 32-bit one

@@ -79,8 +79,9 @@ impl BwdLaunchOrder {
         }
     }
 
-    /// Whether a launch's blocks are persistent with equally long walks that no block waits for: full attention
-    /// outside the deterministic mode, whose last round [`WalkSplit::for_launch`] may split.
+    /// Whether a launch's blocks are persistent with equally long walks that wait for no turn (only for a tile's
+    /// first claimant, which is running): full attention outside the deterministic mode, whose last round
+    /// [`WalkSplit::for_launch`] may split.
     pub fn persistent(causal: bool, deterministic: bool) -> bool {
         !causal && !deterministic
     }

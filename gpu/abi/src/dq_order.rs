@@ -1,16 +1,17 @@
 //! The order of the attention backward's dQ additions (issue #26), shared by the kernels (which walk it) and the
 //! host (which picks it and simulates it in its tests). The plain backward kernels' deterministic mode (a kernel
-//! parameter) adds in the ascending order (outside it their full-attention walks start spread over the tiles, as
-//! the staggered order's do, and take no turns); the `_staggered` kernels, deterministic only, walk and take turns
+//! parameter) adds in the ascending order (outside it their full-attention walks start spread over the tiles,
+//! much as the staggered order's do, and take no turns); the `_staggered` kernels, deterministic only, walk and take turns
 //! in the staggered order, so that the plain kernels carry none of its arithmetic (wired into them, it slowed the
 //! default mode: docs/perf-notes.md, session 22).
 //!
 //! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each
-//! tile's dQ accumulator. Without the deterministic mode the additions race (f32 sums in any order). With it, each
-//! dQ tile takes the additions of its visitors in a fixed order, the *turns*: a block's consumer warpgroup waits
-//! until the tile's semaphore counts every earlier turn (`consumers · turn + consumer`; where the consumers split
-//! the head dim and add disjoint columns, both wait for `consumers · turn`), adds, and counts itself in.
+//! tile's dQ accumulator (the tile's first writer stores instead). Without the deterministic mode the additions
+//! race (f32 sums in any order; the first block to claim a tile stores). With it, each dQ tile takes the additions
+//! of its visitors in a fixed order, the *turns*: a block's dQ writer waits until the tile's semaphore counts every
+//! consumer of the earlier turns (`consumers · turn`), issues its consumers' additions (their disjoint parts of the
+//! tile; stores at turn 0), and counts them in once they are complete.
 //!
 //! Two orders:
 //! - [`DqOrder::Ascending`]: every block walks its tiles in ascending order and the turns go by key block,

@@ -524,7 +524,9 @@ const _: () = {
 /// [`Self::dq_pieces`] pieces of [`Self::DQ_PIECE_BYTES`]: 64 queries × 64 columns of f32 each, the consumer's
 /// share of the tile's pieces), then per stage the `tile_q` log2-unit LSE and the `tile_q` dO·O (f32), then the
 /// barriers: K/V full, then Q full and Q empty per stage, then dQ full and dQ empty per staging slot (handed to the
-/// dQ writer warp and back).
+/// dQ writer warp and back), then K/V empty, then the convert queue's full and empty per slot
+/// ([`Self::CONVERT_SLOTS`]), then the queue's entries ([`Self::smem_convert_offset`]; the `_staggered` kernels'
+/// dQ writer hands tiles to their converter warps through it).
 ///
 /// The f32 dQ accumulator in global memory is tiled to match, whatever the tile: per (batch, head) its padded
 /// rows ([`Self::padded_rows`]) in units of [`Self::DQ_UNIT_ROWS`] rows, each unit `head_dim / 64` runs of one
@@ -566,8 +568,8 @@ impl AttnBwdTile {
     pub const WARPGROUP_THREADS: u32 = 128;
     /// Elements of one 128-byte swizzled row: the TMA box width and the column block of the shared layouts.
     pub const BOX_COLS: u32 = 64;
-    /// Rows of one unit of the dQ accumulator's layout, and of one deterministic-mode semaphore: whole query tiles
-    /// of every tile are whole units.
+    /// Rows of one unit of the dQ accumulator's layout, and of one flag (the deterministic mode's semaphore, or a
+    /// claim): whole query tiles of every tile are whole units.
     pub const DQ_UNIT_ROWS: u32 = 64;
     /// One staging piece, and one run of the dQ accumulator: 64 queries × 64 columns of head dim, f32.
     pub const DQ_PIECE_BYTES: u32 = Self::DQ_UNIT_ROWS * Self::BOX_COLS * 4;

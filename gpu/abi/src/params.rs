@@ -163,7 +163,7 @@ macro_rules! attn_bwd_sm90_params {
             lse_log2: ptr(*const f32),
             dsum: ptr(*const f32),
             /// The dQ accumulator, batch · heads_q · padded rows · head_dim f32 in `AttnBwdTile`'s tiled layout
-            /// (one contiguous run per query tile and 64 columns): the kernel stores dS·K (unscaled) to a tile at
+            /// (one contiguous run per 64-row unit and 64 columns): the kernel stores dS·K (unscaled) to a tile at
             /// its first writer and adds it at every later one, one bulk store or reduce-add per run, and where
             /// `convert_dq` is 1 the last turn converts the tile into dq. Nothing needs to be in it before the
             /// launch.
@@ -193,7 +193,8 @@ macro_rules! attn_bwd_sm90_params {
             dq_batch_stride: val(u64),
             dq_seq_stride: val(u64),
             dq_head_stride: val(u64),
-            /// 1 only for a `_staggered` kernel at full attention (the plain kernels never convert).
+            /// 1 only for a `_staggered` kernel at full attention where `AttnBwdTile::converts_in_kernel` holds for
+            /// its key blocks (the plain kernels never convert).
             convert_dq: val(u32),
             seq_q: val(u32),
             seq_k: val(u32),
@@ -209,8 +210,8 @@ macro_rules! attn_bwd_sm90_params {
             causal: val(u32),
             /// The plain kernels' launch order ([`crate::bwd_launch::BwdLaunchOrder`]): key blocks per (batch, kv
             /// head) group, the groups (kv heads × batch, the kv head fastest) and the tail groups (0: the grid's
-            /// own order). The `_staggered` kernels launch in `DqSchedule`'s order over their 3-D grid and ignore
-            /// them.
+            /// own order). The `_staggered` kernels walk whole groups in `DqSchedule`'s order (their key blocks
+            /// from `key_blocks`) and ignore the tail groups.
             key_blocks: val(u32),
             groups: val(u32),
             tail_groups: val(u32),

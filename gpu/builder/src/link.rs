@@ -80,16 +80,20 @@ fn link(target: &str, args: impl IntoIterator<Item = String>) -> Result<(), Stri
     // Everything but core whole (the crate, our libraries, compiler_builtins; the panic handler that core's
     // panics call is in one of ours), then from core only the definitions those need: core is most of the IR, and
     // the text IR below then holds the kernels and what they call, not every function of core.
+    // (`--only-needed` applies from the second input on, so core's objects are one module first: a definition one
+    // of them needs from another is then always found.)
     let (whole, core) = bitcode_objects(&llvm_bin, &args.inputs, &work)?;
     let ours = work.join("ours.bc");
     run(Command::new(llvm_bin.join("llvm-link")).args(&whole).arg("-o").arg(&ours))?;
+    let mut link = Command::new(llvm_bin.join("llvm-link"));
+    link.args(["-S", "--only-needed"]).arg(&ours);
+    if !core.is_empty() {
+        let core_bitcode = work.join("core.bc");
+        run(Command::new(llvm_bin.join("llvm-link")).args(&core).arg("-o").arg(&core_bitcode))?;
+        link.arg(core_bitcode);
+    }
     let linked = work.join("linked.ll");
-    run(Command::new(llvm_bin.join("llvm-link"))
-        .args(["-S", "--only-needed"])
-        .arg(&ours)
-        .args(&core)
-        .arg("-o")
-        .arg(&linked))?;
+    run(link.arg("-o").arg(&linked))?;
 
     // Collective asm (wgmma, barriers, shuffles) must never be duplicated onto diverging paths: see convergent.rs.
     let ir = std::fs::read_to_string(&linked).map_err(|e| format!("cannot read {}: {e}", linked.display()))?;
@@ -134,12 +138,16 @@ fn bitcode_objects(llvm_bin: &Path, inputs: &[PathBuf], work: &Path) -> Result<(
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let input = std::path::absolute(input).map_err(|e| e.to_string())?;
         run(Command::new(llvm_bin.join("llvm-ar")).arg("x").arg(&input).current_dir(&dir))?;
+        let mut members = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.extension().is_some_and(|ext| ext == "o") {
-                if is_core { core.push(path) } else { whole.push(path) }
+                members.push(path);
             }
         }
+        // In a fixed order (a directory's is not), so that the link's output does not depend on it.
+        members.sort();
+        if is_core { core.extend(members) } else { whole.extend(members) }
     }
     Ok((whole, core))
 }

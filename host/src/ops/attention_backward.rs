@@ -187,7 +187,7 @@ fn main_grid(shape: AttnShape, tile: AttnBwdTile) -> (u32, u32, u32) {
 }
 
 /// A checked backward launch bound to its q, k, v and dO buffers: the tensor maps are encoded and copied to the
-/// device once and the workspaces allocated once, so repeated launches pay nothing but the three (or four) launches. One
+/// device once and the workspaces allocated once, so repeated launches pay nothing but the two to four launches. One
 /// launch at a time uses the workspaces (a lock; launches are ordered on the plan's stream anyway).
 pub struct AttnBwdPlan<T: AttnElement> {
     problem: CheckedProblem,
@@ -515,9 +515,10 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         let mut args = preprocess.kernel_args();
         // SAFETY: the arguments are the kernel's, one per field of `AttnBwdPreprocessParams` (the list its signature
         // is declared from). o and d_o hold every element their (checked, 8-element) strides address from 16-byte
-        // aligned bases; lse holds one f32 per query row; the workspaces hold the padded rows (and dq_accum head_dim
-        // f32 per row, the flags one u32 per 64 rows) and belong to this plan alone; the grid is
-        // `AttnBwdRows::grid` over the padded rows, whose x index `check_backward` has held to 32 bits.
+        // aligned bases, and dq (written below zero_rows) every element q's strides address, injectively, 16-byte
+        // aligned, overlapping nothing; lse holds one f32 per query row; the workspaces hold the padded rows (the
+        // flags one u32 per 64 rows) and belong to this plan alone; the grid is `AttnBwdRows::grid` over the padded
+        // rows, whose x index `check_backward` has held to 32 bits.
         unsafe {
             gpu.launch_as(
                 ClusterShape::Plain,
@@ -528,7 +529,7 @@ impl<T: AttnElement> AttnBwdPlan<T> {
             )?
         };
 
-        // 2. dK, dV and the dQ accumulator.
+        // 2. dK, dV and the dQ accumulator (and dQ itself where the main kernel converts it).
         let (maps, _maps_use) = self.tensor_maps.device_ptr(stream);
         let map_bytes = std::mem::size_of::<CUtensorMap>() as u64;
         let [map_q, map_k, map_v, map_do] = [0, 1, 2, 3].map(|i| maps + i * map_bytes);
@@ -583,8 +584,8 @@ impl<T: AttnElement> AttnBwdPlan<T> {
         // kernel's signature is declared from). The tensor maps describe q, k, v and d_o (checked above) with the
         // boxes the kernel's tile expects; the workspaces were written by the preprocessing kernel just before on
         // this stream (the flags passed as exactly one of the semaphores, in the deterministic mode, and the
-        // claims); dk and dv hold every element their strides address, injectively, 16-byte aligned, and
-        // overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
+        // claims); dk and dv, and dq (written where `convert_dq` is 1, a staggered kernel only), hold every element
+        // their strides address, injectively, 16-byte aligned, and overlap nothing; the launch order's key blocks and groups are (key tiles, kv heads × batch), below 2^31
         // walks (`check_backward`), the grid along x the plan's `WalkSplit::launched` (at most one block per walk,
         // a multiple of the key blocks in the staggered kernels' persistent launch, or a GPU's worth where the last
         // round is split, `split_accum` then holding a slot per piece), with the tile's threads and shared memory
@@ -903,7 +904,7 @@ mod tests {
         for (tile, head_dim) in [(ATTN_BWD_SM90_D128, 128), (ATTN_BWD_SM90_D64, 64), (ATTN_BWD_SM90_D256, 256)] {
             assert_eq!(tile.head_dim, head_dim);
             assert_eq!(tile_for(head_dim as usize), tile);
-            // Whole query tiles are whole units of the dQ accumulator and of the semaphores.
+            // Whole query tiles are whole units of the dQ accumulator and of the flags.
             assert_eq!(tile.padded_rows(1), tile.tile_q);
             assert!(tile.tile_q.is_multiple_of(AttnBwdTile::DQ_UNIT_ROWS));
             // Every run of a query tile's dQ accumulator is added to exactly once per block: the consumers split

@@ -484,8 +484,9 @@ const PIECE_VALUES: usize = 32;
 /// the deterministic mode's dQ additions.
 trait Config {
     const TILE: AttnBwdTile;
-    /// False: the blocks walk their query tiles ascending and, given semaphores, add to each dQ tile by key block
-    /// ascending ([`DqOrder::Ascending`]). True: deterministic only, the walk and the turns of
+    /// False: given semaphores, the blocks walk their query tiles ascending and add to each dQ tile by key block
+    /// ascending ([`DqOrder::Ascending`]); without them, at full attention, from a spread start, wrapping
+    /// ([`Block::at`]), the first claimant of each tile storing. True: deterministic only, the walk and the turns of
     /// [`DqOrder::Staggered`] (the `_staggered` kernels: each configuration's type with `STAGGERED = true`).
     const STAGGERED: bool;
     /// `consumer_columns / 2` f32 per thread: the m64n{consumer_columns} accumulator fragment of dK or dV.
@@ -676,8 +677,9 @@ macro_rules! attn_bwd_kernel_fn {
         /// dO [B, seq_q, heads_q, D] and k, v [B, seq_k, heads_q / group, D] seen as dims (D, heads, seq, batch),
         /// 128-byte swizzled, boxes of (64, 1, tile_q, 1) for q and dO and (64, 1, tile_kv, 1) for k and v; the workspaces
         /// are the preprocessing kernel's, 16-byte aligned, with exactly one of `dq_semaphores` and `dq_claims`
-        /// set; dk and dv hold every element their strides address, distinct, 4-byte aligned, overlapping nothing.
-        /// `key_blocks` = ceil(seq_k / tile_kv), `groups` = heads_kv · batch, their product below 2^31, and
+        /// set; dk and dv hold every element their strides address, distinct, 4-byte aligned, overlapping nothing;
+        /// where `convert_dq` is 1 (a `_staggered` kernel only), so does dq, 16-byte aligned with strides of
+        /// multiples of 8. `key_blocks` = ceil(seq_k / tile_kv), `groups` = heads_kv · batch, their product below 2^31, and
         /// `tail_groups` as `BwdLaunchOrder::for_launch` gives it. Every kernel launches with a grid of (n, 1, 1)
         /// blocks, n ≤ key_blocks · groups (`BwdLaunchOrder::launched_blocks`), each walking every n-th walk of the
         /// launch order (the plain kernels: n = all of them where `dq_semaphores` is set, as the ascending order
@@ -927,7 +929,8 @@ const CONSUMERS_BARRIER: u32 = 3;
 
 /// One walk's keys and the query tiles it visits: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
-/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. Its key block and
+/// staggered order from where [`DqSchedule`] starts this block, or outside the deterministic mode at full attention
+/// from a spread start ([`Block::at`]), wrapping past the last tile. Its key block and
 /// group come from the walk's place in the launch order ([`BwdLaunchOrder`]; the staggered kernels' key block is
 /// [`DqSchedule::key_block`] of its place in the group).
 #[derive(Clone, Copy)]
@@ -978,8 +981,9 @@ impl Block {
         let tiles = problem.padded_rows / tile.tile_q;
         let first_q_tile = first_row / tile.tile_q;
         // Full attention outside the deterministic mode: a group's walks start spread over the query tiles (key
-        // block j at tile j · ⌊tiles / key_blocks⌋, wrapping), so that its blocks, which run side by side, add to
-        // different dQ tiles at any moment instead of all reducing into the same one.
+        // block j at tile (j mod tiles) · max(1, ⌊tiles / key_blocks⌋), wrapping), so that its blocks, which run
+        // side by side, reach each dQ tile at different times and rarely wait for its first claimant's stores
+        // (measured level with lock-step walks, docs/perf-notes.md, session 57).
         let spread = !problem.causal && problem.dq_semaphores.is_null();
         let start = (key_block % tiles) * (tiles / problem.key_blocks).max(1);
         let first_q_tile = if spread { start } else { first_q_tile };
