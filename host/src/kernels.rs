@@ -57,6 +57,10 @@ impl Kernel {
         Kernel::hopper(Family::Attention, name)
     }
 
+    const fn attention_ablation(name: &'static str) -> Kernel {
+        Kernel::hopper(Family::AttentionAblations, name)
+    }
+
     const fn attention_backward(name: &'static str) -> Kernel {
         Kernel::hopper(Family::AttentionBackward, name)
     }
@@ -512,19 +516,19 @@ pub const ATTN_FWD_BF16_D64_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d64_
 pub const ATTN_FWD_F16_D64_SM90: Kernel = Kernel::attention("attn_fwd_f16_d64_sm90");
 pub const ATTN_FWD_BF16_D256_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d256_sm90");
 pub const ATTN_FWD_F16_D256_SM90: Kernel = Kernel::attention("attn_fwd_f16_d256_sm90");
-/// Ablations: the bf16 d128 kernel with a quarter of its exponentials on the polynomial (its default is MUFU
-/// only), with a rescale whenever a row maximum grows (no lazy rescaling), with both consumer warpgroups
-/// issuing at will (no ping-pong); the bf16 d64 kernel with MUFU only (its default puts an eighth on the
-/// polynomial).
-pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_poly_sm90");
-pub const ATTN_FWD_BF16_D64_MUFU_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d64_mufu_sm90");
-pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_eager_sm90");
-pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_nopingpong_sm90");
+/// Ablations (the same source, compiled into gpu/kernels/attention_ablations's module): the bf16 d128 kernel with
+/// a quarter of its exponentials on the polynomial (its default is MUFU only), with a rescale whenever a row maximum
+/// grows (no lazy rescaling), with both consumer warpgroups issuing at will (no ping-pong); the bf16 d64 kernel with
+/// MUFU only (its default puts an eighth on the polynomial).
+pub const ATTN_FWD_BF16_D128_POLY_SM90: Kernel = Kernel::attention_ablation("attn_fwd_bf16_d128_poly_sm90");
+pub const ATTN_FWD_BF16_D64_MUFU_SM90: Kernel = Kernel::attention_ablation("attn_fwd_bf16_d64_mufu_sm90");
+pub const ATTN_FWD_BF16_D128_EAGER_SM90: Kernel = Kernel::attention_ablation("attn_fwd_bf16_d128_eager_sm90");
+pub const ATTN_FWD_BF16_D128_NOPINGPONG_SM90: Kernel = Kernel::attention_ablation("attn_fwd_bf16_d128_nopingpong_sm90");
 /// Ablation: the bf16 d128 kernel with each tile's exponentials taken beside its row maximum, against the
 /// maximum already applied. Not on a hot path: no variant Auto takes runs it, and since its recompute decision
 /// became a warpgroup vote (`bar.red.or`, issue 24) ptxas spills 44 bytes in it (docs/perf-notes.md), which its
 /// bench rows pay for.
-pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::attention("attn_fwd_bf16_d128_spec_sm90").cold();
+pub const ATTN_FWD_BF16_D128_SPEC_SM90: Kernel = Kernel::attention_ablation("attn_fwd_bf16_d128_spec_sm90").cold();
 
 /// The plain attention reference (gpu/kernels/attention/src/reference.rs): one warp per query row, f32.
 pub const ATTN_REFERENCE_BF16_D128: Kernel = Kernel::attention("attn_reference_bf16_d128").cold();

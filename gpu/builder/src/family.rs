@@ -8,8 +8,11 @@ pub enum Family {
     /// The same GEMM source (gpu/kernels/gemm) for the layouts whose A is column-major (nt, nn): a crate of its own so
     /// that the GEMM's two halves compile at the same time (`oxtile_abi::gemm_sm90_module!`).
     GemmColumnA,
-    /// The attention forward and its plain GPU reference.
+    /// The attention forward's kernels that the library launches, and its plain GPU reference.
     Attention,
+    /// The attention forward's ablations: the same source (gpu/kernels/attention's `sm90`) in a crate of its own, so
+    /// that the forward's two halves compile at the same time.
+    AttentionAblations,
     /// The attention backward (preprocessing, main and dQ conversion kernels) and its plain GPU reference.
     AttentionBackward,
     /// Small kernels beside the others: elementwise ops, the exp2 microbenchmark, Newton-Schulz's helpers, the
@@ -18,8 +21,14 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 5] =
-        [Family::Gemm, Family::GemmColumnA, Family::Attention, Family::AttentionBackward, Family::Support];
+    pub const ALL: [Family; 6] = [
+        Family::Gemm,
+        Family::GemmColumnA,
+        Family::Attention,
+        Family::AttentionAblations,
+        Family::AttentionBackward,
+        Family::Support,
+    ];
 
     /// Its folder below gpu/kernels, and its name in the module files (`kernels_<name>_<cpu>.ptx`).
     pub const fn name(self) -> &'static str {
@@ -27,6 +36,7 @@ impl Family {
             Family::Gemm => "gemm",
             Family::GemmColumnA => "gemm_column_a",
             Family::Attention => "attention",
+            Family::AttentionAblations => "attention_ablations",
             Family::AttentionBackward => "attention_backward",
             Family::Support => "support",
         }

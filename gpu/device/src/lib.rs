@@ -4,8 +4,8 @@
 //! kernels; the kernel-parameter and launch-bounds macros; the panic handler.
 //!
 //! It exports no kernel. Each family is a crate of its own below gpu/kernels (gemm, gemm_column_a, attention,
-//! attention_backward, support), compiled to a PTX module of its own by `oxtile-builder`, so that an edit to one family rebuilds and
-//! reassembles that family alone.
+//! attention_ablations, attention_backward, support), compiled to a PTX module of its own by `oxtile-builder`, so
+//! that an edit to one family rebuilds and reassembles that family alone.
 
 #![no_std]
 #![feature(asm_experimental_arch, core_intrinsics, stdarch_nvptx)]

@@ -1,5 +1,6 @@
-//! oxtile's attention forward kernels (one PTX module): the Hopper forward and its plain GPU reference (the
-//! backward is a family of its own, gpu/kernels/attention_backward).
+//! oxtile's attention forward kernels (one PTX module): the Hopper forward and its plain GPU reference. The
+//! forward's ablations are `sm90` compiled again by gpu/kernels/attention_ablations, and the backward is a family of
+//! its own (gpu/kernels/attention_backward).
 //!
 //! Tensors are BSHD like flash-attn: q [batch, seq_q, heads_q, head_dim], k and v [batch, seq_k, heads_kv,
 //! head_dim], head_dim contiguous; heads_q is a multiple of heads_kv (GQA / MQA: query head h reads key/value
@@ -24,6 +25,14 @@
 extern crate oxtile_device;
 
 use oxtile_device::{arch, opaque, rows, smem_layout, softmax};
+
+/// Expands to its items where they name this crate's module: `sm90`'s production kernels, not its ablations.
+macro_rules! in_this_module {
+    (attention, $($item:tt)*) => {
+        $($item)*
+    };
+    (attention_ablations, $($item:tt)*) => {};
+}
 
 pub mod reference;
 pub mod sm90;

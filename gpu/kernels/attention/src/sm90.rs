@@ -30,8 +30,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use oxtile_abi::{
-    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256, ATTN_SPECULATION_LIMIT_LOG2,
-    ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnTile,
+    ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED,
+    ATTN_STATS_WARP_TILES, AttnTile,
 };
 use seq_macro::seq;
 
@@ -149,181 +149,6 @@ macro_rules! config {
     };
 }
 
-// Measured on the H200 (docs/perf-notes.md, attention v1–v3 and the d64 note of session 19): at head dim 128,
-// MUFU-only exponentials beat FA4's split (a quarter on the polynomial costs 3–7%): each polynomial exponential
-// takes ~8 issue slots where MUFU takes one, and that softmax is issue-bound. At head dim 64 the matrix work per
-// key tile is half as long and MUFU.EX2 is the wall: an eighth on the polynomial is 0–5% faster than MUFU only.
-// The other splits stay as ablations.
-config!(
-    Bf16D128,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n136k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    F16D128,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
-    mma_rs_m64n136k16_f32_f16,
-    convert::pack_f16x2,
-    convert::unpack_f16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    Bf16D64,
-    ATTN_SM90_D64,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n72k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 36,
-    registers = (32, 232),
-    poly = (1, 8),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    F16D64,
-    ATTN_SM90_D64,
-    mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
-    mma_rs_m64n72k16_f32_f16,
-    convert::pack_f16x2,
-    convert::unpack_f16x2,
-    scores = 64,
-    out = 36,
-    registers = (32, 232),
-    poly = (1, 8),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-// Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
-// The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
-// its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
-// (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
-config!(
-    Bf16D256,
-    ATTN_SM90_D256,
-    mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite,
-    mma_rs_m64n256k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 40,
-    out = 128,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    F16D256,
-    ATTN_SM90_D256,
-    mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite,
-    mma_rs_m64n256k16_f32_f16,
-    convert::pack_f16x2,
-    convert::unpack_f16x2,
-    scores = 40,
-    out = 128,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    Bf16D128Poly,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n136k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (1, 4),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    Bf16D64Mufu,
-    ATTN_SM90_D64,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n72k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 36,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    Bf16D128Eager,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n136k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = false,
-    pingpong = true,
-    speculate = false
-);
-config!(
-    Bf16D128NoPingpong,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n136k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = false,
-    speculate = false
-);
-config!(
-    Bf16D128Spec,
-    ATTN_SM90_D128,
-    mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
-    mma_rs_m64n136k16_f32_bf16,
-    convert::pack_bf16x2,
-    convert::unpack_bf16x2,
-    scores = 64,
-    out = 68,
-    registers = (32, 232),
-    poly = (0, 1),
-    lazy = true,
-    pingpong = true,
-    speculate = true
-);
-
 /// Defines one exported kernel over [`attn_fwd`], its parameters those of `oxtile_abi::attn_sm90_params!`.
 macro_rules! attn_kernel {
     ($(#[$doc:meta])* $name:ident, $config:ty) => {
@@ -376,51 +201,239 @@ macro_rules! attn_kernel_fn {
     };
 }
 
-attn_kernel!(
-    /// bf16 attention forward, head dim 128.
-    attn_fwd_bf16_d128_sm90, Bf16D128
-);
-attn_kernel!(
-    /// f16 attention forward, head dim 128.
-    attn_fwd_f16_d128_sm90, F16D128
-);
-attn_kernel!(
-    /// bf16 attention forward, head dim 64.
-    attn_fwd_bf16_d64_sm90, Bf16D64
-);
-attn_kernel!(
-    /// f16 attention forward, head dim 64.
-    attn_fwd_f16_d64_sm90, F16D64
-);
-attn_kernel!(
-    /// bf16 attention forward, head dim 256.
-    attn_fwd_bf16_d256_sm90, Bf16D256
-);
-attn_kernel!(
-    /// f16 attention forward, head dim 256.
-    attn_fwd_f16_d256_sm90, F16D256
-);
-attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: FA4's split, a quarter of the exponentials on the polynomial.
-    attn_fwd_bf16_d128_poly_sm90, Bf16D128Poly
-);
-attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d64_sm90`]: every exponential by MUFU.EX2 (no polynomial).
-    attn_fwd_bf16_d64_mufu_sm90, Bf16D64Mufu
-);
-attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: rescale whenever a row maximum grows (no lazy rescaling).
-    attn_fwd_bf16_d128_eager_sm90, Bf16D128Eager
-);
-attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: no ping-pong; both consumer warpgroups issue whenever ready.
-    attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
-);
-attn_kernel!(
-    /// Ablation of [`attn_fwd_bf16_d128_sm90`]: exponentials against the maximum already applied, beside the
-    /// tile's row maximum ([`softmax_tile_speculative`]).
-    attn_fwd_bf16_d128_spec_sm90, Bf16D128Spec
-);
+// The kernels the library launches: gpu/kernels/attention's module (each crate compiling this source defines
+// `in_this_module!` to keep its own).
+in_this_module! { attention,
+    use oxtile_abi::{ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256};
+
+    // Measured on the H200 (docs/perf-notes.md, attention v1–v3 and the d64 note of session 19): at head dim 128,
+    // MUFU-only exponentials beat FA4's split (a quarter on the polynomial costs 3–7%): each polynomial exponential
+    // takes ~8 issue slots where MUFU takes one, and that softmax is issue-bound. At head dim 64 the matrix work per
+    // key tile is half as long and MUFU.EX2 is the wall: an eighth on the polynomial is 0–5% faster than MUFU only.
+    // The other splits stay as ablations.
+    config!(
+        Bf16D128,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n136k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        F16D128,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
+        mma_rs_m64n136k16_f32_f16,
+        convert::pack_f16x2,
+        convert::unpack_f16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        Bf16D64,
+        ATTN_SM90_D64,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n72k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 36,
+        registers = (32, 232),
+        poly = (1, 8),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        F16D64,
+        ATTN_SM90_D64,
+        mma_m64n128k16_f32_f16 / mma_m64n128k16_f32_f16_overwrite,
+        mma_rs_m64n72k16_f32_f16,
+        convert::pack_f16x2,
+        convert::unpack_f16x2,
+        scores = 64,
+        out = 36,
+        registers = (32, 232),
+        poly = (1, 8),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    // Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
+    // The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
+    // its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
+    // (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
+    config!(
+        Bf16D256,
+        ATTN_SM90_D256,
+        mma_m64n80k16_f32_bf16 / mma_m64n80k16_f32_bf16_overwrite,
+        mma_rs_m64n256k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 40,
+        out = 128,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        F16D256,
+        ATTN_SM90_D256,
+        mma_m64n80k16_f32_f16 / mma_m64n80k16_f32_f16_overwrite,
+        mma_rs_m64n256k16_f32_f16,
+        convert::pack_f16x2,
+        convert::unpack_f16x2,
+        scores = 40,
+        out = 128,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    attn_kernel!(
+        /// bf16 attention forward, head dim 128.
+        attn_fwd_bf16_d128_sm90, Bf16D128
+    );
+    attn_kernel!(
+        /// f16 attention forward, head dim 128.
+        attn_fwd_f16_d128_sm90, F16D128
+    );
+    attn_kernel!(
+        /// bf16 attention forward, head dim 64.
+        attn_fwd_bf16_d64_sm90, Bf16D64
+    );
+    attn_kernel!(
+        /// f16 attention forward, head dim 64.
+        attn_fwd_f16_d64_sm90, F16D64
+    );
+    attn_kernel!(
+        /// bf16 attention forward, head dim 256.
+        attn_fwd_bf16_d256_sm90, Bf16D256
+    );
+    attn_kernel!(
+        /// f16 attention forward, head dim 256.
+        attn_fwd_f16_d256_sm90, F16D256
+    );
+}
+
+// The ablations, each a kernel above with one mechanism changed (the rows after `oxtile` in `oxtile bench attn`):
+// gpu/kernels/attention_ablations's module, so that the two halves of this source compile at the same time.
+in_this_module! { attention_ablations,
+    use oxtile_abi::{ATTN_SM90_D64, ATTN_SM90_D128};
+
+    config!(
+        Bf16D128Poly,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n136k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (1, 4),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        Bf16D64Mufu,
+        ATTN_SM90_D64,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n72k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 36,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        Bf16D128Eager,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n136k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = false,
+        pingpong = true,
+        speculate = false
+    );
+    config!(
+        Bf16D128NoPingpong,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n136k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = false,
+        speculate = false
+    );
+    config!(
+        Bf16D128Spec,
+        ATTN_SM90_D128,
+        mma_m64n128k16_f32_bf16 / mma_m64n128k16_f32_bf16_overwrite,
+        mma_rs_m64n136k16_f32_bf16,
+        convert::pack_bf16x2,
+        convert::unpack_bf16x2,
+        scores = 64,
+        out = 68,
+        registers = (32, 232),
+        poly = (0, 1),
+        lazy = true,
+        pingpong = true,
+        speculate = true
+    );
+
+    attn_kernel!(
+        /// Ablation of `attn_fwd_bf16_d128_sm90`: FA4's split, a quarter of the exponentials on the polynomial.
+        attn_fwd_bf16_d128_poly_sm90, Bf16D128Poly
+    );
+    attn_kernel!(
+        /// Ablation of `attn_fwd_bf16_d64_sm90`: every exponential by MUFU.EX2 (no polynomial).
+        attn_fwd_bf16_d64_mufu_sm90, Bf16D64Mufu
+    );
+    attn_kernel!(
+        /// Ablation of `attn_fwd_bf16_d128_sm90`: rescale whenever a row maximum grows (no lazy rescaling).
+        attn_fwd_bf16_d128_eager_sm90, Bf16D128Eager
+    );
+    attn_kernel!(
+        /// Ablation of `attn_fwd_bf16_d128_sm90`: no ping-pong; both consumer warpgroups issue whenever ready.
+        attn_fwd_bf16_d128_nopingpong_sm90, Bf16D128NoPingpong
+    );
+    attn_kernel!(
+        /// Ablation of `attn_fwd_bf16_d128_sm90`: exponentials against the maximum already applied, beside the
+        /// tile's row maximum ([`softmax_tile_speculative`]).
+        attn_fwd_bf16_d128_spec_sm90, Bf16D128Spec
+    );
+}
 
 /// Element strides of a [B, S, H, D] tensor: batch, sequence position, head (D is contiguous).
 #[derive(Clone, Copy)]

@@ -1,0 +1,27 @@
+//! The attention forward's ablations: gpu/kernels/attention's `sm90`, the same source, instantiated here for the
+//! kernels that change one of its mechanisms (the exponential split, lazy rescaling, ping-pong, speculation). The
+//! benchmark times them beside the production kernel; the library never launches them. A crate of their own so that
+//! the source's two halves compile at the same time, on two cores.
+
+#![no_std]
+#![feature(abi_ptx, core_intrinsics)]
+#![allow(internal_features)]
+// As gpu/kernels/attention: the lints describe `seq!`'s unrolled copies, not the source.
+#![allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::len_zero, clippy::unnecessary_cast)]
+
+// The parameter macros (`device_param!`, …) in every module.
+#[macro_use]
+extern crate oxtile_device;
+
+use oxtile_device::{arch, opaque, smem_layout, softmax};
+
+/// Expands to its items where they name this crate's module: `sm90`'s ablations.
+macro_rules! in_this_module {
+    (attention, $($item:tt)*) => {};
+    (attention_ablations, $($item:tt)*) => {
+        $($item)*
+    };
+}
+
+#[path = "../../attention/src/sm90.rs"]
+pub mod sm90;
