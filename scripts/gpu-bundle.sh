@@ -34,7 +34,7 @@ cp "$target/release/oxtile" "$out/oxtile" && strip "$out/oxtile"
 cp scripts/gpu-run.sh "$out/run.sh"
 if [ -d ../shared/bench ]; then cp ../shared/bench/torch_reference.py "$out/"; fi
 cp scripts/torch_cublas_kernels.py scripts/torch_newton_schulz.py scripts/torch_attn.py scripts/adjacent_attn.sh "$out/"
-# The device tool carries at most 64 MiB. Every binary embeds the same PTX module and cubin (~40 MB each), so one
+# The device tool carries at most 64 MiB. Every binary embeds the same PTX modules and cubins (~58 MB together), so one
 # xz stream with a dictionary larger than a binary stores that blob once: ~900 MB of binaries pack into ~6 MB in
 # 15 s on one core (multithreaded xz splits the stream into blocks and loses that: 80 MB at level 1).
 pack="$(dirname "$out")/gpu-pack"

@@ -8,7 +8,7 @@ pub enum Family {
     /// The same GEMM source (gpu/kernels/gemm) for the layouts whose A is column-major (nt, nn): a crate of its own so
     /// that the GEMM's two halves compile at the same time (`oxtile_abi::gemm_sm90_module!`).
     GemmColumnA,
-    /// The attention forward's kernels that the library launches, and its plain GPU reference.
+    /// The attention forward's production kernels (those `AttnVariant::Auto` runs) and its plain GPU reference.
     Attention,
     /// The attention forward's ablations: the same source (gpu/kernels/attention's `sm90`) in a crate of its own, so
     /// that the forward's two halves compile at the same time.

@@ -26,7 +26,8 @@ extern crate oxtile_device;
 
 use oxtile_device::{arch, opaque, rows, smem_layout, softmax};
 
-/// Expands to its items where they name this crate's module: `sm90`'s production kernels, not its ablations.
+/// Keeps the items after a crate's module name only in that crate: here `sm90`'s production kernels, not its
+/// ablations.
 macro_rules! in_this_module {
     (attention, $($item:tt)*) => {
         $($item)*

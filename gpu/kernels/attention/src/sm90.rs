@@ -25,7 +25,7 @@
 //! are not FADDs but 8 more columns of P·V against ones in shared memory ([`AttnTile::mma_row_sums`]): Σ of the
 //! 16-bit P that O is made of, rescaled with O.
 //!
-//! Kernel ABI (the host, host/src/ops/attention.rs, pushes the parameters in this order): see [`attn_kernel`].
+//! Kernel ABI (the host, host/src/ops/attention.rs, pushes the parameters in this order): see `attn_kernel!`.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -201,8 +201,8 @@ macro_rules! attn_kernel_fn {
     };
 }
 
-// The kernels the library launches: gpu/kernels/attention's module (each crate compiling this source defines
-// `in_this_module!` to keep its own).
+// The production kernels, those `AttnVariant::Auto` runs: gpu/kernels/attention's module (each crate compiling this
+// source defines `in_this_module!` to keep its own).
 in_this_module! { attention,
     use oxtile_abi::{ATTN_SM90_D64, ATTN_SM90_D128, ATTN_SM90_D256};
 
@@ -271,10 +271,10 @@ in_this_module! { attention,
         pingpong = true,
         speculate = false
     );
-    // Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU only.
-    // The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives them 240 and
-    // its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy, spilled at 24
-    // (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
+    // Head dim 256: twice head dim 128's matrix work per score, so MUFU.EX2 is further from the wall than there: MUFU
+    // only. The O fragment (128) with S (40) and the P in flight (20) fit the consumers' 232. FlashAttention-3 gives
+    // them 240 and its producer 24, but ours, one thread whose TMA operands move to uniform registers per copy,
+    // spilled at 24 (docs/perf-notes.md); 240 waits for a producer warp with an elected lane.
     config!(
         Bf16D256,
         ATTN_SM90_D256,
@@ -430,7 +430,7 @@ in_this_module! { attention_ablations,
     );
     attn_kernel!(
         /// Ablation of `attn_fwd_bf16_d128_sm90`: exponentials against the maximum already applied, beside the
-        /// tile's row maximum ([`softmax_tile_speculative`]).
+        /// tile's row maximum (`softmax_tile_speculative`).
         attn_fwd_bf16_d128_spec_sm90, Bf16D128Spec
     );
 }
