@@ -13,12 +13,6 @@
 
 #![no_std]
 #![feature(abi_ptx, core_intrinsics)]
-#![allow(internal_features)]
-// `seq!` unrolls loops into literal indices so that fragments stay in registers; its copies for index 0, or past a
-// fragment's end behind an `if I < len` guard, read as `x * 0`, `0 + x`, `I < len()` with I = 0 or an index out of
-// bounds in a dead arm; `STEP / 4`, `STEP > 0` and `8 * BLOCK as u32` compare or cast literals. Those lints describe
-// the unrolled copies, not the source.
-#![allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::len_zero, clippy::unnecessary_cast)]
 
 // The parameter macros (`device_param!`, …) in every module.
 #[macro_use]

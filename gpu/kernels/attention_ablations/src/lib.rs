@@ -6,9 +6,6 @@
 
 #![no_std]
 #![feature(abi_ptx, core_intrinsics)]
-#![allow(internal_features)]
-// As gpu/kernels/attention: the lints describe `seq!`'s unrolled copies, not the source.
-#![allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::len_zero, clippy::unnecessary_cast)]
 
 // The parameter macros (`device_param!`, …) in every module.
 #[macro_use]

@@ -8,11 +8,6 @@
 
 #![no_std]
 #![feature(abi_ptx, asm_experimental_arch, stmt_expr_attributes)]
-// `seq!` unrolls loops into literal indices so that fragments stay in registers; its copies for index 0, or past a
-// fragment's end behind an `if I < len` guard, read as `x * 0`, `0 + x`, `I < len()` with I = 0 or an index out of
-// bounds in a dead arm, and `I / 2` or `I % 2 == 0` with I = 2 or 0 as `2 / 2` and `0 % 2 == 0`. Those lints
-// describe the unrolled copies, not the source.
-#![allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::out_of_bounds_indexing)]
 
 // The parameter macros (`device_param!`, …) in every module.
 #[macro_use]

@@ -4,8 +4,6 @@
 
 #![no_std]
 #![feature(abi_ptx, asm_experimental_arch, stmt_expr_attributes)]
-// As gpu/kernels/gemm: the lints describe `seq!`'s unrolled copies, not the source.
-#![allow(clippy::identity_op, clippy::erasing_op, clippy::eq_op, clippy::out_of_bounds_indexing)]
 
 // The parameter macros (`device_param!`, …) in every module.
 #[macro_use]

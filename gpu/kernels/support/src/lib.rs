@@ -8,11 +8,6 @@
 
 #![no_std]
 #![feature(abi_ptx, core_intrinsics)]
-#![allow(internal_features)]
-// `seq!` unrolls loops into literal indices so that fragments stay in registers; its copies for index 0, or past a
-// fragment's end behind an `if I < len` guard, read as `x * 0`, `0 + x`, `I < len()` with I = 0 or an index out of
-// bounds in a dead arm. Those lints describe the unrolled copies, not the source.
-#![allow(clippy::identity_op, clippy::erasing_op)]
 
 use oxtile_device::{arch, smem_layout, softmax};
 
