@@ -1,9 +1,8 @@
 //! The order of the attention backward's dQ additions (issue #26), shared by the kernels (which walk it) and the
 //! host (which picks it and simulates it in its tests). The plain backward kernels' deterministic mode (a kernel
-//! parameter) adds in the ascending order (outside it their full-attention walks start spread over the tiles,
-//! much as the staggered order's do, and take no turns); the `_staggered` kernels, deterministic only, walk and take turns
-//! in the staggered order, so that the plain kernels carry none of its arithmetic (wired into them, it slowed the
-//! default mode: docs/perf-notes.md, session 22).
+//! parameter) adds in the ascending order (outside it their walks are the same and take no turns); the
+//! `_staggered` kernels, deterministic only, walk and take turns in the staggered order, so that the plain kernels
+//! carry none of its arithmetic (wired into them, it slowed the default mode: docs/perf-notes.md, session 22).
 //!
 //! One (batch, key/value head) has `key_blocks` blocks, block j owning keys `j·tile_kv ..`; each walks the query
 //! tiles that see one of its keys (causal: from `first_q_tile(j)` on; else all `q_tiles`) and adds its dS·K to each

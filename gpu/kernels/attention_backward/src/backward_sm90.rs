@@ -484,9 +484,9 @@ const PIECE_VALUES: usize = 32;
 /// the deterministic mode's dQ additions.
 trait Config {
     const TILE: AttnBwdTile;
-    /// False: given semaphores, the blocks walk their query tiles ascending and add to each dQ tile by key block
-    /// ascending ([`DqOrder::Ascending`]); without them, at full attention, from a spread start, wrapping
-    /// ([`Block::at`]), the first claimant of each tile storing. True: deterministic only, the walk and the turns of
+    /// False: the blocks walk their query tiles ascending; given semaphores they add to each dQ tile by key block
+    /// ascending ([`DqOrder::Ascending`]), without them in any order, the first claimant of each tile storing
+    /// ([`claim_tile`]). True: deterministic only, the walk and the turns of
     /// [`DqOrder::Staggered`] (the `_staggered` kernels: each configuration's type with `STAGGERED = true`).
     const STAGGERED: bool;
     /// `consumer_columns / 2` f32 per thread: the m64n{consumer_columns} accumulator fragment of dK or dV.
@@ -929,8 +929,7 @@ const CONSUMERS_BARRIER: u32 = 3;
 
 /// One walk's keys and the query tiles it visits: for each query head of its key/value head, the query tiles
 /// that see one of its keys (causal: from the first that does; else all), ascending from the first, or in the
-/// staggered order from where [`DqSchedule`] starts this block, or outside the deterministic mode at full attention
-/// from a spread start ([`Block::at`]), wrapping past the last tile. Its key block and
+/// staggered order from where [`DqSchedule`] starts this block, wrapping past the last tile. Its key block and
 /// group come from the walk's place in the launch order ([`BwdLaunchOrder`]; the staggered kernels' key block is
 /// [`DqSchedule::key_block`] of its place in the group).
 #[derive(Clone, Copy)]
@@ -980,18 +979,8 @@ impl Block {
         let first_row = if problem.causal { (key0 + problem.seq_q).saturating_sub(problem.seq_k) } else { 0 };
         let tiles = problem.padded_rows / tile.tile_q;
         let first_q_tile = first_row / tile.tile_q;
-        // Full attention outside the deterministic mode: a group's walks start spread over the query tiles (key
-        // block j at tile (j mod tiles) · max(1, ⌊tiles / key_blocks⌋), wrapping), so that its blocks, which run
-        // side by side, reach each dQ tile at different times and rarely wait for its first claimant's stores
-        // (measured level with lock-step walks, docs/perf-notes.md, session 57).
-        let spread = !problem.causal && problem.dq_semaphores.is_null();
-        let start = (key_block % tiles) * (tiles / problem.key_blocks).max(1);
-        let first_q_tile = if spread { start } else { first_q_tile };
-        let (first_q_tile, q_tiles) = if piece {
-            split.tiles(linear - whole)
-        } else {
-            (first_q_tile, tiles - if spread { 0 } else { first_q_tile })
-        };
+        let (first_q_tile, q_tiles) =
+            if piece { split.tiles(linear - whole) } else { (first_q_tile, tiles - first_q_tile) };
         Block { kv_head: group % heads_kv, batch: group / heads_kv, key_block, key0, first_q_tile, q_tiles }
     }
 
@@ -1006,9 +995,9 @@ impl Block {
     fn item<C: Config>(&self, index: u32, problem: &Problem) -> (u32, u32) {
         let tile = C::TILE;
         let (member, mut q_tile) = (index / self.q_tiles, self.first_q_tile + index % self.q_tiles);
-        // A walk that starts past the first tile (full attention: the staggered kernels', and the plain kernels'
-        // outside the deterministic mode) wraps once past the last tile (a causal walk, as an ascending one, ends
-        // there; `DqSchedule::q_tile` is the staggered kernels' walk, as its tests check).
+        // A walk that starts past the first tile (the staggered kernels' at full attention) wraps once past the
+        // last tile (a causal walk, as an ascending one, ends there; `DqSchedule::q_tile` is the staggered kernels'
+        // walk, as its tests check).
         let tiles = problem.padded_rows / tile.tile_q;
         if q_tile >= tiles {
             q_tile -= tiles;
