@@ -101,6 +101,18 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
     }
 }
 
+/// Bytes of one row of an operand's TMA box (64 16-bit elements, 128-byte swizzle): an L2 line.
+const OPERAND_BOX_ROW_BYTES: usize = 128;
+
+/// Whether A's or B's rows, as `layout` stores them (16-bit elements, packed), start off 128-byte boundaries: then
+/// every box row TMA loads of that operand spans two L2 lines ([`Variant::for_unaligned_rows`]). A row of A holds K
+/// elements (row-major) or M (column-major); a row of B, K (column-major) or N (row-major).
+pub fn operand_rows_straddle_lines(shape: GemmShape, layout: GemmLayout) -> bool {
+    let a_row = if layout.a_order() == Order::RowMajor { shape.k } else { shape.m };
+    let b_row = if layout.b_order() == Order::ColMajor { shape.k } else { shape.n };
+    [a_row, b_row].into_iter().any(|elements| !(2 * elements).is_multiple_of(OPERAND_BOX_ROW_BYTES))
+}
+
 impl Variant {
     /// The concrete kernel for `shape` on a GPU with `sm_count` SMs. The same for every layout and output type:
     /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
@@ -177,17 +189,7 @@ impl Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
-            // Stream-K over the same clusters where the last wave of cluster tiles leaves the clusters idle for longer
-            // than its fixup costs (see STREAM_K_MIN_IDLE_K_TILES): 8192³, 16384³, 4096×14336×4096, 8192×4096×14336
-            // of the suite, not 4096³.
-            let clusters = (sms / 2).max(1);
-            let cluster_tiles = shape.m.div_ceil(2 * GEMM_SM90_128X256.tile_m as usize)
-                * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
-            if idle_k_tiles(cluster_tiles, k_tiles, clusters) >= STREAM_K_MIN_IDLE_K_TILES {
-                Variant::StreamKCluster2
-            } else {
-                Variant::WideCluster2
-            }
+            Variant::wide_clusters(shape, sms)
         } else if idle_k_tiles(wide_tiles, k_tiles, sms) >= STREAM_K_MIN_IDLE_K_TILES {
             // The same rule for single wide blocks. With one row of them, the same balance on 64×128 tiles, whose
             // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
@@ -197,8 +199,41 @@ impl Variant {
         }
     }
 
-    /// [`Variant::resolve`] for `input` → `output` GEMMs in `layout`: where the heuristic's
-    /// choice has no kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
+    /// The 128×256 tiles in clusters of two blocks sharing B: stream-K over the same clusters where the last wave of
+    /// cluster tiles leaves the clusters idle for longer than its fixup costs (see STREAM_K_MIN_IDLE_K_TILES): 8192³,
+    /// 16384³, 4096×14336×4096, 8192×4096×14336 of the suite, not 4096³.
+    fn wide_clusters(shape: GemmShape, sms: usize) -> Variant {
+        let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
+        let clusters = (sms / 2).max(1);
+        let cluster_tiles = shape.m.div_ceil(2 * GEMM_SM90_128X256.tile_m as usize)
+            * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize);
+        if idle_k_tiles(cluster_tiles, k_tiles, clusters) >= STREAM_K_MIN_IDLE_K_TILES {
+            Variant::StreamKCluster2
+        } else {
+            Variant::WideCluster2
+        }
+    }
+
+    /// [`Variant::resolve`]'s choice where A's or B's rows start off 128-byte boundaries
+    /// ([`operand_rows_straddle_lines`]): instead of ping-pong 128×128 tiles or single wide blocks, the wide tiles in
+    /// clusters sharing B ([`Variant::wide_clusters`]), above one row of them. A TMA box row of such an operand spans
+    /// two L2 lines, and blocks that load many of them per unit of work slow down by up to 2×; the wide tile loads
+    /// the fewest rows per FLOP and the cluster halves B's. Measured on an H100 (docs/perf-notes.md, "Session 59"):
+    /// every single-block variant at 0.3–0.6 of cuBLAS where both operands' rows straddle lines, the wide tiles in
+    /// clusters at 0.75–0.95; the few-tile region's choices (64×128, 128×128 tiles) gained nothing consistent from
+    /// clusters and keep the heuristic's choice.
+    fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
+        match resolved {
+            Variant::PingPong | Variant::Wide | Variant::StreamK if shape.m > GEMM_SM90_128X256.tile_m as usize => {
+                Variant::wide_clusters(shape, sms)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Variant::resolve`] for `input` → `output` GEMMs in `layout`: for [`Variant::Auto`] where A's or B's rows
+    /// start off 128-byte boundaries, [`Variant::for_unaligned_rows`]; then, where the heuristic's choice has no
+    /// kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
     /// (f32 outputs), for the ping-pong ones of few-tile problems, and the wide tiles for those of many-tile problems.
@@ -209,7 +244,13 @@ impl Variant {
         (input, output): (&str, &str),
         layout: GemmLayout,
     ) -> Variant {
-        match self.resolve(shape, sm_count) {
+        let resolved = match self.resolve(shape, sm_count) {
+            resolved if self == Variant::Auto && operand_rows_straddle_lines(shape, layout) => {
+                Variant::for_unaligned_rows(shape, sm_count as usize, resolved)
+            }
+            resolved => resolved,
+        };
+        match resolved {
             Variant::StreamKCluster2 if !Variant::StreamKCluster2.available(input, output, layout) => {
                 Variant::WideCluster2
             }
@@ -1054,6 +1095,55 @@ mod tests {
     }
 
     #[test]
+    fn operand_rows_straddle_lines_where_their_bytes_are_no_multiple_of_128() {
+        let straddle = |m, n, k, layout| operand_rows_straddle_lines(GemmShape::new(m, n, k), layout);
+        // tn: A's and B's rows are both K long.
+        assert!(straddle(4096, 4096, 4040, GemmLayout::Tn));
+        assert!(!straddle(4096, 4040, 4096, GemmLayout::Tn), "N only sets D's rows");
+        // tt: A's rows K, B's rows N.
+        assert!(straddle(4096, 4096, 4040, GemmLayout::Tt));
+        assert!(straddle(4096, 4040, 4096, GemmLayout::Tt));
+        assert!(!straddle(4040, 4096, 4096, GemmLayout::Tt), "M sets no operand row in tt");
+        // nt: A's rows M, B's rows N; nn: A's rows M, B's rows K.
+        assert!(straddle(4040, 4096, 4096, GemmLayout::Nt));
+        assert!(!straddle(4096, 4096, 4040, GemmLayout::Nt));
+        assert!(straddle(4096, 4096, 4040, GemmLayout::Nn));
+        // 64 elements are 128 bytes: multiples of 64 never straddle.
+        assert!(!straddle(64 * 47, 64 * 95, 64 * 33, GemmLayout::Tn));
+    }
+
+    #[test]
+    fn auto_runs_wide_clusters_where_operand_rows_straddle_lines() {
+        let bf16 = ("bf16", "bf16");
+        let auto = |m, n, k, layout| Variant::Auto.resolve_for(GemmShape::new(m, n, k), 132, bf16, layout);
+        // Many short tiles: ping-pong when the rows are aligned, the wide clusters when they are not.
+        assert_eq!(auto(3072, 5120, 2048, GemmLayout::Tn), Variant::PingPong);
+        assert_eq!(auto(3001, 5000, 2008, GemmLayout::Tn), Variant::WideCluster2);
+        assert_eq!(auto(3001, 5000, 2008, GemmLayout::Tt), Variant::WideCluster2);
+        // Single wide blocks become clusters, stream-K or not by the clusters' own idle-time rule.
+        assert_eq!(Variant::Auto.resolve(GemmShape::new(1234, 5680, 2344), 132), Variant::Wide);
+        assert_eq!(auto(1234, 5680, 2344, GemmLayout::Tn), Variant::WideCluster2);
+        // Only D's rows off the lines (tn: N sets no operand row): unchanged.
+        assert_eq!(
+            auto(4096, 4040, 4096, GemmLayout::Tn),
+            Variant::Auto.resolve(GemmShape::new(4096, 4040, 4096), 132)
+        );
+        // One row of tiles (M ≤ 128) would leave a cluster's second block idle, and the few-tile choices stay.
+        let one_row = GemmShape::new(128, 6000, 6000);
+        assert_eq!(Variant::Auto.resolve_for(one_row, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(one_row, 132));
+        let few = GemmShape::new(1000, 1000, 1000);
+        assert_eq!(Variant::Auto.resolve_for(few, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(few, 132));
+        // A variant asked for by name is run as asked.
+        assert_eq!(
+            Variant::PingPong.resolve_for(GemmShape::new(3001, 5000, 2008), 132, bf16, GemmLayout::Tn),
+            Variant::PingPong
+        );
+        // Where the clusters' stream-K kernel does not exist (f16), their data-parallel one.
+        let f16 = Variant::Auto.resolve_for(GemmShape::new(3001, 5000, 2008), 132, ("f16", "f16"), GemmLayout::Tn);
+        assert_eq!(f16, Variant::WideCluster2);
+    }
+
+    #[test]
     fn auto_resolves_to_a_kernel_that_exists_for_every_type_pair_and_layout() {
         // Whatever the table instantiates, Auto's choice (and its fallback without stream-K) must exist.
         let shapes = [
@@ -1067,6 +1157,10 @@ mod tests {
             (2048, 2048, 2048),
             (4096, 4096, 4096),
             (8192, 8192, 8192),
+            // Rows off 128-byte boundaries in some layouts (the clusters' rule).
+            (2000, 2000, 2000),
+            (3001, 5000, 2008),
+            (1234, 5680, 2344),
         ];
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
             for layout in GemmLayout::ALL {
