@@ -219,9 +219,9 @@ impl Variant {
     /// clusters sharing B ([`Variant::wide_clusters`]), above one row of them. A TMA box row of such an operand spans
     /// two L2 lines, and blocks that load many of them per unit of work slow down by up to 2×; the wide tile loads
     /// the fewest rows per FLOP and the cluster halves B's. Measured on an H100 (docs/perf-notes.md, "Session 59"):
-    /// where both operands' rows straddle lines, ping-pong at 0.43–0.75 of cuBLAS and the wide clusters at
-    /// 0.75–0.97, the best variant or within 4% of it; the few-tile region's choices (64×128, 128×128 tiles) gained
-    /// nothing consistent from clusters and keep the heuristic's choice.
+    /// where both operands' rows straddle lines, outside the few-tile region, ping-pong at 0.41–0.75 of cuBLAS and
+    /// the wide clusters at 0.75–0.97, the best variant or within 4% of it; the few-tile region's choices (64×128,
+    /// 128×128 tiles) gained nothing consistent from clusters and keep the heuristic's choice.
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
             Variant::PingPong | Variant::Wide | Variant::StreamK if shape.m > GEMM_SM90_128X256.tile_m as usize => {
