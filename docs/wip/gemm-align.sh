@@ -12,5 +12,5 @@ only=${ONLY:-oxtile,oxtile-wide,oxtile-wide-c2,oxtile-square,oxtile-square-c2,ox
 for layout in ${LAYOUTS:-tn tt}; do
   echo "=== layout $layout"
   timeout 290 "./$build/oxtile" bench gemm --shapes "$shapes" --layout "$layout" --only "$only" --rounds 2 --runs 20 \
-    --json "$OUT/align-$build-$layout.json" 2>&1 | tail -n +1
+    --json "$OUT/align-$build-$layout.json" 2>&1
 done

@@ -105,19 +105,21 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
 const OPERAND_BOX_ROW_BYTES: usize = 128;
 
 /// Whether A's or B's rows, as `layout` stores them (16-bit elements, packed), start off 128-byte boundaries: then
-/// every box row TMA loads of that operand spans two L2 lines ([`Variant::for_unaligned_rows`]). A row of A holds K
-/// elements (row-major) or M (column-major); a row of B, K (column-major) or N (row-major).
-pub fn operand_rows_straddle_lines(shape: GemmShape, layout: GemmLayout) -> bool {
+/// most box rows TMA loads of that operand span two L2 lines ([`Variant::for_unaligned_rows`]). A row of A holds K
+/// elements (row-major) or M (column-major); a row of B, K (column-major) or N (row-major). From the shape alone: a
+/// base address off a 128-byte boundary (operands need only 16 bytes) straddles too, and is not weighed.
+pub(crate) fn operand_rows_straddle_lines(shape: GemmShape, layout: GemmLayout) -> bool {
     let a_row = if layout.a_order() == Order::RowMajor { shape.k } else { shape.m };
     let b_row = if layout.b_order() == Order::ColMajor { shape.k } else { shape.n };
     [a_row, b_row].into_iter().any(|elements| !(2 * elements).is_multiple_of(OPERAND_BOX_ROW_BYTES))
 }
 
 impl Variant {
-    /// The concrete kernel for `shape` on a GPU with `sm_count` SMs. The same for every layout and output type:
-    /// MN-major operands take the same data path as K-major ones, and the f32 epilogue's extra bytes do not
-    /// change which tiling fills the GPU best (docs/perf-notes.md); `oxtile tune gemm` records per-layout
-    /// measurements that take precedence.
+    /// The concrete kernel for `shape` on a GPU with `sm_count` SMs, by shape alone: MN-major operands take the same
+    /// data path as K-major ones, and the f32 epilogue's extra bytes do not change which tiling fills the GPU best
+    /// (docs/perf-notes.md). What the plans run is [`Variant::resolve_for`], which for Auto also weighs where the
+    /// layout puts the operands' rows (rows off 128-byte lines go to the wide clusters); `oxtile tune gemm` records
+    /// per-layout measurements that take precedence.
     ///
     /// A stream-K choice is what [`GemmPlan::new`] runs only where the options allow it ([`GemmOptions::auto_stream_k`],
     /// `OXTILE_NO_STREAM_K`) and every block of its grid can be resident on the GPU at once (its blocks wait for each
@@ -220,7 +222,7 @@ impl Variant {
     /// two L2 lines, and blocks that load many of them per unit of work slow down by up to 2×; the wide tile loads
     /// the fewest rows per FLOP and the cluster halves B's. Measured on an H100 (docs/perf-notes.md, "Session 59"):
     /// where both operands' rows straddle lines, outside the few-tile region, ping-pong at 0.41–0.75 of cuBLAS and
-    /// the wide clusters at 0.75–0.97, the best variant or within 4% of it; the few-tile region's choices (64×128,
+    /// the wide clusters at 0.75–0.96, the best variant or within 4% of it; the few-tile region's choices (64×128,
     /// 128×128 tiles) gained nothing consistent from clusters and keep the heuristic's choice.
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
@@ -232,7 +234,8 @@ impl Variant {
     }
 
     /// [`Variant::resolve`] for `input` → `output` GEMMs in `layout`: for [`Variant::Auto`] where A's or B's rows
-    /// start off 128-byte boundaries, [`Variant::for_unaligned_rows`]; then, where the heuristic's choice has no
+    /// start off 128-byte boundaries, the wide tiles in clusters instead of ping-pong or single wide blocks (from one
+    /// row of tiles on; `for_unaligned_rows`, docs/perf-notes.md "Session 59"); then, where the heuristic's choice has no
     /// kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
@@ -1120,17 +1123,21 @@ mod tests {
         assert_eq!(auto(3072, 5120, 2048, GemmLayout::Tn), Variant::PingPong);
         assert_eq!(auto(3001, 5000, 2008, GemmLayout::Tn), Variant::WideCluster2);
         assert_eq!(auto(3001, 5000, 2008, GemmLayout::Tt), Variant::WideCluster2);
-        // Single wide blocks become clusters, stream-K or not by the clusters' own idle-time rule.
+        // Only D's rows off the lines (tn: N sets no operand row): still ping-pong.
+        assert_eq!(auto(3072, 5000, 2048, GemmLayout::Tn), Variant::PingPong);
+        // Single wide blocks become clusters.
         assert_eq!(Variant::Auto.resolve(GemmShape::new(1234, 5680, 2344), 132), Variant::Wide);
         assert_eq!(auto(1234, 5680, 2344, GemmLayout::Tn), Variant::WideCluster2);
-        // Only D's rows off the lines (tn: N sets no operand row): unchanged.
-        assert_eq!(
-            auto(4096, 4040, 4096, GemmLayout::Tn),
-            Variant::Auto.resolve(GemmShape::new(4096, 4040, 4096), 132)
-        );
-        // One row of tiles (M ≤ 128) would leave a cluster's second block idle, and the few-tile choices stay.
-        let one_row = GemmShape::new(128, 6000, 6000);
-        assert_eq!(Variant::Auto.resolve_for(one_row, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(one_row, 132));
+        // Stream-K or not by the clusters' own idle-time rule: 2047×2056×2040 leaves the clusters' last wave idle
+        // long enough; where that kernel does not exist (f16), the clusters' data-parallel one.
+        assert_eq!(auto(2047, 2056, 2040, GemmLayout::Tn), Variant::StreamKCluster2);
+        let f16 = Variant::Auto.resolve_for(GemmShape::new(2047, 2056, 2040), 132, ("f16", "f16"), GemmLayout::Tn);
+        assert_eq!(f16, Variant::WideCluster2);
+        // One row of tiles (M ≤ 128) would leave a cluster's second block idle: single wide blocks stay.
+        let one_row = GemmShape::new(128, 20480, 1000);
+        assert_eq!(Variant::Auto.resolve(one_row, 132), Variant::Wide);
+        assert_eq!(Variant::Auto.resolve_for(one_row, 132, bf16, GemmLayout::Tn), Variant::Wide);
+        // The few-tile region keeps its choice.
         let few = GemmShape::new(1000, 1000, 1000);
         assert_eq!(Variant::Auto.resolve_for(few, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(few, 132));
         // A variant asked for by name is run as asked.
@@ -1138,9 +1145,6 @@ mod tests {
             Variant::PingPong.resolve_for(GemmShape::new(3001, 5000, 2008), 132, bf16, GemmLayout::Tn),
             Variant::PingPong
         );
-        // Where the clusters' stream-K kernel does not exist (f16), their data-parallel one.
-        let f16 = Variant::Auto.resolve_for(GemmShape::new(3001, 5000, 2008), 132, ("f16", "f16"), GemmLayout::Tn);
-        assert_eq!(f16, Variant::WideCluster2);
     }
 
     #[test]
