@@ -101,17 +101,12 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
     }
 }
 
-/// Bytes of one row of an operand's TMA box (64 16-bit elements, 128-byte swizzle): an L2 line.
-const OPERAND_BOX_ROW_BYTES: usize = 128;
-
-/// Whether A's or B's rows, as `layout` stores them (16-bit elements, packed), start off 128-byte boundaries: then
-/// most box rows TMA loads of that operand span two L2 lines ([`Variant::for_unaligned_rows`]). A row of A holds K
-/// elements (row-major) or M (column-major); a row of B, K (column-major) or N (row-major). From the shape alone: a
-/// base address off a 128-byte boundary (operands need only 16 bytes) straddles too, and is not weighed.
+/// Whether A's or B's rows, as `layout` stores them (16-bit elements, packed), start off 128-byte boundaries (their
+/// contiguous dimension, [`contiguous_dims`], not a multiple of a swizzled row's 64 elements): then most box rows TMA
+/// loads of that operand span two L2 lines ([`Variant::for_unaligned_rows`]). From the shape alone: a base address
+/// off a 128-byte boundary (operands need only 16 bytes) straddles too, and is not weighed.
 pub(crate) fn operand_rows_straddle_lines(shape: GemmShape, layout: GemmLayout) -> bool {
-    let a_row = if layout.a_order() == Order::RowMajor { shape.k } else { shape.m };
-    let b_row = if layout.b_order() == Order::ColMajor { shape.k } else { shape.n };
-    [a_row, b_row].into_iter().any(|elements| !(2 * elements).is_multiple_of(OPERAND_BOX_ROW_BYTES))
+    contiguous_dims(shape, layout).into_iter().any(|(_, _, (_, extent))| !extent.is_multiple_of(SWIZZLE_ROW as usize))
 }
 
 impl Variant {
@@ -453,21 +448,21 @@ fn output_map(data_type: CUtensorMapDataType, address: u64, shape: GemmShape, ou
     }
 }
 
+/// A's and B's contiguous dimensions as `layout` stores them: per operand its name, its order, and the name and
+/// extent of the dimension one stored row holds (A: K row-major, M column-major; B: N row-major, K column-major).
+fn contiguous_dims(shape: GemmShape, layout: GemmLayout) -> [(&'static str, Order, (&'static str, usize)); 2] {
+    let GemmShape { m, n, k } = shape;
+    let (a_order, b_order) = (layout.a_order(), layout.b_order());
+    let a = if a_order == Order::RowMajor { ("K", k) } else { ("M", m) };
+    let b = if b_order == Order::RowMajor { ("N", n) } else { ("K", k) };
+    [("A", a_order, a), ("B", b_order, b)]
+}
+
 /// Whether TMA can load A and B in `layout`: the contiguous dimension of each (K for A row-major and B
 /// column-major, M for A column-major, N for B row-major) must be a multiple of 8, since rows must start 16 bytes
 /// apart. [`Error::Unsupported`] otherwise, naming the operand and dimension.
 pub fn check_layout(shape: GemmShape, layout: GemmLayout) -> Result<()> {
-    let GemmShape { m, n, k } = shape;
-    let (a_order, b_order) = (layout.a_order(), layout.b_order());
-    let a = match a_order {
-        Order::RowMajor => ("K", k),
-        Order::ColMajor => ("M", m),
-    };
-    let b = match b_order {
-        Order::RowMajor => ("N", n),
-        Order::ColMajor => ("K", k),
-    };
-    for (operand, order, (dim, extent)) in [("A", a_order, a), ("B", b_order, b)] {
+    for (operand, order, (dim, extent)) in contiguous_dims(shape, layout) {
         if !extent.is_multiple_of(8) {
             let order = if order == Order::RowMajor { "row-major" } else { "column-major" };
             return Err(Error::unsupported(
