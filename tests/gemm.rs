@@ -729,22 +729,7 @@ fn bad_arguments_are_rejected_before_launch() {
     let err = gemm::gemm(&gpu, shape, &a, &b, &mut d32.slice_mut(0..64 * 63), GemmOptions::default()).unwrap_err();
     assert!(matches!(err, Error::BadArgument { .. }) && err.to_string().contains("D has 4032"), "{err}");
 
-    // Each layout refuses a contiguous dimension TMA cannot stride over, naming it, whatever the output type.
-    for (layout, shape, dim) in [
-        (GemmLayout::Tn, GemmShape::new(64, 64, 63), "K = 63"),
-        (GemmLayout::Tt, GemmShape::new(64, 63, 64), "N = 63"),
-        (GemmLayout::Nt, GemmShape::new(63, 64, 64), "M = 63"),
-        (GemmLayout::Nn, GemmShape::new(64, 64, 63), "K = 63"),
-    ] {
-        let options = GemmOptions { layout, ..GemmOptions::default() };
-        let (a_len, b_len, d_len) = (shape.m * shape.k, shape.k * shape.n, shape.m * shape.n);
-        let (a, b) = (a.slice(0..a_len), b.slice(0..b_len));
-        let err = gemm::gemm(&gpu, shape, &a, &b, &mut d.slice_mut(0..d_len), options).unwrap_err();
-        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
-        assert!(err.to_string().contains(dim) && err.to_string().contains("multiple of 8"), "{err}");
-        let err = gemm::gemm(&gpu, shape, &a, &b, &mut d32.slice_mut(0..d_len), options).unwrap_err();
-        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
-    }
+    // A and B off 16 bytes are staged (`views_off_16_bytes_are_staged`); D is written in place and must be aligned.
     let mut d_misaligned = d.slice_mut(1..1 + 64 * 32);
     let err = gemm::gemm(
         &gpu,
@@ -759,6 +744,60 @@ fn bad_arguments_are_rejected_before_launch() {
     // Nothing else ran: D still holds zeros.
     assert!(stream.clone_dtoh(&d).unwrap().iter().all(|v| *v == bf16::ZERO));
     assert!(stream.clone_dtoh(&d32).unwrap().iter().all(|v| *v == 0.0));
+}
+
+/// Shapes whose operands' rows are no multiple of 16 bytes in some layout, so that the plan reads them from staged
+/// copies (every variant on each layout's all-odd shape is in `bf16_matches_reference_in_every_layout_on_odd_and_edge_
+/// shapes`): f32 outputs and f16; M ≤ 16, where the skinny kernel applies to aligned operands; a shape of cuBLAS's
+/// that oxtile refused before staging; and repeated launches of one plan, each refreshing the copies from new inputs.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn operands_tma_cannot_read_in_place_are_staged() {
+    let gpu = gpu();
+    let shapes = |_| vec![(4, 520, 1003), (333, 777, 265), (1500, 1500, 1500)];
+    assert_pass::<bf16, bf16>(&gpu, cases::<bf16, bf16>(&[Variant::Auto], shapes));
+    assert_pass::<bf16, f32>(&gpu, cases::<bf16, f32>(&[Variant::Auto], shapes));
+    assert_pass::<f16, f16>(&gpu, cases::<f16, f16>(&[Variant::Auto], shapes));
+    // The skinny kernel reads A and B in place: where it would apply, staged operands take the tiles.
+    let skinny = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..GemmOptions::default() };
+    for (shape, staged) in [(GemmShape::new(4, 520, 1003), true), (GemmShape::new(4, 520, 1000), false)] {
+        let report = verify::gemm_check::<bf16, bf16>(&gpu, shape, skinny, fresh_seed()).unwrap();
+        assert!(report.passed(), "{report:?}");
+        assert_eq!(report.kernel.contains("skinny"), !staged, "{shape:?}: {}", report.kernel);
+    }
+    let seed = fresh_seed();
+    for layout in GemmLayout::ALL {
+        let options = GemmOptions { layout, ..GemmOptions::default() };
+        let reports = verify::gemm_check_launches::<bf16, bf16>(&gpu, GemmShape::new(257, 263, 131), options, seed, 3);
+        let reports = reports.unwrap();
+        assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{}", CheckReport::table(&reports));
+    }
+}
+
+/// A and B as views starting one element into their buffers (2-byte aligned, TMA needs 16) with dimensions TMA could
+/// read in place: staged, and the product matches float64 with every element written (D starts poisoned).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn views_off_16_bytes_are_staged() {
+    let gpu = gpu();
+    let stream = gpu.stream();
+    let seed = fresh_seed();
+    let shape = GemmShape::new(264, 136, 520);
+    for (l, layout) in GemmLayout::ALL.into_iter().enumerate() {
+        let options = GemmOptions { layout, ..GemmOptions::default() };
+        let (a, b, d_in) = verify::gemm_inputs::<bf16, bf16>(shape, &options, seed + l as u64);
+        let offset = |v: &[bf16]| stream.clone_htod(&[&[bf16::ONE][..], v].concat()).unwrap();
+        let (a_dev, b_dev) = (offset(&a), offset(&b));
+        let (a_view, b_view) = (a_dev.slice(1..), b_dev.slice(1..));
+        let mut d = stream.clone_htod(&d_in).unwrap();
+        gemm::gemm(&gpu, shape, &a_view, &b_view, &mut d, options).unwrap();
+        let d = stream.clone_dtoh(&d).unwrap();
+        let (positions, want) = verify::gemm_reference(shape, &options, &a, &b, &d_in, seed);
+        let got = positions.iter().map(|&(i, j)| d[i * shape.n + j].to_f64());
+        let comparison = reference::Comparison::of(got, want);
+        assert!(comparison.passes(<bf16 as CheckValue>::gemm_bound(shape.k)), "{layout} seed {seed}: {comparison:?}");
+        assert!(d.iter().all(|v| v.to_f64().is_finite()), "{layout} seed {seed}: D not wholly written");
+    }
 }
 
 #[test]

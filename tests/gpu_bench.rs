@@ -430,12 +430,12 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
         assert_eq!(skinny.check.as_deref(), Some("ok"), "{problem}: {skinny:?}");
         assert!(skinny.config.as_deref().is_some_and(|k| k.contains("skinny")), "{problem}: {skinny:?}");
     }
-    // A column-major A needs M to be a multiple of 8: the row says why instead of a time, and cuBLAS still runs.
+    // A column-major A of M = 255: rows 510 bytes apart, which TMA cannot read in place. The plan stages A, and its
+    // row is timed and checked like any other.
     let other = GemmProblem { shape: GemmShape::new(255, 256, 256), dtype: Dtype::Bf16, layout: GemmLayout::Nt };
     let rows = gemm::bench_gemm(&gpu, &info, &pool, &other, &mut contenders, &config, &mut |_: &str| {}).unwrap();
     let ours = rows.iter().find(|r| r.implementation == "oxtile").unwrap();
-    let error = ours.error.as_deref().unwrap_or_default();
-    assert!(error.starts_with("unsupported") && error.contains("M = 255"), "{ours:?}");
+    assert!(ours.error.is_none() && ours.check.as_deref() == Some("ok"), "{ours:?}");
     assert_eq!(rows[0].check.as_deref(), Some("ref"), "{:?}", rows[0]);
 }
 

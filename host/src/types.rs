@@ -125,7 +125,7 @@ impl std::fmt::Display for Dtype {
 }
 
 /// The 16-bit input types the tensor-core kernels (GEMM, attention) take.
-pub trait GemmElement: cudarc::driver::DeviceRepr {
+pub trait GemmElement: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits {
     const DTYPE: Dtype;
     /// `bf16` or `f16`, as tables, kernel names and the tune cache write it.
     const NAME: &'static str = Self::DTYPE.name();

@@ -216,7 +216,8 @@ fn planned_gemm<T: CheckElement, O: GemmOutput<T> + CheckValue>(
 }
 
 /// GEMM shapes every check covers in layout tn: single elements, odd sizes, M or N below one tile, K = 8, several
-/// waves.
+/// waves, and every dimension odd: then each operand's rows are no multiple of 16 bytes in every layout, so the plan
+/// reads both from staged copies ([`crate::ops::gemm`]).
 pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
     (1, 1, 8),
     (1000, 1000, 1000),
@@ -225,12 +226,14 @@ pub const GEMM_SHAPES: &[(usize, usize, usize)] = &[
     (3000, 100, 512),
     (128, 256, 8),
     (4096, 4096, 4096),
+    (1001, 999, 1003),
 ];
 
-/// [`GEMM_SHAPES`] as each layout can take them ([`gemm::check_layout`]: the contiguous dimension of each operand
-/// is a multiple of 8). The others stay odd where the layout allows, and partial tiles stay partial: 4095 becomes
-/// 4088 (a partial 64-wide box as well as a partial tile), 4097 becomes 4104 (8 rows into a new tile), 1 becomes 8,
-/// 100 becomes 104. GemmLayout nt takes any K, so it gets odd ones (1, 4097, 515).
+/// [`GEMM_SHAPES`] as each layout reads them in place, but for the last, which no layout does (TMA reads an operand
+/// in place when its contiguous dimension is a multiple of 8). The others stay odd where the layout allows, and
+/// partial tiles stay partial: 4095 becomes 4088 (a partial 64-wide box as well as a partial tile), 4097 becomes
+/// 4104 (8 rows into a new tile), 1 becomes 8, 100 becomes 104. GemmLayout nt reads any K in place, so it gets odd
+/// ones (1, 4097, 515).
 pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
     match layout {
         GemmLayout::Tn => GEMM_SHAPES,
@@ -242,6 +245,7 @@ pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
             (3000, 104, 512),
             (128, 256, 8),
             (4096, 4096, 4096),
+            (1001, 999, 1003),
         ],
         GemmLayout::Nt => &[
             (8, 8, 1),
@@ -251,6 +255,7 @@ pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
             (3000, 104, 515),
             (128, 256, 8),
             (4096, 4096, 4096),
+            (1001, 999, 1003),
         ],
         GemmLayout::Nn => &[
             (8, 1, 8),
@@ -260,6 +265,7 @@ pub fn gemm_shapes(layout: GemmLayout) -> &'static [(usize, usize, usize)] {
             (3000, 100, 512),
             (128, 256, 8),
             (4096, 4096, 4096),
+            (1001, 999, 1003),
         ],
     }
 }
@@ -615,15 +621,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_layouts_shapes_are_loadable_and_keep_the_edge_cases() {
+    fn every_layouts_shapes_are_read_in_place_but_one_and_keep_the_edge_cases() {
         for layout in GemmLayout::ALL {
             let shapes = gemm_shapes(layout);
-            for &(m, n, k) in shapes.iter().chain([&(1000, 1000, 1000)]) {
-                gemm::check_layout(GemmShape::new(m, n, k), layout)
+            let (last, in_place) = shapes.split_last().unwrap();
+            for &(m, n, k) in in_place.iter().chain([&(1000, 1000, 1000)]) {
+                gemm::check_tma_rows(GemmShape::new(m, n, k), layout)
                     .unwrap_or_else(|e| panic!("{layout} {m}x{n}x{k}: {e}"));
             }
+            assert!([last.0, last.1, last.2].iter().all(|d| d % 2 == 1), "{layout}: {last:?} stages both operands");
             let odd = odd_shape(layout);
-            gemm::check_layout(odd, layout).unwrap();
+            gemm::check_tma_rows(odd, layout).unwrap();
             // Partial tiles in both M and N on the odd shapes (tile 128×256 and 128×64).
             assert!(!odd.m.is_multiple_of(128) && !odd.n.is_multiple_of(64), "{layout} {odd:?}");
             let has = |f: &dyn Fn(usize, usize, usize) -> bool| shapes.iter().any(|&(m, n, k)| f(m, n, k));
@@ -642,11 +650,11 @@ mod tests {
 
     #[test]
     fn sweeps_plan_every_check_once() {
-        // 4 elementwise kernels at 9 lengths, 5 throughput modes, per layout 13 variants at 7 shapes plus 5 checks
+        // 4 elementwise kernels at 9 lengths, 5 throughput modes, per layout 13 variants at 8 shapes plus 5 checks
         // on the odd shape, the skinny kernel's 3 checks (quick: 2) in the 2 layouts with A row-major, 15 attention
-        // checks (two rows each): the 461 rows of the full table.
+        // checks (two rows each): the 513 rows of the full table.
         let full = plan(Sweep::Full, 1);
-        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 7 + 5) + 2 * 3 + 15);
+        assert_eq!(full.len(), 4 * 9 + 5 + 4 * (13 * 8 + 5) + 2 * 3 + 15);
         let quick = plan(Sweep::Quick, 1);
         assert_eq!(quick.len(), 4 + 5 + 4 * (13 + 5) + 2 * 2 + 15);
         for sweep in [&full, &quick] {

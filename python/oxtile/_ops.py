@@ -109,8 +109,9 @@ def matmul(a: Tensor, b: Tensor, out_dtype: Optional[torch.dtype] = None) -> Ten
     """D = a @ b on oxtile's Hopper GEMM kernels.
 
     a (M×K) and b (K×N): 2-D CUDA tensors on one GPU, both bfloat16 or both float16, each row-major or column-major
-    (a transposed view such as ``w.T`` is read in place: all four layouts), with the contiguous dimension of each a
-    multiple of 8 (TMA loads 16-byte rows) and 16-byte aligned data. D is a new row-major M×N tensor of `out_dtype`:
+    (a transposed view such as ``w.T`` is read in place: all four layouts). TMA reads an operand in place when its
+    data is 16-byte aligned and its contiguous dimension a multiple of 8; any other is copied first into a buffer of
+    the call's own (a read and a write of it). D is a new row-major M×N tensor of `out_dtype`:
     the inputs' type (default) or torch.float32; products accumulate in f32 either way. Runs on the current stream.
     """
     return torch.ops.oxtile.matmul(a, b, a.dtype if out_dtype is None else out_dtype)

@@ -147,9 +147,6 @@ def test_native_attention_errors_carry_the_rust_message(change, message):
 
 
 def test_native_matmul_errors_carry_the_rust_message():
-    # A row-major A of K = 12 columns: rows 24 bytes apart, which TMA cannot load.
-    with pytest.raises(ValueError, match="K = 12 is its contiguous dimension, and it is not a multiple of 8"):
-        _oxtile.matmul(0, 0, "bf16", "bf16", 16, 16, 12, 0x10000, "row", 0x20000, "col", 0x30000)
     with pytest.raises(ValueError, match="bf16 → f16"):
         _oxtile.matmul(0, 0, "bf16", "f16", 16, 16, 16, 0x10000, "row", 0x20000, "col", 0x30000)
     with pytest.raises(ValueError, match="order"):

@@ -6,7 +6,7 @@ use half::{bf16, f16};
 use super::gemm::{GemmContender, GemmProblem, Operands, fastest_candidate};
 use crate::error::Result;
 use crate::kernels::{self, Variant};
-use crate::ops::gemm::{self as ops_gemm, GemmOptions, GemmPlan, SkinnyChoice};
+use crate::ops::gemm::{GemmOptions, GemmPlan, SkinnyChoice};
 use crate::ops::gemm_skinny;
 use crate::runtime::{ClusterShape, Gpu};
 use crate::types::{Dtype, GemmElement, GemmLayout, GemmOutput};
@@ -17,8 +17,8 @@ pub const OXTILE_TUNED: &str = "oxtile-tuned";
 /// A plan per (A, B) address pair: a plan's tensor maps encode its operands' addresses.
 type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 
-/// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (every layout whose operands TMA can load,
-/// see [`ops_gemm::check_layout`]), C row-major, bf16 or f16 in and out with fp32 accumulation, alpha = 1,
+/// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (operands TMA cannot read in place are
+/// staged by the plan, their copies timed with the kernel), C row-major, bf16 or f16 in and out with fp32 accumulation, alpha = 1,
 /// beta = 0. One plan is made per input set, in [`GemmContender::bind`], with D's tensor map bound to the set's C
 /// there too, so the timed launches pay only the launch.
 pub struct OxtileSm90 {
@@ -169,11 +169,6 @@ impl GemmContender for OxtileSm90 {
     }
 
     fn supports(&self, problem: &GemmProblem) -> std::result::Result<(), String> {
-        match ops_gemm::check_layout(problem.shape, problem.layout) {
-            Ok(()) => {}
-            Err(crate::Error::Unsupported { message, .. }) => return Err(message),
-            Err(other) => return Err(other.to_string()),
-        }
         // A forced variant may exist for some types and layouts only (the multicast ablation: bf16 tn; the
         // ping-pong kernels: same-type outputs, clusters for bf16).
         let input = problem.dtype.name();

@@ -3,9 +3,10 @@
 //! A is M×K and B is K×N, each stored row- or column-major ([`Order`]; the four combinations are the BLAS
 //! layouts tn, tt, nt, nn, see [`GemmLayout`]); D is M×N row-major, in the input type or in f32
 //! ([`GemmOutput`]). The kernels load each operand with TMA as it lies and wgmma reads it in place: K-major (A
-//! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs 16-byte row
-//! strides, so each operand's contiguous dimension must be a multiple of 8 elements ([`check_layout`]). Every
-//! argument is checked before launch.
+//! row-major, B column-major) or MN-major (A column-major, B row-major), no transposes. TMA needs a 16-byte aligned
+//! base and rows a multiple of 16 bytes apart: an operand without them (a contiguous dimension not a multiple of 8
+//! elements, a view starting off 16 bytes) is read from a copy of the plan's own, refreshed before each launch
+//! ([`super::staging`]). Every argument is checked before launch.
 //!
 //! Every kernel writes D through shared memory and TMA stores when a tensor map can describe it (D's
 //! rows 16 bytes apart: N a multiple of 8 for 16-bit outputs, of 4 for f32), from registers otherwise
@@ -28,6 +29,7 @@ use oxtile_abi::{
 };
 
 use super::gemm_skinny::{self, SkinnyPlan};
+use super::staging::{self, StagedMatrix};
 use super::{input_ptr, output_ptr};
 use crate::error::{Error, Result};
 pub use crate::kernels::Variant;
@@ -101,12 +103,17 @@ fn idle_k_tiles(tiles: usize, k_tiles: usize, workers: usize) -> usize {
     }
 }
 
-/// Whether A's or B's rows, as `layout` stores them (16-bit elements, packed), start off 128-byte boundaries (their
-/// contiguous dimension, [`contiguous_dims`], not a multiple of a swizzled row's 64 elements): then most box rows TMA
-/// loads of that operand span two L2 lines ([`Variant::for_unaligned_rows`]). From the shape alone: a base address
-/// off a 128-byte boundary (operands need only 16 bytes) straddles too, and is not weighed.
+/// Whether A's or B's rows, as the kernel reads them (16-bit elements), start off 128-byte boundaries: rows read in
+/// place are their contiguous dimension ([`contiguous_dims`]) apart, staged ones a multiple of 128 bytes
+/// ([`staging`]), and rows not a multiple of a swizzled row's 64 elements apart make most box rows TMA loads of that
+/// operand span two L2 lines ([`Variant::for_unaligned_rows`]). From the shape alone: a base address off a 128-byte
+/// boundary straddles too (one off 16 bytes is staged), and is not weighed.
 pub(crate) fn operand_rows_straddle_lines(shape: GemmShape, layout: GemmLayout) -> bool {
-    contiguous_dims(shape, layout).into_iter().any(|(_, _, (_, extent))| !extent.is_multiple_of(SWIZZLE_ROW as usize))
+    contiguous_dims(shape, layout).into_iter().any(|(_, _, (_, extent))| {
+        let pitch =
+            if staging::tma_reads_in_place::<u16>(0, extent) { extent } else { staging::staged_pitch::<u16>(extent) };
+        !pitch.is_multiple_of(SWIZZLE_ROW as usize)
+    })
 }
 
 impl Variant {
@@ -458,10 +465,21 @@ fn contiguous_dims(shape: GemmShape, layout: GemmLayout) -> [(&'static str, Orde
     [("A", a_order, a), ("B", b_order, b)]
 }
 
-/// Whether TMA can load A and B in `layout`: the contiguous dimension of each (K for A row-major and B
-/// column-major, M for A column-major, N for B row-major) must be a multiple of 8, since rows must start 16 bytes
-/// apart. [`Error::Unsupported`] otherwise, naming the operand and dimension.
-pub fn check_layout(shape: GemmShape, layout: GemmLayout) -> Result<()> {
+/// A's and B's storage as `layout` lays them out: per operand its stored rows and the elements each holds (its
+/// contiguous dimension, [`contiguous_dims`]), packed.
+fn stored_rows(shape: GemmShape, layout: GemmLayout) -> [(usize, usize); 2] {
+    let GemmShape { m, n, k } = shape;
+    contiguous_dims(shape, layout).map(|(operand, _, (_, extent))| {
+        let elements = if operand == "A" { m * k } else { k * n };
+        (elements / extent, extent)
+    })
+}
+
+/// Whether TMA can load A and B in `layout` where they lie, for the kernels that never stage an operand (the
+/// symmetric GEMM): the contiguous dimension of each (K for A row-major and B column-major, M for A column-major, N
+/// for B row-major) must be a multiple of 8, since rows must start 16 bytes apart. [`Error::Unsupported`] otherwise,
+/// naming the operand and dimension.
+pub(crate) fn check_tma_rows(shape: GemmShape, layout: GemmLayout) -> Result<()> {
     for (operand, order, (dim, extent)) in contiguous_dims(shape, layout) {
         if !extent.is_multiple_of(8) {
             let order = if order == Order::RowMajor { "row-major" } else { "column-major" };
@@ -481,11 +499,12 @@ pub fn check_layout(shape: GemmShape, layout: GemmLayout) -> Result<()> {
 /// Elements of one 128-byte swizzled row: the k extent of every TMA box, and the M/N extent of an MN-major one.
 const SWIZZLE_ROW: u32 = GemmTile::MN_BOX;
 
-/// The tensor map of one operand over its storage. `mn` is its M (A) or N (B) extent; `k_major` says whether K is
-/// its contiguous dimension; `box_mn` is the M/N extent of a K-major box (a tile, or a cluster block's share).
+/// The tensor map of one operand over its storage at `address`, stored rows `pitch` elements apart. `mn` is its M (A)
+/// or N (B) extent; `k_major` says whether K is its contiguous dimension; `box_mn` is the M/N extent of a K-major box
+/// (a tile, or a cluster block's share).
 fn operand_map(
     data_type: CUtensorMapDataType,
-    address: u64,
+    (address, pitch): (u64, usize),
     k_major: bool,
     mn: usize,
     k: usize,
@@ -498,7 +517,7 @@ fn operand_map(
             address,
             rows: mn as u64,
             cols: k as u64,
-            row_stride: k as u64,
+            row_stride: pitch as u64,
             box_rows: box_mn,
             box_cols: SWIZZLE_ROW,
         }
@@ -509,7 +528,7 @@ fn operand_map(
             address,
             rows: k as u64,
             cols: mn as u64,
-            row_stride: mn as u64,
+            row_stride: pitch as u64,
             box_rows: SWIZZLE_ROW,
             box_cols: SWIZZLE_ROW,
         }
@@ -558,10 +577,15 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         b: &impl DevicePtr<T>,
     ) -> Result<Self> {
         check_shape(shape)?;
-        check_layout(shape, options.layout)?;
-        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, 16)?;
-        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, 16)?;
+        let element = std::mem::size_of::<T>() as u64;
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), shape.m * shape.k, element)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), shape.k * shape.n, element)?;
+        let [a_rows, b_rows] = stored_rows(shape, options.layout);
+        let in_place = [(a_address, a_rows), (b_address, b_rows)]
+            .map(|(address, (_, row_elements))| staging::tma_reads_in_place::<T>(address, row_elements));
+        // The skinny kernel reads A and B where they lie, with 16-byte loads.
         let skinny = options.variant == Variant::Auto
+            && in_place == [true, true]
             && gemm_skinny::applies(shape, options.layout, (T::NAME, O::NAME))
             && match options.skinny {
                 SkinnyChoice::WherePays => gemm_skinny::pays(shape, options.layout, gpu.sm_count()),
@@ -573,7 +597,15 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
             let plan = SkinnyPlan::new::<T, O>(gpu, shape, options.layout, scalars, options.dependent_launch)?;
             Path::Skinny(Box::new(plan), std::marker::PhantomData)
         } else {
-            Path::Tiled(Box::new(TiledPlan::new(gpu, shape, options, a_address, b_address)?))
+            let read_from = |what, address, rows: (usize, usize), in_place| -> Result<ReadFrom<T>> {
+                Ok(match in_place {
+                    true => ReadFrom::InPlace { address, row_elements: rows.1 },
+                    false => ReadFrom::Copy(StagedMatrix::new(gpu, OP, what, address, rows)?),
+                })
+            };
+            let operands =
+                [read_from("A", a_address, a_rows, in_place[0])?, read_from("B", b_address, b_rows, in_place[1])?];
+            Path::Tiled(Box::new(TiledPlan::new(gpu, shape, options, operands)?))
         };
         Ok(GemmPlan { path, shape, a_address, b_address })
     }
@@ -649,8 +681,9 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     ) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
         // The guards keep A, B and D's uses recorded on the stream until the launch is queued.
-        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, 16)?;
-        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, 16)?;
+        let element = std::mem::size_of::<T>() as u64;
+        let (a_address, _a_use) = input_ptr(OP, "A", a, gpu.stream(), m * k, element)?;
+        let (b_address, _b_use) = input_ptr(OP, "B", b, gpu.stream(), k * n, element)?;
         if (a_address, b_address) != (self.a_address, self.b_address) {
             return Err(Error::bad_argument(OP, "A or B is not the buffer this plan was made for"));
         }
@@ -672,10 +705,28 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     }
 }
 
+/// Where a tiled kernel reads A or B: where it lies, or a staged copy (TMA cannot read the operand in place).
+enum ReadFrom<T> {
+    InPlace { address: u64, row_elements: usize },
+    Copy(StagedMatrix<T>),
+}
+
+impl<T: GemmElement> ReadFrom<T> {
+    /// The address and row pitch, in elements, that the operand's tensor map describes.
+    fn storage(&self) -> (u64, usize) {
+        match self {
+            ReadFrom::InPlace { address, row_elements } => (*address, *row_elements),
+            ReadFrom::Copy(staged) => (staged.address(), staged.pitch()),
+        }
+    }
+}
+
 /// A [`GemmPlan`] on the wgmma tiles.
 struct TiledPlan<T: GemmElement, O: GemmOutput<T>> {
     shape: GemmShape,
     options: GemmOptions,
+    /// A and B as the tensor maps describe them.
+    operands: [ReadFrom<T>; 2],
     kernel: Kernel,
     function: CudaFunction,
     /// A's and B's tensor maps and A's for its last tile row, passed to the kernel by value (kernel parameters, as
@@ -703,9 +754,9 @@ struct DeviceOutputMap {
 }
 
 impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
-    /// The plan of `options.variant` (Auto: the tune cache's or the heuristic's choice) for A and B at `a_address`
-    /// and `b_address`, checked by [`GemmPlan::new`].
-    fn new(gpu: &Gpu, shape: GemmShape, options: GemmOptions, a_address: u64, b_address: u64) -> Result<Self> {
+    /// The plan of `options.variant` (Auto: the tune cache's or the heuristic's choice) for A and B read from
+    /// `operands`, checked by [`GemmPlan::new`].
+    fn new(gpu: &Gpu, shape: GemmShape, options: GemmOptions, operands: [ReadFrom<T>; 2]) -> Result<Self> {
         let variant = match options.variant {
             Variant::Auto => {
                 let chosen = tune_cache::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout, shape)
@@ -728,13 +779,14 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         // In a cluster each block loads (and multicasts) its share of the tile in common. A K-major A whose rows end
         // inside a box has a second map for that box: only as many rows as are left, rounded up to a swizzle atom.
         let (a_k_major, a_box) = (options.layout.a_order() == Order::RowMajor, tile.tile_m / variant.a_sharers());
-        let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_address, a_k_major, shape.m, shape.k, box_rows);
+        let [a_storage, b_storage] = [0, 1].map(|i| operands[i].storage());
+        let a_map = |box_rows| operand_map(T::TENSOR_MAP_TYPE, a_storage, a_k_major, shape.m, shape.k, box_rows);
         let a_tail = a_map(if a_k_major { last_box_rows(shape.m, a_box) } else { a_box });
         let tensor_maps = [
             a_map(a_box).encode(OP)?,
             operand_map(
                 T::TENSOR_MAP_TYPE,
-                b_address,
+                b_storage,
                 options.layout.b_order() == Order::ColMajor,
                 shape.n,
                 shape.k,
@@ -792,7 +844,7 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
             };
             let guarded = guard_stream_k(variant, options.variant == Variant::Auto, kernel.name, blocks, capacity)?;
             if guarded != variant {
-                return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, a_address, b_address);
+                return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, operands);
             }
             launch.grid_dim.0 = blocks;
         } else if let Some(schedule) = &stream_k {
@@ -802,6 +854,7 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         Ok(TiledPlan {
             shape,
             options,
+            operands,
             kernel,
             function,
             tensor_maps,
@@ -865,6 +918,22 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         // tracking makes this launch wait for every earlier use of the workspace (on any stream: a plan launched
         // through two `Gpu` handles of one context), and later uses wait for it.
         let mut workspace = self.workspace(gpu)?;
+        // Staged operands are refreshed from A and B first (the caller holds their guards), their buffers locked
+        // until the kernel is queued and their uses recorded after it.
+        let staged: Vec<&StagedMatrix<T>> = self
+            .operands
+            .iter()
+            .filter_map(|operand| match operand {
+                ReadFrom::Copy(staged) => Some(staged),
+                ReadFrom::InPlace { .. } => None,
+            })
+            .collect();
+        let mut copies: Vec<_> = staged.iter().map(|staged| staged.lock()).collect();
+        let _copy_uses = staged
+            .iter()
+            .zip(copies.iter_mut())
+            .map(|(staged, copy)| staged.refresh(gpu, copy))
+            .collect::<Result<Vec<_>>>()?;
         let (partials, flags) = match workspace.as_deref_mut().and_then(Option::as_mut) {
             Some(StreamKWorkspace { partials, flags }) => {
                 (Some(partials.device_ptr_mut(gpu.stream())), Some(flags.device_ptr_mut(gpu.stream())))
@@ -1070,9 +1139,9 @@ mod tests {
     }
 
     #[test]
-    fn each_operands_contiguous_dimension_must_be_a_multiple_of_8() {
+    fn tma_reads_an_operand_in_place_where_its_contiguous_dimension_is_a_multiple_of_8() {
         use GemmLayout::{Nn, Nt, Tn, Tt};
-        let ok = |m, n, k, layout| check_layout(GemmShape::new(m, n, k), layout);
+        let ok = |m, n, k, layout| check_tma_rows(GemmShape::new(m, n, k), layout);
         // tn: K contiguous in both.
         ok(4097, 4095, 4104, Tn).unwrap();
         assert!(ok(64, 64, 63, Tn).unwrap_err().to_string().contains("K = 63"));
@@ -1093,6 +1162,15 @@ mod tests {
     }
 
     #[test]
+    fn stored_rows_are_the_contiguous_dimension_long() {
+        let shape = GemmShape::new(300, 200, 100);
+        assert_eq!(stored_rows(shape, GemmLayout::Tn), [(300, 100), (200, 100)]);
+        assert_eq!(stored_rows(shape, GemmLayout::Tt), [(300, 100), (100, 200)]);
+        assert_eq!(stored_rows(shape, GemmLayout::Nt), [(100, 300), (100, 200)]);
+        assert_eq!(stored_rows(shape, GemmLayout::Nn), [(100, 300), (200, 100)]);
+    }
+
+    #[test]
     fn operand_rows_straddle_lines_where_their_bytes_are_no_multiple_of_128() {
         let straddle = |m, n, k, layout| operand_rows_straddle_lines(GemmShape::new(m, n, k), layout);
         // tn: A's and B's rows are both K long.
@@ -1108,6 +1186,9 @@ mod tests {
         assert!(straddle(4096, 4096, 4040, GemmLayout::Nn));
         // 64 elements are 128 bytes: multiples of 64 never straddle.
         assert!(!straddle(64 * 47, 64 * 95, 64 * 33, GemmLayout::Tn));
+        // Rows no multiple of 16 bytes are staged at a 128-byte pitch: those never straddle.
+        assert!(!straddle(1500, 1500, 1500, GemmLayout::Tn) && !straddle(1500, 1500, 1500, GemmLayout::Tt));
+        assert!(straddle(1500, 1504, 1500, GemmLayout::Tt), "B's rows of 1504 are read in place");
     }
 
     #[test]
@@ -1181,13 +1262,16 @@ mod tests {
     fn operand_maps_follow_the_contiguous_dimension() {
         let data_type = CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
         // K-major: stored M rows of K, one box of 64 k × the tile's rows.
-        let k_major = operand_map(data_type, 0, true, 300, 520, 128);
+        let k_major = operand_map(data_type, (0, 520), true, 300, 520, 128);
         assert_eq!((k_major.rows, k_major.cols, k_major.row_stride), (300, 520, 520));
         assert_eq!((k_major.box_rows, k_major.box_cols), (128, 64));
         // MN-major: stored K rows of M, boxes of 64 k × 64 M whatever the tile.
-        let mn_major = operand_map(data_type, 0, false, 304, 520, 128);
+        let mn_major = operand_map(data_type, (0, 304), false, 304, 520, 128);
         assert_eq!((mn_major.rows, mn_major.cols, mn_major.row_stride), (520, 304, 304));
         assert_eq!((mn_major.box_rows, mn_major.box_cols), (64, 64));
+        // A staged copy: the operand's extents, the copy's pitch.
+        let staged = operand_map(data_type, (0, 576), true, 300, 520, 128);
+        assert_eq!((staged.rows, staged.cols, staged.row_stride), (300, 520, 576));
     }
 
     #[test]

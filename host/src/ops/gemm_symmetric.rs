@@ -23,7 +23,7 @@ use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{GemmParams, GemmTile, TensorMapBytes};
 
 use super::gemm::{
-    GemmElement, GemmLayout, GemmOutput, GemmShape, Order, StreamKWorkspace, check_layout, stream_k_over,
+    GemmElement, GemmLayout, GemmOutput, GemmShape, Order, StreamKWorkspace, check_tma_rows, stream_k_over,
 };
 use super::{check_context, check_disjoint};
 use crate::error::{Error, Result};
@@ -298,7 +298,7 @@ impl<T: GemmElement, O: GemmOutput<T>> SymmetricPlan<T, O> {
                 format!("layout {layout}: the symmetric GEMM reads tn (X·Xᵀ, A·B of symmetric A, B) or nt (Xᵀ·X)");
             return Err(Error::unsupported(OP, message));
         }
-        check_layout(GemmShape { m: n, n, k }, layout)?;
+        check_tma_rows(GemmShape { m: n, n, k }, layout)?;
         let (a_address, b_address, d_address) = Self::addresses(gpu, shape, a, b, d)?;
         let triangle_tiles = |side| TriangularScheduler::new(n as u32, side, batch as u32).tiles();
         // Auto counts tiles of the narrowest side, which every symmetric configuration has (128).

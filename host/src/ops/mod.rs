@@ -9,6 +9,7 @@ pub mod gemm_symmetric;
 pub mod layout_demo;
 pub mod newton_schulz;
 pub mod softmax;
+pub(crate) mod staging;
 
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, PushKernelArg, SyncOnDrop, sys};
 

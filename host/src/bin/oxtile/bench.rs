@@ -509,8 +509,8 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         }
     }
     watch.finish(&args.output)?;
-    // A contender that does not take a problem (oxtile's kernels need each operand's contiguous dimension to be a
-    // multiple of 8) gets one line, not a row per problem.
+    // A contender that does not take a problem (a forced oxtile variant without a kernel for the layout or type)
+    // gets one line, not a row per problem.
     let mut rows = summarize_skipped(rows);
 
     let names: HashSet<String> = shapes.iter().map(ToString::to_string).collect();
