@@ -133,6 +133,16 @@ fn opcodes_of<'a>(s: &'a KernelStats, mnemonic: &str) -> Vec<&'a str> {
 }
 
 #[test]
+fn the_staging_copy_loads_2_bytes_and_stores_16_bytes_at_a_time() {
+    // Its source rows start at any element, so no wider load is aligned; its copy's chunks are 16-byte aligned, so
+    // each is one store.
+    let s = stats(kernels::STAGE_ROWS_B16);
+    let loads = opcodes_of(s, "LDG");
+    assert!(!loads.is_empty() && loads.iter().all(|op| inspect::sass::has_modifier(op, "U16")), "{loads:?}");
+    assert!(s.count_with("STG", "128") > 0 && opcodes_of(s, "STG").len() == 1, "{:?}", opcodes_of(s, "STG"));
+}
+
+#[test]
 fn axpy_f32_fuses_multiply_and_add() {
     let s = stats(kernels::AXPY_F32);
     assert!(s.count("FFMA") > 0, "axpy_f32 has no FFMA: {:?}", s.sass);

@@ -39,6 +39,6 @@ if [ -n "$wheel" ]; then
 fi
 echo "=== bench: staged shapes beside in-place twins"
 timeout "${BENCH_TIMEOUT:-200}" ./oxtile bench gemm --only oxtile,cublasLt,cublasLt-tuned,cublasGemmEx --layout tn,tt --rounds 3 --runs 20 --json "$OUT/bench.json" --shapes \
-  1500x1500x1500,1504x1504x1504,2500x2500x2500,2504x2504x2504,1001x999x1003,777x1560x3111,777x1560x3112,4096x4096x4095,4096x4096x4040,4096x4096x4096,16x4096x4095,16x4096x4096 \
+  1500x1500x1500,1504x1504x1504,1536x1536x1536,2500x2500x2500,2504x2504x2504,1001x999x1003,777x1560x3111,777x1560x3112,4096x4096x4095,4096x4096x4040,4096x4096x4096,16x4096x4095,16x4096x4096 \
   > "$OUT/bench.txt" 2>&1
 grep -vE "^\s*$" "$OUT/bench.txt" | tail -60

@@ -90,6 +90,10 @@ pub const AXPY_F32: Kernel = Kernel::support("axpy_f32");
 pub const AXPY_BF16: Kernel = Kernel::support("axpy_bf16");
 pub const EXP2_F32: Kernel = Kernel::support("exp2_f32");
 
+/// The copy of a GEMM operand of 16-bit elements TMA cannot read in place into rows it can
+/// (gpu/kernels/support/src/staging.rs; host/src/ops/staging.rs).
+pub const STAGE_ROWS_B16: Kernel = Kernel::support("stage_rows_b16");
+
 /// The software exp2 of the attention softmax (gpu/device/src/softmax/exp2.rs) over a buffer: accuracy
 /// (gpu/kernels/support/src/exp2.rs).
 pub const EXP2_POLY_F32: Kernel = Kernel::support("exp2_poly_f32");
@@ -586,6 +590,7 @@ const OTHERS: &[Kernel] = &[
     AXPY_F32,
     AXPY_BF16,
     EXP2_F32,
+    STAGE_ROWS_B16,
     EXP2_POLY_F32,
     EXP2_THROUGHPUT_MUFU,
     EXP2_THROUGHPUT_POLY,

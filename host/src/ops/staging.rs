@@ -4,19 +4,20 @@
 //! `cuTensorMapEncodeTiled`). A row-major 1500×1500 bf16 matrix has rows 3000 bytes apart, and a view that starts at
 //! an odd element is 2-byte aligned: both are ordinary inputs. [`StagedMatrix`] gives such a matrix a copy in a buffer
 //! of the plan's own, each row starting a multiple of 128 bytes from the first (a swizzled box row: rows whose bytes
-//! are no multiple of 128 straddle L2 lines and slow the kernels, docs/perf-notes.md "Session 59"), refreshed by a
-//! 2-D copy on the launch's stream before each launch. The kernel then reads the copy through a tensor map of the
-//! matrix's own extents with the copy's row pitch: TMA never reads the padding between a row's end and the next row.
+//! are no multiple of 128 straddle L2 lines and slow the kernels, docs/perf-notes.md "Session 59"), refreshed on the
+//! launch's stream before each launch by `stage_rows_b16` (gpu/kernels/support/src/staging.rs). The GEMM then reads
+//! the copy through a tensor map of the matrix's own extents with the copy's row pitch: TMA never reads the padding
+//! between a row's end and the next row.
 //!
-//! The copy costs a read and a write of the matrix per launch (2 × 4.5 MB at 1500×1500 bf16, a few microseconds)
-//! and the buffer's memory for the plan's life.
+//! The copy costs a read and a write of the matrix per launch (2 × 4.5 MB at 1500×1500 bf16) and the buffer's memory
+//! for the plan's life (docs/perf-notes.md, "Session 60").
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cudarc::driver::sys::{self, CUdevice_attribute, CUmemorytype};
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg, SyncOnDrop, ValidAsZeroBits};
 
 use crate::error::{Error, Result};
+use crate::kernels;
 use crate::runtime::Gpu;
 
 /// Bytes TMA needs between row starts, and of a tensor map's base address.
@@ -51,8 +52,8 @@ pub(crate) struct StagedMatrix<T> {
 
 impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
     /// Allocates the copy of the matrix at `source` (`what` names it in errors). The padding is zeroed once so the
-    /// whole buffer is defined; nothing reads it. [`Error::Unsupported`] for rows longer than the driver's largest
-    /// 2-D copy pitch, [`Error::Workspace`] if the allocation fails.
+    /// whole buffer is defined; nothing reads it. [`Error::Unsupported`] for elements other than 16-bit ones (the copy
+    /// kernel's) and for matrices of 2³² or more 16-byte chunks, [`Error::Workspace`] if the allocation fails.
     pub(crate) fn new(
         gpu: &Gpu,
         op: &'static str,
@@ -61,12 +62,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
         (rows, row_elements): (usize, usize),
     ) -> Result<Self> {
         let pitch = staged_pitch::<T>(row_elements);
-        let max_pitch = gpu.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PITCH)?;
-        if pitch * size_of::<T>() > max_pitch as usize {
+        if size_of::<T>() != 2 {
+            return Err(Error::unsupported(op, format!("{what} is staged, and only 16-bit elements are")));
+        }
+        if u32::try_from(rows * row_elements.div_ceil(8)).is_err() || u32::try_from(pitch).is_err() {
             let message = format!(
-                "{what}'s rows of {row_elements} elements are not 16-byte aligned, so they are copied to aligned ones, \
-                 and rows of {} bytes are past the GPU's largest copy pitch, {max_pitch} bytes",
-                pitch * size_of::<T>()
+                "{what} ({rows} rows of {row_elements}) is staged (TMA cannot read it in place), and the copy takes \
+                 fewer than 2^32 chunks of 16 bytes"
             );
             return Err(Error::unsupported(op, message));
         }
@@ -102,33 +104,24 @@ impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
     /// after the launch that reads the copy is queued, so a later refresh on another stream waits for that launch.
     /// The caller holds the source's own guard (it checked the source is the buffer the plan was made for).
     pub(crate) fn refresh<'a>(&self, gpu: &'a Gpu, copy: &'a mut CudaSlice<T>) -> Result<SyncOnDrop<'a>> {
-        let stream = gpu.stream();
-        let (destination, guard) = copy.device_ptr_mut(stream);
+        const THREADS: u32 = 256;
+        let kernel = kernels::STAGE_ROWS_B16;
+        let function = gpu.function(kernel)?;
+        let (destination, guard) = copy.device_ptr_mut(gpu.stream());
         debug_assert_eq!(destination, self.address);
-        let width = self.row_elements * size_of::<T>();
-        let parameters = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            srcHost: std::ptr::null(),
-            srcDevice: self.source,
-            srcArray: std::ptr::null_mut(),
-            srcPitch: width,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: destination,
-            dstArray: std::ptr::null_mut(),
-            dstPitch: self.pitch * size_of::<T>(),
-            WidthInBytes: width,
-            Height: self.rows,
-        };
-        // SAFETY: the source holds `rows` packed rows of `width` bytes (the caller checked its length), the copy
-        // `rows` rows `dstPitch` ≥ `width` bytes apart (allocated so); both are device memory of the stream's context
-        // and do not overlap (the copy is this plan's own allocation). The copy is ordered on the stream after every
-        // earlier use of the buffer (the guard's event tracking) and before the kernel that reads it.
-        unsafe { sys::cuMemcpy2DAsync_v2(&parameters, stream.cu_stream()) }.result()?;
+        // Checked in `new`: each fits in 32 bits, and so does the chunk count.
+        let [rows, cols, pitch] = [self.rows, self.row_elements, self.pitch].map(|n| n as u32);
+        let chunks = self.rows * self.row_elements.div_ceil(8);
+        let mut launch = gpu.stream().launch_builder(&function);
+        launch.arg(&self.source).arg(&destination).arg(&rows).arg(&cols).arg(&pitch);
+        // SAFETY: the kernel's signature is (src, dst, rows, cols, pitch). The source holds `rows` packed rows of
+        // `cols` 16-bit elements (the caller checked its length), element-aligned; the copy `rows` rows `pitch`
+        // elements apart, pitch a multiple of 8 (128 bytes) and at least `cols`, 16-byte aligned (an allocation);
+        // both are device memory of the stream's context and do not overlap (the copy is this plan's own). The
+        // kernel is ordered on the stream after every earlier use of the copy (the guard's event tracking) and before
+        // the GEMM that reads it.
+        unsafe { launch.launch(gpu.grid_1d(chunks, THREADS)) }
+            .map_err(|source| Error::Launch { kernel: kernel.name, source })?;
         Ok(guard)
     }
 }

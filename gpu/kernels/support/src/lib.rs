@@ -3,6 +3,7 @@
 //! - [`elementwise`]: memory-bound maps (axpy, exp2) with 16-byte accesses;
 //! - [`exp2`]: the software exp2's accuracy kernel and the exponential-throughput microbenchmark;
 //! - [`matrix`]: Newton-Schulz's Frobenius norm and scaled conversion;
+//! - [`staging`]: the copy that gives a GEMM operand TMA cannot read in place rows it can;
 //! - [`layout_demo`]: a transpose through a swizzled shared-memory tile, addressed by the layout algebra;
 //! - [`bench`]: what the benchmark harness launches around the timed kernels (the stream hold, block placement).
 
@@ -16,3 +17,4 @@ pub mod elementwise;
 pub mod exp2;
 pub mod layout_demo;
 pub mod matrix;
+pub mod staging;
