@@ -753,6 +753,7 @@ mod tests {
         for kernel in [ATTN_BWD_SUM_PIECES_BF16, ATTN_BWD_SUM_PIECES_F16] {
             check(&kernel, &oxtile_abi::AttnBwdSumPiecesParams::SIZES);
         }
+        check(&STAGE_ROWS_B16, &oxtile_abi::StageRowsParams::SIZES);
     }
 
     #[test]

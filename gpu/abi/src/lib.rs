@@ -15,7 +15,7 @@ pub mod symmetric;
 pub use gemm_table::{GemmConfig, GemmShare};
 pub use params::{
     AttnBwdConvertParams, AttnBwdParams, AttnBwdPreprocessParams, AttnBwdSumPiecesParams, AttnParams, GemmParams,
-    SkinnyGemmParams, TensorMapBytes,
+    SkinnyGemmParams, StageRowsParams, TensorMapBytes,
 };
 
 /// How the math warpgroups of a Hopper GEMM share the work.

@@ -340,6 +340,30 @@ macro_rules! attn_bwd_sum_pieces_params {
     };
 }
 
+/// Calls `$callback! { fields }` with the parameters of the GEMM's staging copy (gpu/kernels/support/src/staging.rs,
+/// `stage_rows_b16`: every operand of a GEMM that TMA cannot read in place, host/src/ops/staging.rs), in order, as
+/// [`gemm_sm90_params!`] writes them. Per operand: `rows` packed rows of `cols` 16-bit elements at `src` (any element
+/// alignment), copied to rows `pitch` elements apart at `dst` (16-byte aligned, `pitch` a multiple of 8, at least
+/// `cols`); `rows` = 0 for an operand read in place.
+#[macro_export]
+macro_rules! stage_rows_params {
+    ($callback:path $(, $($arg:tt)*)?) => {
+        $callback! {
+            $($($arg)*)?
+            a_src: ptr(*const u16),
+            a_dst: ptr(*mut u16),
+            a_rows: val(u32),
+            a_cols: val(u32),
+            a_pitch: val(u32),
+            b_src: ptr(*const u16),
+            b_dst: ptr(*mut u16),
+            b_rows: val(u32),
+            b_cols: val(u32),
+            b_pitch: val(u32),
+        }
+    };
+}
+
 /// Defines a family's params struct from its list: each field as the host holds it, and the kernel arguments.
 macro_rules! params_struct {
     ($(#[$doc:meta])* $name:ident; $($(#[$field_doc:meta])* $field:ident: $kind:ident($($ty:ty)?),)*) => {
@@ -418,6 +442,12 @@ attn_bwd_convert_params! {
     params_struct,
     /// The parameters of an attention-backward dQ conversion kernel ([`attn_bwd_convert_params!`]).
     AttnBwdConvertParams;
+}
+
+stage_rows_params! {
+    params_struct,
+    /// The parameters of the GEMM's staging copy ([`stage_rows_params!`]).
+    StageRowsParams;
 }
 
 // A `CUtensorMap`: 128 bytes, 64-byte aligned.

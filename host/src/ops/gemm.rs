@@ -920,20 +920,13 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         let mut workspace = self.workspace(gpu)?;
         // Staged operands are refreshed from A and B first (the caller holds their guards), their buffers locked
         // until the kernel is queued and their uses recorded after it.
-        let staged: Vec<&StagedMatrix<T>> = self
-            .operands
-            .iter()
-            .filter_map(|operand| match operand {
-                ReadFrom::Copy(staged) => Some(staged),
-                ReadFrom::InPlace { .. } => None,
-            })
-            .collect();
-        let mut copies: Vec<_> = staged.iter().map(|staged| staged.lock()).collect();
-        let _copy_uses = staged
-            .iter()
-            .zip(copies.iter_mut())
-            .map(|(staged, copy)| staged.refresh(gpu, copy))
-            .collect::<Result<Vec<_>>>()?;
+        let mut copies = self.operands.each_ref().map(|operand| match operand {
+            ReadFrom::Copy(staged) => Some((staged, staged.lock())),
+            ReadFrom::InPlace { .. } => None,
+        });
+        let [a_copy, b_copy] =
+            copies.each_mut().map(|copy| copy.as_mut().map(|(staged, buffer)| (*staged, &mut **buffer)));
+        let _copy_uses = staging::refresh(gpu, [a_copy, b_copy])?;
         let (partials, flags) = match workspace.as_deref_mut().and_then(Option::as_mut) {
             Some(StreamKWorkspace { partials, flags }) => {
                 (Some(partials.device_ptr_mut(gpu.stream())), Some(flags.device_ptr_mut(gpu.stream())))

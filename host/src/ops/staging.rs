@@ -14,11 +14,12 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg, SyncOnDrop, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits};
+use oxtile_abi::StageRowsParams;
 
 use crate::error::{Error, Result};
 use crate::kernels;
-use crate::runtime::Gpu;
+use crate::runtime::{ClusterLaunch, ClusterShape, Gpu};
 
 /// Bytes TMA needs between row starts, and of a tensor map's base address.
 const TMA_ALIGN: usize = 16;
@@ -53,7 +54,7 @@ pub(crate) struct StagedMatrix<T> {
 impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
     /// Allocates the copy of the matrix at `source` (`what` names it in errors). The padding is zeroed once so the
     /// whole buffer is defined; nothing reads it. [`Error::Unsupported`] for elements other than 16-bit ones (the copy
-    /// kernel's) and for matrices of 2³² or more 16-byte chunks, [`Error::Workspace`] if the allocation fails.
+    /// kernel's) and for matrices of 2³¹ or more 16-byte chunks, [`Error::Workspace`] if the allocation fails.
     pub(crate) fn new(
         gpu: &Gpu,
         op: &'static str,
@@ -65,10 +66,11 @@ impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
         if size_of::<T>() != 2 {
             return Err(Error::unsupported(op, format!("{what} is staged, and only 16-bit elements are")));
         }
-        if u32::try_from(rows * row_elements.div_ceil(8)).is_err() || u32::try_from(pitch).is_err() {
+        // Each operand's chunks below 2³¹, so that both add up to less than 2³² (`refresh`).
+        if rows * row_elements.div_ceil(8) >= 1 << 31 || u32::try_from(pitch).is_err() {
             let message = format!(
                 "{what} ({rows} rows of {row_elements}) is staged (TMA cannot read it in place), and the copy takes \
-                 fewer than 2^32 chunks of 16 bytes"
+                 fewer than 2^31 chunks of 16 bytes"
             );
             return Err(Error::unsupported(op, message));
         }
@@ -94,36 +96,75 @@ impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
         self.pitch
     }
 
-    /// The copy's buffer, held until the launch that reads it is queued ([`StagedMatrix::refresh`]).
+    /// The copy's buffer, held until the launch that reads it is queued ([`refresh`]).
     pub(crate) fn lock(&self) -> MutexGuard<'_, CudaSlice<T>> {
         self.copy.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
 
-    /// Queues the copy of the source's current contents on `gpu`'s stream into `copy` (this matrix's buffer, from
-    /// [`StagedMatrix::lock`]). The returned guard records the copy's use, with write intent, when dropped: drop it
-    /// after the launch that reads the copy is queued, so a later refresh on another stream waits for that launch.
-    /// The caller holds the source's own guard (it checked the source is the buffer the plan was made for).
-    pub(crate) fn refresh<'a>(&self, gpu: &'a Gpu, copy: &'a mut CudaSlice<T>) -> Result<SyncOnDrop<'a>> {
-        const THREADS: u32 = 256;
-        let kernel = kernels::STAGE_ROWS_B16;
-        let function = gpu.function(kernel)?;
-        let (destination, guard) = copy.device_ptr_mut(gpu.stream());
-        debug_assert_eq!(destination, self.address);
-        // Checked in `new`: each fits in 32 bits, and so does the chunk count.
-        let [rows, cols, pitch] = [self.rows, self.row_elements, self.pitch].map(|n| n as u32);
-        let chunks = self.rows * self.row_elements.div_ceil(8);
-        let mut launch = gpu.stream().launch_builder(&function);
-        launch.arg(&self.source).arg(&destination).arg(&rows).arg(&cols).arg(&pitch);
-        // SAFETY: the kernel's signature is (src, dst, rows, cols, pitch). The source holds `rows` packed rows of
-        // `cols` 16-bit elements (the caller checked its length), element-aligned; the copy `rows` rows `pitch`
-        // elements apart, pitch a multiple of 8 (128 bytes) and at least `cols`, 16-byte aligned (an allocation);
-        // both are device memory of the stream's context and do not overlap (the copy is this plan's own). The
-        // kernel is ordered on the stream after every earlier use of the copy (the guard's event tracking) and before
-        // the GEMM that reads it.
-        unsafe { launch.launch(gpu.grid_1d(chunks, THREADS)) }
-            .map_err(|source| Error::Launch { kernel: kernel.name, source })?;
-        Ok(guard)
+/// Queues one launch of `stage_rows_b16` on `gpu`'s stream that copies the current contents of every staged operand
+/// of a GEMM (A's and B's; `None` where the operand is read in place) into its buffer (from [`StagedMatrix::lock`]).
+/// The returned guards record the copies' uses, with write intent, when dropped: drop them after the launch that
+/// reads the copies is queued, so that a later refresh on another stream waits for that launch. The caller holds the
+/// sources' own guards (it checked each source is the buffer the plan was made for). Launches nothing when neither
+/// operand is staged.
+pub(crate) fn refresh<'a, T: DeviceRepr + ValidAsZeroBits>(
+    gpu: &'a Gpu,
+    operands: [Option<(&StagedMatrix<T>, &'a mut CudaSlice<T>)>; 2],
+) -> Result<Vec<SyncOnDrop<'a>>> {
+    const THREADS: u32 = 256;
+    if operands.iter().all(Option::is_none) {
+        return Ok(Vec::new());
     }
+    let kernel = kernels::STAGE_ROWS_B16;
+    let function = gpu.function(kernel)?;
+    let mut guards = Vec::new();
+    // (src, dst, rows, cols, pitch) of A and B, all 0 for an operand read in place (no rows).
+    let mut rows = [(0, 0, 0, 0, 0); 2];
+    for (operand, rows) in operands.into_iter().zip(&mut rows) {
+        if let Some((staged, copy)) = operand {
+            let (destination, guard) = copy.device_ptr_mut(gpu.stream());
+            debug_assert_eq!(destination, staged.address);
+            guards.push(guard);
+            // Checked in `StagedMatrix::new`: each fits in 32 bits, and each operand's chunks in 31.
+            let narrow = |n: usize| n as u32;
+            *rows =
+                (staged.source, destination, narrow(staged.rows), narrow(staged.row_elements), narrow(staged.pitch));
+        }
+    }
+    let [a, b] = rows;
+    let mut params = StageRowsParams {
+        a_src: a.0,
+        a_dst: a.1,
+        a_rows: a.2,
+        a_cols: a.3,
+        a_pitch: a.4,
+        b_src: b.0,
+        b_dst: b.1,
+        b_rows: b.2,
+        b_cols: b.3,
+        b_pitch: b.4,
+    };
+    let chunks = [a, b].iter().map(|&(_, _, rows, cols, _)| rows as usize * cols.div_ceil(8) as usize).sum();
+    let grid = gpu.grid_1d(chunks, THREADS);
+    let launch = ClusterLaunch {
+        grid_dim: grid.grid_dim,
+        block_dim: grid.block_dim,
+        cluster_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+        dependent_launch: false,
+    };
+    let mut args = params.kernel_args();
+    // SAFETY: the arguments are the kernel's, one per field of `StageRowsParams` (the list in oxtile-abi its signature
+    // is declared from). Each staged operand's source holds `rows` packed rows of `cols` 16-bit elements (the caller
+    // checked its length), element-aligned; its copy `rows` rows `pitch` elements apart, pitch a multiple of 8 (128
+    // bytes) and at least `cols`, 16-byte aligned (an allocation); all are device memory of the stream's context, and
+    // no copy overlaps anything (each is its plan's own); the chunks add up to less than 2³² (each below 2³¹). An
+    // operand read in place has no rows, and the kernel touches none of its (null) pointers. The kernel is ordered on
+    // the stream after every earlier use of the copies (the guards' event tracking) and before the GEMM that reads
+    // them.
+    unsafe { gpu.launch_as(ClusterShape::Plain, kernel.name, &function, &launch, &mut args)? };
+    Ok(guards)
 }
 
 #[cfg(test)]
