@@ -105,6 +105,9 @@ macro_rules! for_each_gemm_sm90 {
             /// Ablation of `WideCluster2` (bf16, layout tn only): the same clusters and barriers, each block loading
             /// all of B itself — separates the cost of multicast from the cost of coupling the blocks.
             WideCluster2Unshared { label: "wide-c2-unshared", kernel: "128x256_c2_nomc", tile: GEMM_SM90_128X256, cluster: 2, share: none, stream_k: false, tune: false, types: [bf16 -> bf16], layouts: [tn] }
+            /// 128×192 tiles, one block each: problems whose 128×256 tiles would leave more of their last wave idle
+            /// (`Variant::resolve`). bf16 → bf16 only.
+            Wide192 { label: "wide-192", kernel: "128x192", tile: GEMM_SM90_128X192, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
             Narrow { label: "narrow", kernel: "128x64", tile: GEMM_SM90_128X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, tt, nt, nn] }
             /// `Narrow` in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third

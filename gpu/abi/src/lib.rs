@@ -155,6 +155,13 @@ pub const GEMM_SM90_128X256: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
+/// Hopper GEMM, 128×192×64 tiles, 4 stages, 2 consumer warpgroups of m64n192k16 wgmma each: where 128×256 tiles
+/// would leave more of the last wave idle than 192-column ones (`Variant::resolve` in the host crate), as cuBLAS
+/// picks 192- and 216-column tiles for such shapes (docs/perf-notes.md, "Session 60"). Shared memory: 4 × 40 KiB of
+/// ring + 2 consumers × 2 staging buffers × 8 KiB + 64 bytes of barriers = 196,672 bytes (a fifth stage would need
+/// 237,632 of the 232,448).
+pub const GEMM_SM90_128X192: GemmTile = GemmTile { tile_n: 192, ..GEMM_SM90_128X256 };
+
 /// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, one consumer warpgroup issuing two
 /// m64n64k16 wgmma per k16 step for all 128 rows (cuBLAS's own design at these shapes). Two consumers of 64 rows each
 /// measured 2–4% slower where this tile runs (docs/perf-notes.md, GEMM sm90 v17). Shared memory: 8 × 24 KiB of ring
@@ -218,12 +225,14 @@ pub const GEMM_SM90_128X128_PINGPONG: GemmTile =
 pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_128X192.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_64X128.smem_bytes() == GEMM_SM90_128X64.smem_bytes());
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
+const _: () = assert!(GEMM_SM90_128X192.smem_bytes() == 4 * 40 * 1024 + 2 * 2 * 8 * 1024 + 64);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 8 * 1024 + 128);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 8 * 1024 + 96);
@@ -231,7 +240,14 @@ const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 8 * 
 // whole buffers), start on 1024-byte swizzle atoms, and split the tile's columns into whole 128-byte chunks for
 // every output type (64 columns of 16 bits, 32 of f32).
 const _: () = {
-    let tiles = [GEMM_SM90_128X256, GEMM_SM90_128X64, GEMM_SM90_64X128, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG];
+    let tiles = [
+        GEMM_SM90_128X256,
+        GEMM_SM90_128X192,
+        GEMM_SM90_128X64,
+        GEMM_SM90_64X128,
+        GEMM_SM90_128X128,
+        GEMM_SM90_128X128_PINGPONG,
+    ];
     let mut i = 0;
     while i < tiles.len() {
         let tile = tiles[i];

@@ -24,8 +24,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use oxtile_abi::skinny::SkinnySplit;
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmParams,
-    GemmTile, TensorMapBytes,
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
+    GEMM_SM90_128X256, GemmParams, GemmTile, TensorMapBytes,
 };
 
 use super::gemm_skinny::{self, SkinnyPlan};
@@ -188,7 +188,8 @@ impl Variant {
 
     /// [`Variant::resolve`]'s choice among the 128×256 tiles for `shape` on `sms` SMs, with more than half an SM's
     /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K (for one row of tiles, M ≤ 128,
-    /// stream-K on 64×128 tiles).
+    /// stream-K on 64×128 tiles), or, where the data-parallel wide tiles would run no fewer waves than 128×192 ones,
+    /// those ([`Variant::Wide192`]).
     fn wide(shape: GemmShape, sms: usize) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
@@ -198,9 +199,23 @@ impl Variant {
             // The same rule for single wide blocks. With one row of them, the same balance on 64×128 tiles, whose
             // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
             if shape.m <= GEMM_SM90_128X256.tile_m as usize { Variant::FlatStreamK } else { Variant::StreamK }
+        } else if Variant::narrower_waves_pay(shape, sms) {
+            Variant::Wide192
         } else {
             Variant::Wide
         }
+    }
+
+    /// Whether 128×192 tiles cover `shape` in no more waves over `sms` SMs than 128×256 ones: each wave of them then
+    /// ends a quarter sooner (three quarters of the columns, the same rows and K), where the wide tiles leave a
+    /// wave's SMs idle. cuBLAS fits its tile widths to the SMs so (1536³: 192×96 tiles, 128 of them; 2504³: 128×216;
+    /// docs/perf-notes.md, "Session 60"). The narrower tile reads 14% more operand bytes per FLOP, which one wave
+    /// fewer or equal more than pays for while the GPU is under two waves of wide tiles.
+    fn narrower_waves_pay(shape: GemmShape, sms: usize) -> bool {
+        let waves = |tile: GemmTile| {
+            (shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize)).div_ceil(sms)
+        };
+        waves(GEMM_SM90_128X192) <= waves(GEMM_SM90_128X256)
     }
 
     /// The 128×256 tiles in clusters of two blocks sharing B: stream-K over the same clusters where the last wave of
@@ -228,7 +243,9 @@ impl Variant {
     /// 128×128 tiles) gained nothing consistent from clusters and keep the heuristic's choice.
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
-            Variant::PingPong | Variant::Wide | Variant::StreamK if shape.m > GEMM_SM90_128X256.tile_m as usize => {
+            Variant::PingPong | Variant::Wide | Variant::Wide192 | Variant::StreamK
+                if shape.m > GEMM_SM90_128X256.tile_m as usize =>
+            {
                 Variant::wide_clusters(shape, sms)
             }
             other => other,
@@ -279,6 +296,7 @@ impl Variant {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
+            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => Variant::Wide,
             chosen => chosen,
         }
     }
@@ -1049,6 +1067,17 @@ mod tests {
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
         assert_eq!(pick(129, 24576, 4096), Variant::StreamK);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
+        // Data-parallel wide tiles in no fewer waves than 128×192 ones: those. 1536³: 72 wide tiles (one wave, 10
+        // idle k-tiles per SM), 96 of 128×192 (one wave); 1024×3072×1024: 96 against 128. Not 512×8192×8192 (128
+        // wide tiles, 172 narrower ones: two waves), nor 1792×2048×2048 (112 against 154).
+        assert_eq!(pick(1536, 1536, 1536), Variant::Wide192);
+        assert_eq!(pick(1024, 3072, 1024), Variant::Wide192);
+        let wide_192 =
+            |layout| Variant::Auto.resolve_for(GemmShape::new(1536, 1536, 1536), 132, ("bf16", "bf16"), layout);
+        assert_eq!(wide_192(GemmLayout::Nt), Variant::Wide192);
+        // bf16 → bf16 only: the wide tiles for the other types.
+        let other = Variant::Auto.resolve_for(GemmShape::new(1536, 1536, 1536), 132, ("f16", "f16"), GemmLayout::Tn);
+        assert_eq!(other, Variant::Wide);
         // A last wave of cluster tiles that leaves 20 k-tiles or more of idle time per cluster: stream-K over the
         // clusters. 4096³: 58 of 66 cluster tiles in the last wave, 8 idle for 64 k-tiles (7.8 per cluster).
         assert_eq!(pick(4096, 4096, 4096), Variant::WideCluster2);
@@ -1076,10 +1105,11 @@ mod tests {
         // Single wide blocks by the same rule: 72 tiles of 64 k-tiles leave 60 SMs idle for 29 k-tiles per SM; of 24
         // k-tiles, for 11; 96 of 32 for 8.7; 200 of 40 for 19. (144 tiles of 24, a second wave of 12, would leave 22,
         // but 3072×1536 is 288 tiles of 128×128: ping-pong.)
+        // Without stream-K, the 128×192 tiles where they take no more waves: 96 of them at 1536³ and 2048×1536×2048.
         assert_eq!(pick(1536, 1536, 4096), Variant::StreamK);
-        assert_eq!(pick(1536, 1536, 1536), Variant::Wide);
+        assert_eq!(pick(1536, 1536, 1536), Variant::Wide192);
         assert_eq!(pick(3072, 1536, 1536), Variant::PingPong);
-        assert_eq!(pick(2048, 1536, 2048), Variant::Wide);
+        assert_eq!(pick(2048, 1536, 2048), Variant::Wide192);
         assert_eq!(pick(2560, 2560, 2560), Variant::StreamK);
         // No last wave: 4 × 66 cluster tiles.
         assert_eq!(pick(256 * 12, 256 * 22, 8192), Variant::WideCluster2);
@@ -1202,10 +1232,11 @@ mod tests {
         assert_eq!(auto(2047, 2056, 2040, GemmLayout::Tn), Variant::StreamKCluster2);
         let f16 = Variant::Auto.resolve_for(GemmShape::new(2047, 2056, 2040), 132, ("f16", "f16"), GemmLayout::Tn);
         assert_eq!(f16, Variant::WideCluster2);
-        // One row of tiles (M ≤ 128) would leave a cluster's second block idle: single wide blocks stay.
+        // One row of tiles (M ≤ 128) would leave a cluster's second block idle: single blocks stay (here 107 of
+        // 128×192, one wave, as 80 of 128×256).
         let one_row = GemmShape::new(128, 20480, 1000);
-        assert_eq!(Variant::Auto.resolve(one_row, 132), Variant::Wide);
-        assert_eq!(Variant::Auto.resolve_for(one_row, 132, bf16, GemmLayout::Tn), Variant::Wide);
+        assert_eq!(Variant::Auto.resolve(one_row, 132), Variant::Wide192);
+        assert_eq!(Variant::Auto.resolve_for(one_row, 132, bf16, GemmLayout::Tn), Variant::Wide192);
         // The few-tile region keeps its choice.
         let few = GemmShape::new(1000, 1000, 1000);
         assert_eq!(Variant::Auto.resolve_for(few, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(few, 132));

@@ -52,8 +52,8 @@ use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
 use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X256, GemmSchedule,
-    GemmShare, GemmTile,
+    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
+    GEMM_SM90_128X256, GemmSchedule, GemmShare, GemmTile,
 };
 use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
@@ -81,6 +81,12 @@ const SHARE_A: u32 = 2;
 trait Input {
     unsafe fn mma_n256<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut [f32; 128],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    );
+    unsafe fn mma_n192<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 96],
         desc_a: u64,
         desc_b: u64,
         accumulate: bool,
@@ -204,6 +210,15 @@ impl Input for Bf16 {
         unsafe { wgmma::mma_m64n256k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
+    unsafe fn mma_n192<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 96],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n192k16_f32_bf16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
     unsafe fn mma_n128<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
         acc: &mut [f32; 64],
         desc_a: u64,
@@ -232,6 +247,15 @@ impl Input for F16 {
         accumulate: bool,
     ) {
         unsafe { wgmma::mma_m64n256k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
+    }
+    #[inline(always)]
+    unsafe fn mma_n192<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
+        acc: &mut [f32; 96],
+        desc_a: u64,
+        desc_b: u64,
+        accumulate: bool,
+    ) {
+        unsafe { wgmma::mma_m64n192k16_f32_f16::<MN_MAJOR_A, MN_MAJOR_B>(acc, desc_a, desc_b, accumulate) }
     }
     #[inline(always)]
     unsafe fn mma_n128<const MN_MAJOR_A: u32, const MN_MAJOR_B: u32>(
@@ -674,6 +698,10 @@ config!(
     Wide, GEMM_SM90_128X256, mma_n256, fragment = 128, column_blocks = 32, row_blocks = 1
 );
 config!(
+    /// 128×192 tiles, 64 rows per consumer, m64n192k16.
+    Wide192, GEMM_SM90_128X192, mma_n192, fragment = 96, column_blocks = 24, row_blocks = 1
+);
+config!(
     /// 128×64 tiles, one consumer for all 128 rows: two m64n64k16 per k16 step.
     Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 2
 );
@@ -823,6 +851,7 @@ const _: () =
 /// The device configuration of a table tile: the `config!` type of that tile for input `I` and output `O`.
 macro_rules! tile_config {
     (GEMM_SM90_128X256, $input:ty, $output:ty) => { Wide<$input, $output> };
+    (GEMM_SM90_128X192, $input:ty, $output:ty) => { Wide192<$input, $output> };
     (GEMM_SM90_128X64, $input:ty, $output:ty) => { Narrow<$input, $output> };
     (GEMM_SM90_64X128, $input:ty, $output:ty) => { Flat<$input, $output> };
     (GEMM_SM90_128X128, $input:ty, $output:ty) => { Square<$input, $output> };
