@@ -186,36 +186,45 @@ impl Variant {
         shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize)
     }
 
-    /// [`Variant::resolve`]'s choice among the 128×256 tiles for `shape` on `sms` SMs, with more than half an SM's
-    /// worth of them: single blocks or clusters sharing B, data-parallel or stream-K (for one row of tiles, M ≤ 128,
-    /// stream-K on 64×128 tiles), or, where the data-parallel wide tiles would run no fewer waves than 128×192 ones,
-    /// those ([`Variant::Wide192`]).
+    /// [`Variant::resolve`]'s choice among single blocks for `shape` on `sms` SMs, with more than half an SM's worth
+    /// of 128×256 tiles, or among clusters sharing B from two waves of them on ([`Variant::wide_clusters`]). Single
+    /// blocks: whichever of three schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
+    /// wide tiles data-parallel (their waves × K), the same tiles with the last wave split by stream-K (the waves
+    /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), or 128×192 tiles
+    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile). For one
+    /// row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits its tile widths to the SMs this way (1536³:
+    /// 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): the
+    /// 128×192 tiles 1.14–1.90× Auto's earlier choice where this estimate takes them, and 0.92× stream-K at
+    /// 1280×3840×4096, where it does not.
     fn wide(shape: GemmShape, sms: usize) -> Variant {
+        Variant::wide_among(shape, sms, true)
+    }
+
+    /// [`Variant::wide`], with the 128×192 tiles among the choices or not (`narrower`: the types without their kernel).
+    fn wide_among(shape: GemmShape, sms: usize, narrower: bool) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
-            Variant::wide_clusters(shape, sms)
-        } else if idle_k_tiles(wide_tiles, k_tiles, sms) >= STREAM_K_MIN_IDLE_K_TILES {
-            // The same rule for single wide blocks. With one row of them, the same balance on 64×128 tiles, whose
-            // fixups move a quarter of the partial-tile bytes, with no padding rows up to 64.
-            if shape.m <= GEMM_SM90_128X256.tile_m as usize { Variant::FlatStreamK } else { Variant::StreamK }
-        } else if Variant::narrower_waves_pay(shape, sms) {
-            Variant::Wide192
-        } else {
-            Variant::Wide
+            return Variant::wide_clusters(shape, sms);
         }
-    }
-
-    /// Whether 128×192 tiles cover `shape` in no more waves over `sms` SMs than 128×256 ones: each wave of them then
-    /// ends a quarter sooner (three quarters of the columns, the same rows and K), where the wide tiles leave a
-    /// wave's SMs idle. cuBLAS fits its tile widths to the SMs so (1536³: 192×96 tiles, 128 of them; 2504³: 128×216;
-    /// docs/perf-notes.md, "Session 60"). The narrower tile reads 14% more operand bytes per FLOP, which one wave
-    /// fewer or equal more than pays for while the GPU is under two waves of wide tiles.
-    fn narrower_waves_pay(shape: GemmShape, sms: usize) -> bool {
-        let waves = |tile: GemmTile| {
-            (shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize)).div_ceil(sms)
+        let data_parallel = wide_tiles.div_ceil(sms) * k_tiles;
+        let idle = idle_k_tiles(wide_tiles, k_tiles, sms);
+        let stream_k = (idle >= STREAM_K_MIN_IDLE_K_TILES).then(|| data_parallel - idle + STREAM_K_MIN_IDLE_K_TILES);
+        let narrow = GEMM_SM90_128X192;
+        let narrow_tiles = shape.m.div_ceil(narrow.tile_m as usize) * shape.n.div_ceil(narrow.tile_n as usize);
+        let narrower = match narrower {
+            true => narrow_tiles.div_ceil(sms) * k_tiles * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize,
+            false => usize::MAX,
         };
-        waves(GEMM_SM90_128X192) <= waves(GEMM_SM90_128X256)
+        match stream_k {
+            // With one row of wide tiles, the same balance on 64×128 tiles, whose fixups move a quarter of the
+            // partial-tile bytes, with no padding rows up to 64 (not weighed against 128×192 tiles).
+            Some(_) if shape.m <= GEMM_SM90_128X256.tile_m as usize => Variant::FlatStreamK,
+            Some(stream_k) if narrower < stream_k => Variant::Wide192,
+            Some(_) => Variant::StreamK,
+            None if narrower < data_parallel => Variant::Wide192,
+            None => Variant::Wide,
+        }
     }
 
     /// The 128×256 tiles in clusters of two blocks sharing B: stream-K over the same clusters where the last wave of
@@ -258,7 +267,8 @@ impl Variant {
     /// kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
-    /// (f32 outputs), for the ping-pong ones of few-tile problems, and the wide tiles for those of many-tile problems.
+    /// (f32 outputs), for the ping-pong ones of few-tile problems, and the wide tiles for those of many-tile problems;
+    /// for the 128×192 tile (bf16 → bf16 only), the wide tiles' choice without it.
     pub fn resolve_for(
         self,
         shape: GemmShape,
@@ -296,7 +306,12 @@ impl Variant {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
-            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => Variant::Wide,
+            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => Variant::wide_among(
+                shape,
+                sm_count as usize,
+                false,
+            )
+            .resolve_for(shape, sm_count, (input, output), layout),
             chosen => chosen,
         }
     }
@@ -1065,7 +1080,9 @@ mod tests {
         assert_eq!(pick(128, 24576, 4096), Variant::FlatStreamK);
         assert_eq!(pick(1, 57344, 8192), Variant::FlatStreamK);
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
-        assert_eq!(pick(129, 24576, 4096), Variant::StreamK);
+        // Two rows: 192 wide tiles leave 34 idle k-tiles per SM (stream-K: 110 k-tiles in all), 256 of 128×192 take two
+        // waves (96).
+        assert_eq!(pick(129, 24576, 4096), Variant::Wide192);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         // Data-parallel wide tiles in no fewer waves than 128×192 ones: those. 1536³: 72 wide tiles (one wave, 10
         // idle k-tiles per SM), 96 of 128×192 (one wave); 1024×3072×1024: 96 against 128. Not 512×8192×8192 (128
@@ -1106,7 +1123,7 @@ mod tests {
         // k-tiles, for 11; 96 of 32 for 8.7; 200 of 40 for 19. (144 tiles of 24, a second wave of 12, would leave 22,
         // but 3072×1536 is 288 tiles of 128×128: ping-pong.)
         // Without stream-K, the 128×192 tiles where they take no more waves: 96 of them at 1536³ and 2048×1536×2048.
-        assert_eq!(pick(1536, 1536, 4096), Variant::StreamK);
+        assert_eq!(pick(1536, 1536, 4096), Variant::Wide192);
         assert_eq!(pick(1536, 1536, 1536), Variant::Wide192);
         assert_eq!(pick(3072, 1536, 1536), Variant::PingPong);
         assert_eq!(pick(2048, 1536, 2048), Variant::Wide192);
