@@ -132,11 +132,12 @@ impl Variant {
         }
         // With under half an SM's worth of wide tiles per SM, smaller tiles fill the GPU better; from two waves of
         // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel); in
-        // between, single wide blocks. In both wide regions stream-K takes over where the last wave would leave the
-        // GPU idle for long. Where tiles are many and short, 128×128 ping-pong tiles, whose epilogues hide under main
+        // between, single blocks: wide or 128×192 tiles, whichever schedule ends first ([`Variant::wide`]). In both
+        // wide regions stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
+        // and short, 128×128 ping-pong tiles, whose epilogues hide under main
         // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
         // where it fits in one row of wide tiles, their stream-K on 64×128 tiles. The measurements behind each rule:
-        // docs/perf-notes.md, "The GEMM heuristic's measurements" and "Session 28".
+        // docs/perf-notes.md, "The GEMM heuristic's measurements", "Session 28" and "Session 60".
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
             // Where the narrow tiles take more than one wave and 128×128 tiles fit in one: one wave of cooperative
