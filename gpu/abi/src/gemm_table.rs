@@ -60,14 +60,19 @@ impl GemmConfig {
     }
 
     /// What the kernels assume of every row, checked where each crate expands the table: a block alone shares
-    /// nothing; stream-K in clusters runs cooperative tiles sharing B (both blocks load every unit's k-tiles); and
-    /// the launch bound covers the block.
+    /// nothing; stream-K in clusters runs cooperative tiles sharing B (both blocks load every unit's k-tiles); the
+    /// launch bound covers the block; and a shared tile splits into whole boxes per block.
     pub const fn check(&self) {
         assert!(self.cluster == 1 || self.cluster == 2);
         assert!(self.cluster > 1 || matches!(self.share, GemmShare::None));
         let cooperative = matches!(self.tile.schedule, crate::GemmSchedule::Cooperative);
         assert!(!self.stream_k || self.cluster == 1 || (cooperative && matches!(self.share, GemmShare::B)));
         assert!(self.threads() <= GemmTile::MAX_THREADS);
+        // A block's share of a tile its cluster shares is whole 64-index boxes: an MN-major operand is loaded in
+        // boxes of 64 M/N indices, and a share of 96 (128×192 tiles sharing B) would load one box and wait on the
+        // bytes of one and a half, forever (docs/perf-notes.md, "Session 60").
+        assert!((self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::MN_BOX));
+        assert!((self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::MN_BOX));
         // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
         // cluster pairings share an operand between tiles the triangle does not pair).
         assert!(
@@ -256,4 +261,27 @@ macro_rules! __gemm_sm90_kernels {
     (@expand $callback:path; [$($done:tt)*]; $row:tt [$input:ident -> $output:ident $(, $more_input:ident -> $more_output:ident)*] [$($layout:ident),*]; $($rest:tt)*) => {
         $crate::__gemm_sm90_kernels! { @expand $callback; [$($done)* $($row $input $output $layout)*]; $row [$($more_input -> $more_output),*] [$($layout),*]; $($rest)* }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GEMM_SM90_128X128, GEMM_SM90_128X192, GEMM_SM90_128X256};
+
+    fn config(tile: GemmTile, cluster: u32, share: GemmShare) -> GemmConfig {
+        GemmConfig { tile, cluster, share, stream_k: false, symmetric: false }
+    }
+
+    #[test]
+    fn the_table_pairs_blocks_on_whole_boxes() {
+        config(GEMM_SM90_128X256, 2, GemmShare::B).check();
+        config(GEMM_SM90_128X128, 2, GemmShare::A).check();
+    }
+
+    #[test]
+    #[should_panic]
+    fn a_cluster_sharing_half_a_192_column_tile_is_refused() {
+        // Each block's share of B would be 96 columns: one and a half MN-major boxes.
+        config(GEMM_SM90_128X192, 2, GemmShare::B).check();
+    }
 }
