@@ -126,8 +126,8 @@ fn bf16_matches_reference_in_every_layout_on_odd_and_edge_shapes() {
     assert_pass::<bf16, bf16>(&gpu, GEMM_SHAPES.iter().map(|&(m, n, k)| (GemmShape::new(m, n, k), ablation)));
 }
 
-/// Shapes aimed at the ping-pong schedule's bookkeeping, every dimension a multiple of 8 so each layout takes them
-/// as they are: one k-tile per tile with ~31 tiles per block (each consumer skips the other's stage every turn);
+/// Shapes aimed at the ping-pong schedule's bookkeeping, every dimension a multiple of 8 so each layout reads them
+/// in place: one k-tile per tile with ~31 tiles per block (each consumer skips the other's stage every turn);
 /// exactly as many k-tiles as ring stages (7); one more (8: the ring wraps inside a tile); 4–5 tiles per block
 /// (blocks with an odd count, whose consumer 1 ends a turn early); a single tile (consumer 1 never runs).
 const PING_PONG_SHAPES: [(usize, usize, usize); 5] =
@@ -151,7 +151,8 @@ fn ping_pong_kernels_match_reference_on_their_schedule_edges() {
 /// - 2000×3000×64: a single k-tile per tile (192 tiles, a wave and a half): every piece a whole tile, no partials;
 /// - 1000×1000×64 (one k-tile, 32 tiles: fewer blocks than SMs, one tile each).
 ///
-/// Each dimension is a multiple of 8, so every layout takes them; the odd-N shapes are in [`stream_k_edge_cases`].
+/// Each dimension is a multiple of 8, so every layout reads them in place; the odd-N shapes are in
+/// [`stream_k_edge_cases`].
 // (4096³ split the same way as 2048³ but its float64 references took minutes of the test's time.)
 const STREAM_K_SHAPES: [(usize, usize, usize); 5] =
     [(2048, 2048, 2048), (1000, 1000, 1000), (128, 8192, 8192), (2000, 3000, 64), (1000, 1000, 64)];
@@ -747,9 +748,10 @@ fn bad_arguments_are_rejected_before_launch() {
 }
 
 /// Shapes whose operands' rows are no multiple of 16 bytes in some layout, so that the plan reads them from staged
-/// copies (every variant on each layout's all-odd shape is in `bf16_matches_reference_in_every_layout_on_odd_and_edge_
-/// shapes`): f32 outputs and f16; M ≤ 16, where the skinny kernel applies to aligned operands; a shape of cuBLAS's
-/// that oxtile refused before staging; and repeated launches of one plan, each refreshing the copies from new inputs.
+/// copies (every variant on each layout's all-odd shape is in
+/// `bf16_matches_reference_in_every_layout_on_odd_and_edge_shapes`): f32 outputs and f16; M ≤ 16, where the skinny
+/// kernel applies to aligned operands; 1500³ (rows 3000 bytes apart); and repeated launches of one plan, each
+/// refreshing the copies from new inputs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn operands_tma_cannot_read_in_place_are_staged() {

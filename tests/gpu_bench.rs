@@ -389,7 +389,7 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
     };
     for dtype in [Dtype::Bf16, Dtype::F16] {
         for layout in GemmLayout::ALL {
-            // Partial tiles in M and N; every dimension a multiple of 8, so TMA takes every layout.
+            // Partial tiles in M and N; every dimension a multiple of 8, so TMA reads every layout in place.
             let problem = GemmProblem { shape: GemmShape::new(296, 520, 256), dtype, layout };
             let rows =
                 gemm::bench_gemm(&gpu, &info, &pool, &problem, &mut contenders, &config, &mut |_: &str| {}).unwrap();

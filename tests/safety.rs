@@ -167,9 +167,9 @@ fn buffers_of_another_context_are_refused_before_launch() {
 fn auto_can_be_kept_off_stream_k() {
     let gpu = gpu();
     let stream = gpu.stream();
-    // Shapes whose Auto choice is stream-K on the H200 (unit tests of Variant::resolve): in clusters, single blocks,
+    // Shapes whose Auto choice is stream-K on 132 SMs (unit tests of Variant::resolve): in clusters, single blocks,
     // on 64×128 tiles.
-    for (m, n, k) in [(8192, 8192, 8192), (1536, 1536, 4096), (128, 4096, 14336)] {
+    for (m, n, k) in [(8192, 8192, 8192), (2560, 2560, 2560), (128, 4096, 14336)] {
         let shape = GemmShape::new(m, n, k);
         let a = stream.alloc_zeros::<bf16>(m * k).unwrap();
         let b = stream.alloc_zeros::<bf16>(k * n).unwrap();

@@ -49,7 +49,8 @@ def _check_matmul(a: Tensor, b: Tensor, out_dtype: torch.dtype) -> None:
 
 def _order(name: str, t: Tensor) -> str:
     """"row" or "col": how the kernels read 2-D `t` in place. Both are dense (no padding between rows or columns);
-    where both fit (a dimension of 1), the one whose contiguous dimension TMA can take (a multiple of 8)."""
+    where both fit (a dimension of 1), the one TMA reads in place (a contiguous dimension a multiple of 8; the other
+    order would be copied first)."""
     rows, cols = t.shape
     s_rows, s_cols = t.stride()
     row = (s_cols == 1 or cols == 1) and (s_rows == cols or rows == 1)
@@ -110,8 +111,8 @@ def matmul(a: Tensor, b: Tensor, out_dtype: Optional[torch.dtype] = None) -> Ten
 
     a (M×K) and b (K×N): 2-D CUDA tensors on one GPU, both bfloat16 or both float16, each row-major or column-major
     (a transposed view such as ``w.T`` is read in place: all four layouts). TMA reads an operand in place when its
-    data is 16-byte aligned and its contiguous dimension a multiple of 8; any other is copied first into a buffer of
-    the call's own (a read and a write of it). D is a new row-major M×N tensor of `out_dtype`:
+    data is 16-byte aligned and its contiguous dimension a multiple of 8; any other is copied first into a buffer the
+    call allocates (a read and a write of the operand, and an allocation, per call). D is a new row-major M×N tensor of `out_dtype`:
     the inputs' type (default) or torch.float32; products accumulate in f32 either way. Runs on the current stream.
     """
     return torch.ops.oxtile.matmul(a, b, a.dtype if out_dtype is None else out_dtype)

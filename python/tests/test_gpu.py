@@ -85,7 +85,8 @@ def test_matmul_reads_views_off_16_bytes_and_rows_off_16_bytes():
     flat = torch.randn(64 * 64 + 1, dtype=bf16, device="cuda", generator=gen)
     a, b = flat[1:].view(64, 64), torch.randn(64, 72, dtype=bf16, device="cuda", generator=gen)
     check_matmul(oxtile.matmul(a, b), a, b)
-    a, b = torch.randn(64, 12, dtype=bf16, device="cuda", generator=gen), torch.randn(12, 64, dtype=bf16, device="cuda")
+    a = torch.randn(64, 12, dtype=bf16, device="cuda", generator=gen)
+    b = torch.randn(12, 64, dtype=bf16, device="cuda", generator=gen)
     check_matmul(oxtile.matmul(a, b), a, b)
 
 

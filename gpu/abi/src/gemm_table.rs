@@ -71,8 +71,14 @@ impl GemmConfig {
         // A block's share of a tile its cluster shares is whole 64-index boxes: an MN-major operand is loaded in
         // boxes of 64 M/N indices, and a share of 96 (128×192 tiles sharing B) would load one box and wait on the
         // bytes of one and a half, forever (docs/perf-notes.md, "Session 60").
-        assert!((self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::MN_BOX));
-        assert!((self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::MN_BOX));
+        assert!(
+            (self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::MN_BOX),
+            "a block's share of a shared B tile is not whole 64-index boxes"
+        );
+        assert!(
+            (self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::MN_BOX),
+            "a block's share of a shared A tile is not whole 64-index boxes"
+        );
         // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
         // cluster pairings share an operand between tiles the triangle does not pair).
         assert!(
@@ -110,8 +116,9 @@ macro_rules! for_each_gemm_sm90 {
             /// Ablation of `WideCluster2` (bf16, layout tn only): the same clusters and barriers, each block loading
             /// all of B itself — separates the cost of multicast from the cost of coupling the blocks.
             WideCluster2Unshared { label: "wide-c2-unshared", kernel: "128x256_c2_nomc", tile: GEMM_SM90_128X256, cluster: 2, share: none, stream_k: false, tune: false, types: [bf16 -> bf16], layouts: [tn] }
-            /// 128×192 tiles, one block each: problems whose 128×256 tiles would leave more of their last wave idle
-            /// (`Variant::resolve`). bf16 → bf16 only.
+            /// 128×192 tiles, one block each: problems under two waves of 128×256 tiles where their waves are
+            /// estimated to end sooner than those tiles', with or without stream-K (`Variant::resolve`). bf16 → bf16
+            /// only.
             Wide192 { label: "wide-192", kernel: "128x192", tile: GEMM_SM90_128X192, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
             Narrow { label: "narrow", kernel: "128x64", tile: GEMM_SM90_128X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, tt, nt, nn] }
@@ -279,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "a block's share of a shared B tile is not whole 64-index boxes")]
     fn a_cluster_sharing_half_a_192_column_tile_is_refused() {
         // Each block's share of B would be 96 columns: one and a half MN-major boxes.
         config(GEMM_SM90_128X192, 2, GemmShare::B).check();

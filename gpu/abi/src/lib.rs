@@ -155,11 +155,11 @@ pub const GEMM_SM90_128X256: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
-/// Hopper GEMM, 128×192×64 tiles, 4 stages, 2 consumer warpgroups of m64n192k16 wgmma each: where 128×256 tiles
-/// would leave more of the last wave idle than 192-column ones (`Variant::resolve` in the host crate), as cuBLAS
-/// picks 192- and 216-column tiles for such shapes (docs/perf-notes.md, "Session 60"). Shared memory: 4 × 40 KiB of
+/// Hopper GEMM, 128×192×64 tiles, 4 stages, 2 consumer warpgroups of m64n192k16 wgmma each: where its waves are
+/// estimated to end before the 128×256 tiles' (`Variant::resolve` in the host crate), as cuBLAS picks 192- and
+/// 216-column tiles for such shapes (docs/perf-notes.md, "Session 60"). Shared memory: 4 × 40 KiB of
 /// ring + 2 consumers × 2 staging buffers × 8 KiB + 64 bytes of barriers = 196,672 bytes (a fifth stage would need
-/// 237,632 of the 232,448).
+/// 237,648 of the 232,448).
 pub const GEMM_SM90_128X192: GemmTile = GemmTile { tile_n: 192, ..GEMM_SM90_128X256 };
 
 /// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, one consumer warpgroup issuing two

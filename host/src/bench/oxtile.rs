@@ -6,7 +6,7 @@ use half::{bf16, f16};
 use super::gemm::{GemmContender, GemmProblem, Operands, fastest_candidate};
 use crate::error::Result;
 use crate::kernels::{self, Variant};
-use crate::ops::gemm::{GemmOptions, GemmPlan, SkinnyChoice};
+use crate::ops::gemm::{GemmOptions, GemmPlan, SkinnyChoice, check_tma_rows};
 use crate::ops::gemm_skinny;
 use crate::runtime::{ClusterShape, Gpu};
 use crate::types::{Dtype, GemmElement, GemmLayout, GemmOutput};
@@ -17,10 +17,10 @@ pub const OXTILE_TUNED: &str = "oxtile-tuned";
 /// A plan per (A, B) address pair: a plan's tensor maps encode its operands' addresses.
 type Plans<T> = Vec<((u64, u64), GemmPlan<T>)>;
 
-/// The sm90 GEMM through [`ops_gemm::GemmPlan`] in the problem's layout (operands TMA cannot read in place are
-/// staged by the plan, their copies timed with the kernel), C row-major, bf16 or f16 in and out with fp32 accumulation, alpha = 1,
+/// The sm90 GEMM through [`GemmPlan`] in the problem's layout (operands TMA cannot read in place are staged by the
+/// plan, their copies timed with the kernel), C row-major, bf16 or f16 in and out with fp32 accumulation, alpha = 1,
 /// beta = 0. One plan is made per input set, in [`GemmContender::bind`], with D's tensor map bound to the set's C
-/// there too, so the timed launches pay only the launch.
+/// there too, so the timed launches pay only the launch and the copies.
 pub struct OxtileSm90 {
     name: &'static str,
     /// The options of every plan but the layout, which comes with each problem.
@@ -177,8 +177,14 @@ impl GemmContender for OxtileSm90 {
         {
             return Err(format!("no {:?} kernel for {input} in layout {}", self.options.variant, problem.layout));
         }
-        if self.requires_skinny && !gemm_skinny::applies(problem.shape, problem.layout, (input, input)) {
-            return Err(format!("the skinny kernel takes M ≤ 16 with A row-major, not {problem}"));
+        // The skinny kernel reads A and B in place: where TMA could not, the plan stages them and runs the tiles.
+        if self.requires_skinny
+            && (!gemm_skinny::applies(problem.shape, problem.layout, (input, input))
+                || check_tma_rows(problem.shape, problem.layout).is_err())
+        {
+            return Err(format!(
+                "the skinny kernel takes M ≤ 16 with A row-major and rows of a multiple of 16 bytes, not {problem}"
+            ));
         }
         Ok(())
     }

@@ -192,17 +192,19 @@ impl Variant {
     /// blocks: whichever of three schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
     /// wide tiles data-parallel (their waves × K), the same tiles with the last wave split by stream-K (the waves
     /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), or 128×192 tiles
-    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile). For one
-    /// row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits its tile widths to the SMs this way (1536³:
-    /// 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): the
-    /// 128×192 tiles 1.14–1.90× Auto's earlier choice where this estimate takes them, and 0.92× stream-K at
-    /// 1280×3840×4096, where it does not.
+    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile), the
+    /// 128×192 tiles only where they end more than 5% sooner. For one row of tiles (M ≤ 128), stream-K on 64×128
+    /// tiles where the idle-time rule takes stream-K. cuBLAS fits its tile widths to the SMs this way (1536³: 192×96
+    /// tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): where this
+    /// estimate takes the 128×192 tiles, 1.02–1.93× the wide or stream-K tiles it passes over; at 1280×3840×4096,
+    /// where it keeps stream-K, the 128×192 tiles 0.92× of it.
     fn wide(shape: GemmShape, sms: usize) -> Variant {
-        Variant::wide_among(shape, sms, true)
+        Variant::wide_among(shape, sms, true, true)
     }
 
-    /// [`Variant::wide`], with the 128×192 tiles among the choices or not (`narrower`: the types without their kernel).
-    fn wide_among(shape: GemmShape, sms: usize, narrower: bool) -> Variant {
+    /// [`Variant::wide`], with the 128×192 tiles among the choices or not (`narrower`: the types without their
+    /// kernel), and stream-K or not (`stream_k`: Auto kept off it, [`Variant::data_parallel_for`]).
+    fn wide_among(shape: GemmShape, sms: usize, narrower: bool, stream_k: bool) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
@@ -210,7 +212,8 @@ impl Variant {
         }
         let data_parallel = wide_tiles.div_ceil(sms) * k_tiles;
         let idle = idle_k_tiles(wide_tiles, k_tiles, sms);
-        let stream_k = (idle >= STREAM_K_MIN_IDLE_K_TILES).then(|| data_parallel - idle + STREAM_K_MIN_IDLE_K_TILES);
+        let stream_k =
+            (stream_k && idle >= STREAM_K_MIN_IDLE_K_TILES).then(|| data_parallel - idle + STREAM_K_MIN_IDLE_K_TILES);
         let narrow = GEMM_SM90_128X192;
         let narrow_tiles = shape.m.div_ceil(narrow.tile_m as usize) * shape.n.div_ceil(narrow.tile_n as usize);
         let narrower = match narrower {
@@ -244,8 +247,8 @@ impl Variant {
     }
 
     /// [`Variant::resolve`]'s choice where A's or B's rows start off 128-byte boundaries
-    /// ([`operand_rows_straddle_lines`]): instead of ping-pong 128×128 tiles or single wide blocks, the wide tiles in
-    /// clusters sharing B ([`Variant::wide_clusters`]), above one row of them. A TMA box row of such an operand spans
+    /// ([`operand_rows_straddle_lines`]): instead of ping-pong 128×128 tiles or single blocks (wide or 128×192), the
+    /// wide tiles in clusters sharing B ([`Variant::wide_clusters`]), above one row of them. A TMA box row of such an operand spans
     /// two L2 lines, and blocks that load many of them per unit of work slow down by up to 2×; the wide tile loads
     /// the fewest rows per FLOP and the cluster halves B's. Measured on an H100 (docs/perf-notes.md, "Session 59"):
     /// where both operands' rows straddle lines, outside the few-tile region, ping-pong at 0.41–0.75 of cuBLAS and
@@ -262,8 +265,28 @@ impl Variant {
         }
     }
 
+    /// What [`Variant::Auto`] runs instead of `self` when kept off stream-K ([`GemmOptions::auto_stream_k`]): the
+    /// single wide blocks' stream-K gives way to whichever data-parallel tiles [`Variant::wide`] estimates to end
+    /// first (the 128×192 ones where their kernel exists); any other stream-K choice to its own tiles
+    /// ([`Variant::data_parallel`]).
+    pub fn data_parallel_for(
+        self,
+        shape: GemmShape,
+        sm_count: u32,
+        (input, output): (&str, &str),
+        layout: GemmLayout,
+    ) -> Variant {
+        match self {
+            Variant::StreamK => {
+                let narrower = Variant::Wide192.available(input, output, layout);
+                Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
+            }
+            other => other.data_parallel(),
+        }
+    }
+
     /// [`Variant::resolve`] for `input` → `output` GEMMs in `layout`: for [`Variant::Auto`] where A's or B's rows
-    /// start off 128-byte boundaries, the wide tiles in clusters instead of ping-pong or single wide blocks (from one
+    /// start off 128-byte boundaries, the wide tiles in clusters instead of ping-pong or single blocks (from one
     /// row of tiles on; `for_unaligned_rows`, docs/perf-notes.md "Session 59"); then, where the heuristic's choice has no
     /// kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
     /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
@@ -307,12 +330,10 @@ impl Variant {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
-            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => Variant::wide_among(
-                shape,
-                sm_count as usize,
-                false,
-            )
-            .resolve_for(shape, sm_count, (input, output), layout),
+            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => {
+                let without = Variant::wide_among(shape, sm_count as usize, false, true);
+                without.resolve_for(shape, sm_count, (input, output), layout)
+            }
             chosen => chosen,
         }
     }
@@ -420,7 +441,8 @@ pub struct GemmOptions {
     /// on the same tiles without stream-K ([`Variant::data_parallel`]); so does the environment variable
     /// `OXTILE_NO_STREAM_K=1`, read once per process. An explicitly requested stream-K variant is not affected.
     pub auto_stream_k: bool,
-    /// Where [`Variant::Auto`] runs the skinny kernel (M ≤ 16, A row-major: [`gemm_skinny::applies`]).
+    /// Where [`Variant::Auto`] runs the skinny kernel (M ≤ 16, A row-major: [`gemm_skinny::applies`]; A and B read
+    /// in place, as TMA would: staged operands take the tiles).
     pub skinny: SkinnyChoice,
 }
 
@@ -580,7 +602,8 @@ fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
 }
 
 /// A checked GEMM bound to its operand buffers: the tensor maps (or the skinny kernel's split) are made once, so
-/// repeated launches (benchmarks, iterative solvers) pay nothing but the launch. `T` is the type of A and B, `O` that
+/// repeated launches (benchmarks, iterative solvers) pay nothing but the launch, and the copy of each operand TMA
+/// cannot read in place ([`super::staging`]). `T` is the type of A and B, `O` that
 /// of D (`T` unless given: `GemmPlan::<bf16, f32>` writes f32).
 pub struct GemmPlan<T: GemmElement, O: GemmOutput<T> = T> {
     path: Path<T, O>,
@@ -797,7 +820,10 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
                     .unwrap_or_else(|| {
                         Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout)
                     });
-                if options.auto_may_stream_k() { chosen } else { chosen.data_parallel() }
+                match options.auto_may_stream_k() {
+                    true => chosen,
+                    false => chosen.data_parallel_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout),
+                }
             }
             chosen => chosen,
         };
@@ -940,8 +966,9 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         Ok(Some(bound))
     }
 
-    /// [`GemmPlan::launch`] into the D at `d_address`, the operands checked there (A and B the tensor maps'; D of
-    /// M×N output elements, 16-byte aligned, disjoint from them, all in the GPU's context).
+    /// [`GemmPlan::launch`] into the D at `d_address`, the operands checked there (A and B the plan's, read through
+    /// the tensor maps where they lie or from their staged copies, refreshed here first; D of M×N output elements,
+    /// 16-byte aligned, disjoint from them, all in the GPU's context).
     fn launch(&self, gpu: &Gpu, d_address: u64) -> Result<()> {
         let GemmShape { m, n, k } = self.shape;
         let d_tensor_map = self.d_tensor_map_for(gpu, d_address)?;
@@ -992,13 +1019,16 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
         };
         // SAFETY: the arguments are the kernel's, one per field of `GemmParams` (the list in oxtile-abi that the
         // kernel's signature is declared from). The tensor maps describe A and B in the layout the kernel reads
-        // (checked in `GemmPlan::launch`) and D (encoded for this D above) with the boxes its tile stores; D holds M×N
-        // elements of the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong to
-        // the GPU's context (checked in `GemmPlan::launch`); block, cluster and shared-memory sizes are the kernel's own. A stream-K kernel gets
-        // the schedule's tail and grid and a workspace sized from that schedule (a slot per block, the flags at zero:
-        // zeroed at allocation, left at zero by every launch), which this plan's launches take with write intent, so
-        // they run one after another whatever stream they are on; with a tail, every block of the grid can be resident
-        // at once (the co-residency guard in `new`). The other kernels never read the (null) workspace.
+        // (checked in `GemmPlan::launch`), each where it lies or as its staged copy (16-byte aligned, rows 128 bytes
+        // apart; refreshed above on this stream from the checked A or B, locked until this launch is queued, its use
+        // recorded after it), and D (encoded for this D above) with the boxes its tile stores; D holds M×N elements of
+        // the kernel's output type, 16-byte aligned, sharing no byte with A or B, and all three belong to the GPU's
+        // context (checked in `GemmPlan::launch`); block, cluster and shared-memory sizes are the kernel's own. A
+        // stream-K kernel gets the schedule's tail and grid and a workspace sized from that schedule (a slot per
+        // block, the flags at zero: zeroed at allocation, left at zero by every launch), which this plan's launches
+        // take with write intent, so they run one after another whatever stream they are on; with a tail, every block
+        // of the grid can be resident at once (the co-residency guard in `new`). The other kernels never read the
+        // (null) workspace.
         let mut args = params.kernel_args();
         unsafe { gpu.launch_as(self.launch_shape, self.kernel.name, &self.function, &self.launch, &mut args) }?;
         if self.stream_k.is_some_and(|s| s.sk_tiles() > 0) {
@@ -1120,10 +1150,12 @@ mod tests {
         // Half the clusters idle, but for 16 k-tiles only: ping-pong tiles, which take any short K from two waves on.
         assert_eq!(pick(8192, 8192, 1024), Variant::PingPong);
         assert_eq!(pick(2048, 4096, 1024), Variant::PingPong);
-        // Single wide blocks by the same rule: 72 tiles of 64 k-tiles leave 60 SMs idle for 29 k-tiles per SM; of 24
-        // k-tiles, for 11; 96 of 32 for 8.7; 200 of 40 for 19. (144 tiles of 24, a second wave of 12, would leave 22,
-        // but 3072×1536 is 288 tiles of 128×128: ping-pong.)
-        // Without stream-K, the 128×192 tiles where they take no more waves: 96 of them at 1536³ and 2048×1536×2048.
+        // Single blocks by the estimated end of each schedule, in k-tiles per SM (`Variant::wide`). 1536×1536×4096:
+        // 72 wide tiles of 64 k-tiles leave 60 SMs idle for 29 k-tiles per SM, so stream-K would end at 51; its 96
+        // tiles of 128×192 in one wave at 48. 1536³ (24 k-tiles, 11 idle: no stream-K): the wide tiles' 24 against
+        // 18. 2048×1536×2048: 96 wide tiles against 128 of 128×192, one wave each. 2560³: 200 wide tiles of 40 leave
+        // 19 idle (stream-K 77); 280 of 128×192 take three waves (90). (3072×1536 is 288 tiles of 128×128:
+        // ping-pong.)
         assert_eq!(pick(1536, 1536, 4096), Variant::Wide192);
         assert_eq!(pick(1536, 1536, 1536), Variant::Wide192);
         assert_eq!(pick(3072, 1536, 1536), Variant::PingPong);
@@ -1457,6 +1489,19 @@ mod tests {
         let err = guard_stream_k(Variant::SquareStreamK, false, kernel, 132, 66).unwrap_err();
         assert!(matches!(err, Error::StreamKNotResident { blocks: 132, resident: 66, .. }), "{err}");
         assert!(err.to_string().contains(kernel) && err.to_string().contains("resident at once"), "{err}");
+    }
+
+    #[test]
+    fn auto_kept_off_stream_k_weighs_the_data_parallel_tiles() {
+        // 1280×3840×4096: stream-K on 150 wide tiles (89 k-tiles per SM) beats 200 tiles of 128×192 (96); without
+        // stream-K those beat the wide tiles' two waves (128).
+        let shape = GemmShape::new(1280, 3840, 4096);
+        let bf16 = ("bf16", "bf16");
+        assert_eq!(Variant::Auto.resolve_for(shape, 132, bf16, GemmLayout::Tn), Variant::StreamK);
+        assert_eq!(Variant::StreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Wide192);
+        assert_eq!(Variant::StreamK.data_parallel_for(shape, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Wide);
+        assert_eq!(Variant::FlatStreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Flat);
+        assert_eq!(Variant::StreamKCluster2.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::WideCluster2);
     }
 
     #[test]
