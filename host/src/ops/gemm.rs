@@ -192,10 +192,9 @@ impl Variant {
     /// blocks: whichever of three schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
     /// wide tiles data-parallel (their waves × K), the same tiles with the last wave split by stream-K (the waves
     /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), or 128×192 tiles
-    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile), the
-    /// 128×192 tiles only where they end more than 5% sooner. For one row of tiles (M ≤ 128), stream-K on 64×128
-    /// tiles where the idle-time rule takes stream-K. cuBLAS fits its tile widths to the SMs this way (1536³: 192×96
-    /// tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): where this
+    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile). For one
+    /// row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits its tile
+    /// widths to the SMs this way (1536³: 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): where this
     /// estimate takes the 128×192 tiles, 1.02–1.93× the wide or stream-K tiles it passes over; at 1280×3840×4096,
     /// where it keeps stream-K, the 128×192 tiles 0.92× of it.
     fn wide(shape: GemmShape, sms: usize) -> Variant {
