@@ -71,10 +71,15 @@ const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
 /// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
 
+/// Tiles of `tile` that cover D.
+fn tiles_of(shape: GemmShape, tile: GemmTile) -> usize {
+    shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize)
+}
+
 /// Whether [`Variant::Auto`] runs `shape` on 128×128 ping-pong tiles (see [`PING_PONG_MIN_TENTHS_OF_WAVES`]).
 fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
     let tile = GEMM_SM90_128X128_PINGPONG;
-    let tiles = shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+    let tiles = tiles_of(shape, tile);
     10 * tiles >= PING_PONG_MIN_TENTHS_OF_WAVES * sms && shape.k.div_ceil(tile.tile_k as usize) <= PING_PONG_MAX_K_TILES
 }
 
@@ -145,8 +150,7 @@ impl Variant {
             // their ring holds twice the B bytes in flight of the 128×64 tile's, and they beat the 128×64 tiles in
             // every layout and the 128×128 tiles split-K ([`Variant::SquareStreamK`]) for 128 < M ≤ 256 and deep K.
             // Not the narrow tile in clusters: sharing A is slower.
-            let tiles =
-                |tile: GemmTile| shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize);
+            let tiles = |tile| tiles_of(shape, tile);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
                 return Variant::Square;
             }
@@ -184,7 +188,7 @@ impl Variant {
 
     /// 128×256 tiles of D.
     fn wide_tiles(shape: GemmShape) -> usize {
-        shape.m.div_ceil(GEMM_SM90_128X256.tile_m as usize) * shape.n.div_ceil(GEMM_SM90_128X256.tile_n as usize)
+        tiles_of(shape, GEMM_SM90_128X256)
     }
 
     /// [`Variant::resolve`]'s choice among single blocks for `shape` on `sms` SMs, with more than half an SM's worth
@@ -214,7 +218,7 @@ impl Variant {
         let stream_k =
             (stream_k && idle >= STREAM_K_MIN_IDLE_K_TILES).then(|| data_parallel - idle + STREAM_K_MIN_IDLE_K_TILES);
         let narrow = GEMM_SM90_128X192;
-        let narrow_tiles = shape.m.div_ceil(narrow.tile_m as usize) * shape.n.div_ceil(narrow.tile_n as usize);
+        let narrow_tiles = tiles_of(shape, narrow);
         let narrower = match narrower {
             true => narrow_tiles.div_ceil(sms) * k_tiles * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize,
             false => usize::MAX,

@@ -14,7 +14,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits};
 use oxtile_abi::StageRowsParams;
 
 use crate::error::{Error, Result};
@@ -49,6 +49,8 @@ pub(crate) struct StagedMatrix<T> {
     /// Locked from the copy until the kernel reading it is queued, so launches of one plan from several threads
     /// refresh and read it one after another; its uses are recorded on the launch's stream like any operand's.
     copy: Mutex<CudaSlice<T>>,
+    /// `stage_rows_b16`, loaded with the plan so that a launch only launches it ([`refresh`]).
+    function: CudaFunction,
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
@@ -83,7 +85,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> StagedMatrix<T> {
             source,
         })?;
         let address = copy.device_ptr(gpu.stream()).0;
-        Ok(StagedMatrix { source, rows, row_elements, pitch, address, copy: Mutex::new(copy) })
+        let function = gpu.function(kernels::STAGE_ROWS_B16)?;
+        Ok(StagedMatrix { source, rows, row_elements, pitch, address, copy: Mutex::new(copy), function })
     }
 
     /// The copy's address, for its tensor map.
@@ -113,11 +116,10 @@ pub(crate) fn refresh<'a, T: DeviceRepr + ValidAsZeroBits>(
     operands: [Option<(&StagedMatrix<T>, &'a mut CudaSlice<T>)>; 2],
 ) -> Result<Vec<SyncOnDrop<'a>>> {
     const THREADS: u32 = 256;
-    if operands.iter().all(Option::is_none) {
+    let Some(function) = operands.iter().flatten().map(|(staged, _)| staged.function.clone()).next() else {
         return Ok(Vec::new());
-    }
+    };
     let kernel = kernels::STAGE_ROWS_B16;
-    let function = gpu.function(kernel)?;
     let mut guards = Vec::new();
     // (src, dst, rows, cols, pitch) of A and B, all 0 for an operand read in place (no rows).
     let mut rows = [(0, 0, 0, 0, 0); 2];
