@@ -4,7 +4,7 @@
 # class (ratio = the fastest peer's time over ours).
 #   bash docs/wip/gemm-sweep-run.sh PACK EVERY DEADLINE [LAYOUTS]
 # SWEEP_FILE (a file of `CLASS LABEL MxNxK` lines instead of the shipped sweep), ONLY (the rows timed; default Auto
-# and the three peers) and RUNS (default 20) change what is timed.
+# and the three peers), RUNS (default 20) and ROUNDS (default 5) change what is timed.
 set -uo pipefail
 pack=$1 every=$2 deadline=$3 layouts=${4:-tn,tt}
 cd gpu-pack && xz -d < "$pack.tar.xz" | tar -xf - && cd ..
@@ -17,7 +17,7 @@ for class in model-decode model-mid square ragged model-large; do
     left=$((deadline - (SECONDS - start)))
     [ "$left" -lt 20 ] && { echo "skipped $class $layout (deadline)"; continue; }
     timeout "$left" "$exe" bench gemm --sweep ${SWEEP_FILE:+--sweep-file "$SWEEP_FILE"} --class "$class" --every "$every" --layout "$layout" --no-check \
-      --only "${ONLY:-oxtile,cublasLt,cublasLt-tuned,cublasGemmEx}" --runs "${RUNS:-20}" --warmup 3 \
+      --only "${ONLY:-oxtile,cublasLt,cublasLt-tuned,cublasGemmEx}" --runs "${RUNS:-20}" --warmup 3 --rounds "${ROUNDS:-5}" \
       --json "$work/$class-$layout.json" > "$work/$class-$layout.log" 2>&1
     echo "$class $layout rc=$? at $((SECONDS - start)) s"
   done
