@@ -4,7 +4,8 @@
 # class (ratio = the fastest peer's time over ours).
 #   bash docs/wip/gemm-sweep-run.sh PACK EVERY DEADLINE [LAYOUTS]
 # SWEEP_FILE (a file of `CLASS LABEL MxNxK` lines instead of the shipped sweep), ONLY (the rows timed; default Auto
-# and the three peers), RUNS (default 20) and ROUNDS (default 5) change what is timed.
+# and the three peers), RUNS (default 20), ROUNDS (default 5) and CLASSES (space-separated, in order) change what is
+# timed.
 set -uo pipefail
 pack=$1 every=$2 deadline=$3 layouts=${4:-tn,tt}
 cd gpu-pack && xz -d < "$pack.tar.xz" | tar -xf - && cd ..
@@ -12,7 +13,7 @@ exe=gpu-pack/$pack/oxtile
 work=/tmp/sweep-$pack; mkdir -p "$work"
 start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-for class in model-decode model-mid square ragged model-large; do
+for class in ${CLASSES:-model-decode model-mid square ragged model-large}; do
   for layout in ${layouts//,/ }; do
     left=$((deadline - (SECONDS - start)))
     [ "$left" -lt 20 ] && { echo "skipped $class $layout (deadline)"; continue; }
