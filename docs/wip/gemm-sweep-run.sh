@@ -5,12 +5,12 @@
 #   bash docs/wip/gemm-sweep-run.sh PACK EVERY DEADLINE [LAYOUTS]
 # SWEEP_FILE (a file of `CLASS LABEL MxNxK` lines instead of the shipped sweep), ONLY (the rows timed; default Auto
 # and the three peers), RUNS (default 20), ROUNDS (default 5) and CLASSES (space-separated, in order) change what is
-# timed.
+# timed; WORK is where each process's JSON goes (default /tmp/sweep-PACK).
 set -uo pipefail
 pack=$1 every=$2 deadline=$3 layouts=${4:-tn,tt}
 cd gpu-pack && xz -d < "$pack.tar.xz" | tar -xf - && cd ..
 exe=gpu-pack/$pack/oxtile
-work=/tmp/sweep-$pack; mkdir -p "$work"
+work=${WORK:-/tmp/sweep-$pack}; logs=/tmp/sweep-$pack-logs; mkdir -p "$work" "$logs"
 start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 for class in ${CLASSES:-model-decode model-mid square ragged model-large}; do
@@ -19,7 +19,7 @@ for class in ${CLASSES:-model-decode model-mid square ragged model-large}; do
     [ "$left" -lt 20 ] && { echo "skipped $class $layout (deadline)"; continue; }
     timeout "$left" "$exe" bench gemm --sweep ${SWEEP_FILE:+--sweep-file "$SWEEP_FILE"} --class "$class" --every "$every" --layout "$layout" --no-check \
       --only "${ONLY:-oxtile,cublasLt,cublasLt-tuned,cublasGemmEx}" --runs "${RUNS:-20}" --warmup 3 --rounds "${ROUNDS:-5}" \
-      --json "$work/$class-$layout.json" > "$work/$class-$layout.log" 2>&1
+      --json "$work/$class-$layout.json" > "$logs/$class-$layout.log" 2>&1
     echo "$class $layout rc=$? at $((SECONDS - start)) s"
   done
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 30, session 61, one call: the 128×192 stream-K tile's tests (tests/gemm's every-variant and stream-K tests;
 # memcheck, racecheck and synccheck over the stream-K test, side by side), then every variant beside Auto and the
-# three cuBLAS peers on the sweep's losers (docs/wip/sweep-losers.txt, layout tn) until the call's time is spent.
+# three cuBLAS peers on the sweep's losers (docs/wip/sweep-losers.txt, layout tn) until BENCH_END seconds (default
+# 575) after the start.
 set -uo pipefail
 start=$SECONDS
 root=$(pwd)
@@ -24,10 +25,10 @@ wait
 unset OXTILE_UNDER_SANITIZER
 for tool in memcheck racecheck synccheck; do
   echo "--- $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result|rc=" "$OUT/san-$tool.log" | head -4
+  cat "$OUT/san-$tool.log" >> "$OUT/sanitizers.log" && rm "$OUT/san-$tool.log"
 done
 echo "=== every variant on the losers, at $((SECONDS - start)) s"
 cd "$root"
-SWEEP_FILE=docs/wip/sweep-losers.txt RUNS=10 ROUNDS=2 CLASSES="model-large model-mid square ragged model-decode" \
+WORK=$OUT/losers SWEEP_FILE=docs/wip/sweep-losers.txt RUNS=10 ROUNDS=2 CLASSES="model-large model-mid square ragged model-decode" \
   ONLY=oxtile,oxtile-wide,oxtile-wide-c2,oxtile-wide-192,oxtile-wide-192-sk,oxtile-narrow,oxtile-flat,oxtile-flat-sk,oxtile-square,oxtile-square-c2,oxtile-square-sk,oxtile-pingpong,oxtile-pingpong-c2,oxtile-streamk,oxtile-streamk-c2,oxtile-skinny,cublasLt,cublasLt-tuned,cublasGemmEx \
-  bash docs/wip/gemm-sweep-run.sh w192sk 1 $((575 - (SECONDS - start))) tn 2>&1
-ls /tmp/sweep-w192sk
+  bash docs/wip/gemm-sweep-run.sh w192sk 1 $((${BENCH_END:-575} - (SECONDS - start))) tn 2>&1
