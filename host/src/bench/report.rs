@@ -96,7 +96,7 @@ impl Row {
 
     /// Rows that are compared with each other: same op, shape, dtype and layout; memory-bound (`mem`) rows of
     /// one buffer size are compared across element types, since bandwidth is what they measure.
-    fn problem_key(&self) -> (String, String, String, String) {
+    pub(super) fn problem_key(&self) -> (String, String, String, String) {
         let field = |f: &Option<String>| f.clone().unwrap_or_default();
         let dtype = if self.op == "mem" { String::new() } else { field(&self.dtype) };
         (self.op.clone(), self.shape.clone(), dtype, field(&self.layout))

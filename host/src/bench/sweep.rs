@@ -1,8 +1,8 @@
 //! The GEMM sweep of `oxtile bench gemm --sweep`: the shapes users run, by class ([`GEMM_SWEEP`], the file
 //! gemm_sweep.txt beside this one, which scripts/gemm-sweep.py writes: projections of open models at token counts
-//! from 1 to 16384, square sizes that are not powers of two, ragged sizes), and its summary per class.
+//! from 1 to 16384, square sizes that are not powers of two, ragged sizes), and its summaries per class and per kernel.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::report::{Row, suite_summary};
 use super::suite::{GemmShape, ShapeError};
@@ -91,6 +91,51 @@ pub fn class_summary(rows: &[Row], shapes: &[SweepShape], baseline: &str) -> Str
     out
 }
 
+/// What each kernel [`crate::kernels::Variant::Auto`] ran costs the geomean of Auto's rows against the fastest
+/// in-process peer: per kernel (its name without the layout, so a tile's rows in every layout count together), its
+/// rows, their geomean and lowest ratio, and the factor its rows put on the geomean of all of Auto's rows (their log
+/// ratios summed over the count of all rows, exponentiated: below 1 where they lose). Costliest first: where a fix
+/// moves the sweep most.
+pub fn kernel_summary(rows: &[Row]) -> String {
+    let ok = |r: &&Row| r.error.is_none() && r.origin.as_deref() == Some("in-process") && r.rate().is_some();
+    let is_ours = |r: &Row| r.kind.as_deref() == Some("oxtile");
+    let mut fastest_peer: HashMap<_, f64> = HashMap::new();
+    for row in rows.iter().filter(ok).filter(|r| !is_ours(r)) {
+        let rate = row.rate().expect("filtered");
+        let fastest = fastest_peer.entry(row.problem_key()).or_insert(rate);
+        *fastest = fastest.max(rate);
+    }
+    // Kernel → (shape and layout, ratio) of each of Auto's rows that has a peer.
+    let mut kernels: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    for row in rows.iter().filter(ok).filter(|r| r.implementation == "oxtile") {
+        let (Some(config), Some(peer)) = (&row.config, fastest_peer.get(&row.problem_key())) else { continue };
+        let layout = row.layout.as_deref().unwrap_or_default();
+        let kernel = config.replacen(&format!("_{layout}_"), "_", 1);
+        let standing = (format!("{} {layout}", row.shape), row.rate().expect("filtered") / peer);
+        match kernels.iter_mut().find(|(k, _)| *k == kernel) {
+            Some((_, standings)) => standings.push(standing),
+            None => kernels.push((kernel, vec![standing])),
+        }
+    }
+    let total: usize = kernels.iter().map(|(_, s)| s.len()).sum();
+    let log_sum = |standings: &[(String, f64)]| standings.iter().map(|(_, r)| r.ln()).sum::<f64>();
+    kernels.sort_by(|a, b| log_sum(&a.1).total_cmp(&log_sum(&b.1)));
+    let mut out = String::new();
+    for (kernel, standings) in &kernels {
+        let sum = log_sum(standings);
+        let (lowest_at, lowest) = standings.iter().min_by(|a, b| a.1.total_cmp(&b.1)).expect("a group has a row");
+        out.push_str(&format!(
+            "# [by kernel] {kernel}: {} row{}, geomean {:.3} vs the fastest peer, lowest {lowest:.3} ({lowest_at}); \
+             the geomean of all {total} ×{:.4} for them\n",
+            standings.len(),
+            if standings.len() == 1 { "" } else { "s" },
+            (sum / standings.len() as f64).exp(),
+            (sum / total as f64).exp(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +210,39 @@ mod tests {
         assert_eq!(shapes(select(&sweep, &[], 2)), [808, 2408, 816]);
         assert_eq!(shapes(select(&sweep, &["b".to_string()], 1)), [816, 824]);
         assert_eq!(shapes(select(&sweep, &[], 0)), shapes(select(&sweep, &[], 1)));
+    }
+
+    #[test]
+    fn the_kernel_summary_puts_the_costliest_kernel_first() {
+        let row = |shape: &str, layout: &str, implementation: &str, kind: &str, tflops: f64, config: Option<&str>| {
+            let mut row = Row::new("gemm", shape, implementation);
+            row.kind = Some(kind.into());
+            row.origin = Some("in-process".into());
+            row.dtype = Some("bf16".into());
+            row.layout = Some(layout.into());
+            row.tflops = Some(tflops);
+            row.config = config.map(Into::into);
+            row
+        };
+        let rows = vec![
+            // 8x8x8: the wide tile at half the fastest peer's rate in tn, at parity in tt.
+            row("8x8x8", "tn", "cublasLt", "peer", 100.0, None),
+            row("8x8x8", "tn", "cublasGemmEx", "peer", 200.0, None),
+            row("8x8x8", "tn", "oxtile", "oxtile", 100.0, Some("gemm_bf16_tn_128x256_sm90")),
+            row("8x8x8", "tt", "cublasLt", "peer", 100.0, None),
+            row("8x8x8", "tt", "oxtile", "oxtile", 100.0, Some("gemm_bf16_tt_128x256_sm90")),
+            // 16x8x8: the skinny kernel 10% ahead; a forced variant's row and a row without a peer count nowhere.
+            row("16x8x8", "tn", "cublasLt", "peer", 100.0, None),
+            row("16x8x8", "tn", "oxtile", "oxtile", 110.0, Some("gemm_bf16_tn_skinny_sm90")),
+            row("16x8x8", "tn", "oxtile-wide", "oxtile", 10.0, Some("gemm_bf16_tn_128x256_sm90")),
+            row("24x8x8", "tn", "oxtile", "oxtile", 10.0, Some("gemm_bf16_tn_64x128_sm90")),
+        ];
+        let summary = kernel_summary(&rows);
+        let lines: Vec<&str> = summary.lines().collect();
+        assert_eq!(lines.len(), 2, "{summary}");
+        // Two rows at 0.5 and 1.0: geomean √0.5; over all three rows ×0.5^(1/3).
+        assert!(lines[0].starts_with("# [by kernel] gemm_bf16_128x256_sm90: 2 rows, geomean 0.707"), "{summary}");
+        assert!(lines[0].contains("lowest 0.500 (8x8x8 tn)") && lines[0].ends_with("×0.7937 for them"), "{summary}");
+        assert!(lines[1].starts_with("# [by kernel] gemm_bf16_skinny_sm90: 1 row, geomean 1.100"), "{summary}");
     }
 }

@@ -527,6 +527,7 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     print!("{}", report::suite_summary(&rows, BASELINE));
     if let Some(picked) = &sweep {
         print!("{}", sweep::class_summary(&rows, picked, BASELINE));
+        print!("{}", sweep::kernel_summary(&rows));
     }
     let dtypes: Vec<&str> = args.dtype.iter().map(|d| d.name()).collect();
     write_outputs(&args.output, &rows, &format!("GEMM {} on {}", dtypes.join("/"), info.name))?;
