@@ -1,0 +1,75 @@
+//! The operand traffic of a GEMM schedule (docs/perf-notes.md, "Session 61"; how to run: Cargo.toml beside this).
+//!
+//! Every block walks its units (oxtile_abi's `StreamK::units`, tiles in `TileScheduler`'s order) one k-tile per step,
+//! all blocks in step; a k-tile of B (column tile n, k) or of A (row tile m, k) comes from DRAM unless the same k-tile
+//! was read within the last `window` steps: an L2 keeping half of its 50 MB of what the grid loaded last. Not modelled:
+//! stream-K fixups, partial tiles' padding, the pipeline's fill, L2 set conflicts.
+
+use oxtile_abi::raster::TileScheduler;
+use oxtile_abi::stream_k::StreamK;
+use std::collections::HashMap;
+
+/// B's and A's DRAM reads over their sizes, and the busiest block's k-tiles, for M×N×K on `tm`×`tn` tiles and `grid`
+/// blocks, data-parallel or with the tail stream-K as `StreamK::split` cuts it.
+fn sim(m: u32, n: u32, k: u32, tm: u32, tn: u32, grid: u32, stream_k: bool) -> (f64, f64, u32) {
+    let order = TileScheduler::new(m, n, tm, tn);
+    let tiles = order.tiles();
+    let k_tiles = k.div_ceil(64);
+    let s = if stream_k { StreamK::split(tiles, k_tiles, grid) } else { StreamK::new(tiles, k_tiles, grid, 0) };
+    let grid = s.grid();
+    // bytes per step: grid blocks × (tm + tn) × 64 × 2; L2 50 MB, half of it for operands.
+    let window = ((25u64 << 20) / (grid as u64 * (tm + tn) as u64 * 128)).max(1) as i64;
+    let seqs: Vec<Vec<(u32, u32, u32)>> = (0..grid)
+        .map(|b| {
+            let mut v = Vec::new();
+            for u in s.units(b) {
+                let t = order.tile(u.tile);
+                for kk in u.k_begin..u.k_end {
+                    v.push((t.m, t.n, kk));
+                }
+            }
+            v
+        })
+        .collect();
+    let steps = seqs.iter().map(Vec::len).max().unwrap_or(0);
+    let (mut last_a, mut last_b): (HashMap<(u32, u32), i64>, HashMap<(u32, u32), i64>) = Default::default();
+    let (mut miss_a, mut miss_b) = (0u64, 0u64);
+    for t in 0..steps {
+        for seq in &seqs {
+            if let Some(&(tmi, tni, kk)) = seq.get(t) {
+                let t = t as i64;
+                if last_b.get(&(tni, kk)).is_none_or(|&l| t - l > window) {
+                    miss_b += 1;
+                }
+                last_b.insert((tni, kk), t);
+                if last_a.get(&(tmi, kk)).is_none_or(|&l| t - l > window) {
+                    miss_a += 1;
+                }
+                last_a.insert((tmi, kk), t);
+            }
+        }
+    }
+    let b_tiles = (n.div_ceil(tn) * k_tiles) as f64;
+    let a_tiles = (m.div_ceil(tm) * k_tiles) as f64;
+    (miss_b as f64 / b_tiles, miss_a as f64 / a_tiles, steps as u32)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    for spec in &args[1..] {
+        let v: Vec<u32> = spec.split(['x', ',']).map(|x| x.parse().unwrap()).collect();
+        let (m, n, k, tm, tn) = (v[0], v[1], v[2], v[3], v[4]);
+        for sk in [false, true] {
+            let (b, a, steps) = sim(m, n, k, tm, tn, 132, sk);
+            // DRAM: the operands as read, D once, at 3.0 TB/s; compute: the busiest block's k-tiles at 0.78 µs per
+            // 128×256×64 (1024×7168×18432's stream-K), scaled by the tile's area.
+            let bytes = 2.0 * (b * (n as f64) * (k as f64) + a * (m as f64) * (k as f64) + (m as f64) * (n as f64));
+            let dram = bytes / 3.0e12 * 1e6;
+            let compute = steps as f64 * 0.78 * (tm * tn) as f64 / (128.0 * 256.0);
+            println!(
+                "{m}x{n}x{k} tile {tm}x{tn} {}: B read {b:.2}x, A read {a:.2}x, {steps} k-tiles on the busiest block; DRAM {dram:.0} µs, compute {compute:.0} µs",
+                if sk { "stream-K" } else { "data-par" }
+            );
+        }
+    }
+}
