@@ -23,6 +23,8 @@ for class in ${CLASSES:-model-decode model-mid square ragged model-large}; do
     echo "$class $layout rc=$? at $((SECONDS - start)) s"
   done
 done
+# The tail of each process's output comes back in one file (its errors included).
+for log in "$logs"/*.log; do [ -e "$log" ] && { echo "=== $log"; tail -n 40 "$log"; }; done > "${OUT:-/tmp}/sweep-$pack-logs.txt"
 python3 - "$work" "${OUT:-/tmp}/sweep-$pack.json" <<'PY'
 import glob, json, math, os, sys
 work, dest = sys.argv[1], sys.argv[2]
@@ -39,7 +41,7 @@ for r in rows:
 table = {}
 for (cls, layout, shape), t in by.items():
     peers = [t[p] for p in ("cublasLt", "cublasLt-tuned", "cublasGemmEx") if t.get(p)]
-    if "oxtile" not in t or not peers:
+    if not t.get("oxtile") or not peers:
         continue
     table.setdefault((cls, layout), []).append((min(peers) / t["oxtile"], shape))
 allr = []
