@@ -96,6 +96,16 @@ impl Row {
 
     /// Rows that are compared with each other: same op, shape, dtype and layout; memory-bound (`mem`) rows of
     /// one buffer size are compared across element types, since bandwidth is what they measure.
+    /// Whether the summaries weigh this row: it ran in this process, without an error, and has a rate.
+    pub(super) fn counts_in_summaries(&self) -> bool {
+        self.error.is_none() && self.origin.as_deref() == Some("in-process") && self.rate().is_some()
+    }
+
+    /// Whether the row is one of our kernels (not a peer).
+    pub(super) fn is_ours(&self) -> bool {
+        self.kind.as_deref() == Some("oxtile")
+    }
+
     pub(super) fn problem_key(&self) -> (String, String, String, String) {
         let field = |f: &Option<String>| f.clone().unwrap_or_default();
         let dtype = if self.op == "mem" { String::new() } else { field(&self.dtype) };
@@ -186,6 +196,17 @@ pub fn fill_ratios(rows: &mut [Row], baseline: &str) {
     }
 }
 
+/// The fastest peer's rate per problem ([`Row::problem_key`]), over the peers' rows that count in the summaries.
+pub(super) fn fastest_peer_rates(rows: &[Row]) -> HashMap<(String, String, String, String), f64> {
+    let mut fastest: HashMap<_, f64> = HashMap::new();
+    for row in rows.iter().filter(|r| r.counts_in_summaries() && !r.is_ours()) {
+        let rate = row.rate().expect("filtered");
+        let best = fastest.entry(row.problem_key()).or_insert(rate);
+        *best = best.max(rate);
+    }
+    fastest
+}
+
 /// One line per oxtile implementation and (op, dtype, layout): the geometric mean and the lowest of its ratios over
 /// the problems it ran, to `baseline` and to the fastest in-process peer of each problem (the best cuBLAS measured,
 /// whichever configuration that was). Merged rows (another program's timing) take no part. Empty without oxtile
@@ -197,21 +218,15 @@ pub fn suite_summary(rows: &[Row], baseline: &str) -> String {
         to_baseline: Option<f64>,
         to_fastest_peer: Option<f64>,
     }
-    let ok = |r: &&Row| r.error.is_none() && r.origin.as_deref() == Some("in-process") && r.rate().is_some();
-    let is_ours = |r: &Row| r.kind.as_deref() == Some("oxtile");
-    let mut fastest_peer: HashMap<_, f64> = HashMap::new();
-    let mut base: HashMap<_, f64> = HashMap::new();
-    for row in rows.iter().filter(ok).filter(|r| !is_ours(r)) {
-        let rate = row.rate().expect("filtered");
-        let fastest = fastest_peer.entry(row.problem_key()).or_insert(rate);
-        *fastest = fastest.max(rate);
-        if row.implementation == baseline {
-            base.insert(row.problem_key(), rate);
-        }
-    }
+    let fastest_peer = fastest_peer_rates(rows);
+    let base: HashMap<_, f64> = rows
+        .iter()
+        .filter(|r| r.counts_in_summaries() && !r.is_ours() && r.implementation == baseline)
+        .map(|r| (r.problem_key(), r.rate().expect("filtered")))
+        .collect();
     // "op dtype layout: implementation", in order of first appearance, with its rows' standings.
     let mut groups: Vec<(String, Vec<Standing>)> = Vec::new();
-    for row in rows.iter().filter(ok).filter(|r| is_ours(r)) {
+    for row in rows.iter().filter(|r| r.counts_in_summaries() && r.is_ours()) {
         let key = row.problem_key();
         let rate = row.rate().expect("filtered");
         let group = format!("{} {} {}: {}", key.0, key.2, key.3, row.implementation);

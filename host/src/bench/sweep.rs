@@ -2,9 +2,9 @@
 //! gemm_sweep.txt beside this one, which scripts/gemm-sweep.py writes: projections of open models at token counts
 //! from 1 to 16384, square sizes that are not powers of two, ragged sizes), and its summaries per class and per kernel.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use super::report::{Row, suite_summary};
+use super::report::{Row, fastest_peer_rates, suite_summary};
 use super::suite::{GemmShape, ShapeError};
 
 /// The sweep as the project ships it: `CLASS LABEL MxNxK` per line, `#` comments.
@@ -97,17 +97,10 @@ pub fn class_summary(rows: &[Row], shapes: &[SweepShape], baseline: &str) -> Str
 /// ratios summed over the count of all rows, exponentiated: below 1 where they lose). Costliest first: where a fix
 /// moves the sweep most.
 pub fn kernel_summary(rows: &[Row]) -> String {
-    let ok = |r: &&Row| r.error.is_none() && r.origin.as_deref() == Some("in-process") && r.rate().is_some();
-    let is_ours = |r: &Row| r.kind.as_deref() == Some("oxtile");
-    let mut fastest_peer: HashMap<_, f64> = HashMap::new();
-    for row in rows.iter().filter(ok).filter(|r| !is_ours(r)) {
-        let rate = row.rate().expect("filtered");
-        let fastest = fastest_peer.entry(row.problem_key()).or_insert(rate);
-        *fastest = fastest.max(rate);
-    }
+    let fastest_peer = fastest_peer_rates(rows);
     // Kernel → (shape and layout, ratio) of each of Auto's rows that has a peer.
     let mut kernels: Vec<(String, Vec<(String, f64)>)> = Vec::new();
-    for row in rows.iter().filter(ok).filter(|r| r.implementation == "oxtile") {
+    for row in rows.iter().filter(|r| r.counts_in_summaries() && r.implementation == "oxtile") {
         let (Some(config), Some(peer)) = (&row.config, fastest_peer.get(&row.problem_key())) else { continue };
         let layout = row.layout.as_deref().unwrap_or_default();
         let kernel = config.replacen(&format!("_{layout}_"), "_", 1);
