@@ -198,6 +198,14 @@ fn stream_k_matches_reference_where_tiles_are_split_between_blocks() {
     assert_pass::<bf16, bf16>(&gpu, stream_k_cases::<bf16, bf16>(Variant::StreamK));
     assert_pass::<bf16, f32>(&gpu, stream_k_cases::<bf16, f32>(Variant::StreamK));
     assert_pass::<f16, f16>(&gpu, stream_k_cases::<f16, f16>(Variant::StreamK));
+    // The 128×192 tiles: 3000×576×7168 is 72 tiles of 112 k-tiles, all of them stream-K.
+    let schedule = stream_k_plan_schedule(&gpu, GemmShape::new(3000, 576, 7168), Variant::Wide192StreamK);
+    println!("Wide192StreamK 3000x576x7168: {schedule:?}");
+    assert!(schedule.sk_tiles() > 0 && schedule.partial_slots() > 0);
+    let mut cases = stream_k_cases::<bf16, bf16>(Variant::Wide192StreamK);
+    let options = GemmOptions { variant: Variant::Wide192StreamK, alpha: -0.5, beta: 0.75, ..GemmOptions::default() };
+    cases.push((GemmShape::new(3000, 576, 7168), options));
+    assert_pass::<bf16, bf16>(&gpu, cases);
 }
 
 /// The stream-K schedule of a plan of `variant` for `shape` (bf16, layout tn).

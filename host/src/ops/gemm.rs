@@ -193,14 +193,17 @@ impl Variant {
 
     /// [`Variant::resolve`]'s choice among single blocks for `shape` on `sms` SMs, with more than half an SM's worth
     /// of 128×256 tiles, or among clusters sharing B from two waves of them on ([`Variant::wide_clusters`]). Single
-    /// blocks: whichever of three schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
+    /// blocks: whichever of four schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
     /// wide tiles data-parallel (their waves × K), the same tiles with the last wave split by stream-K (the waves
-    /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), or 128×192 tiles
-    /// data-parallel ([`Variant::Wide192`]: their waves × K × 3/4, three quarters of the columns per tile). For one
-    /// row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits its tile
-    /// widths to the SMs this way (1536³: 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100 (docs/perf-notes.md, "Session 60"): where this
-    /// estimate takes the 128×192 tiles, 1.02–1.93× the wide or stream-K tiles it passes over; at 1280×3840×4096,
-    /// where it keeps stream-K, the 128×192 tiles 0.92× of it.
+    /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), and the same two on
+    /// 128×192 tiles ([`Variant::Wide192`], [`Variant::Wide192StreamK`]) at three quarters of the columns per tile.
+    /// For one row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits
+    /// its tile widths to the SMs this way (1536³: 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100
+    /// (docs/perf-notes.md, "Session 60" and "Session 62"): where this estimate takes the 128×192 tiles
+    /// data-parallel, 1.02–1.93× the wide or stream-K tiles it passes over; where it takes their stream-K (the
+    /// N = 576 projections from M = 3000 on), 1.67× on 3000×576×7168. Near ties go either way: 1280×3840×4096 and
+    /// 3000×1536×7168 (88 against 89, 138 against 139 k-tiles per SM) take the 128×192 stream-K at 0.97× and 0.89×
+    /// the wide stream-K; a margin for challengers lost more elsewhere (333×8192×28672's 128×192 tiles).
     fn wide(shape: GemmShape, sms: usize) -> Variant {
         Variant::wide_among(shape, sms, true, true)
     }
@@ -213,25 +216,39 @@ impl Variant {
         if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
             return Variant::wide_clusters(shape, sms);
         }
-        let data_parallel = wide_tiles.div_ceil(sms) * k_tiles;
-        let idle = idle_k_tiles(wide_tiles, k_tiles, sms);
-        let stream_k =
-            (stream_k && idle >= STREAM_K_MIN_IDLE_K_TILES).then(|| data_parallel - idle + STREAM_K_MIN_IDLE_K_TILES);
-        let narrow = GEMM_SM90_128X192;
-        let narrow_tiles = tiles_of(shape, narrow);
-        let narrower = match narrower {
-            true => narrow_tiles.div_ceil(sms) * k_tiles * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize,
-            false => usize::MAX,
+        // Each tiling's data-parallel end and, where its last wave idles for long, its stream-K end, in k-tiles of
+        // its own tile per SM.
+        let ends = |tiles: usize| {
+            let data_parallel = tiles.div_ceil(sms) * k_tiles;
+            let idle = idle_k_tiles(tiles, k_tiles, sms);
+            let split = (stream_k && idle >= STREAM_K_MIN_IDLE_K_TILES).then_some(data_parallel - idle);
+            (data_parallel, split)
         };
-        match stream_k {
+        let (data_parallel, split) = ends(wide_tiles);
+        let mut best = match split {
             // With one row of wide tiles, the same balance on 64×128 tiles, whose fixups move a quarter of the
             // partial-tile bytes, with no padding rows up to 64 (not weighed against 128×192 tiles).
-            Some(_) if shape.m <= GEMM_SM90_128X256.tile_m as usize => Variant::FlatStreamK,
-            Some(stream_k) if narrower < stream_k => Variant::Wide192,
-            Some(_) => Variant::StreamK,
-            None if narrower < data_parallel => Variant::Wide192,
-            None => Variant::Wide,
+            Some(_) if shape.m <= GEMM_SM90_128X256.tile_m as usize => return Variant::FlatStreamK,
+            Some(split) => (split + STREAM_K_MIN_IDLE_K_TILES, Variant::StreamK),
+            None => (data_parallel, Variant::Wide),
+        };
+        if narrower {
+            // The 128×192 tiles' k-tiles are three quarters of a wide one's; each replaces the choice only where it
+            // is estimated to end strictly sooner.
+            let narrow = GEMM_SM90_128X192;
+            let in_wide = |k_tiles: usize| k_tiles * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize;
+            let (data_parallel, split) = ends(tiles_of(shape, narrow));
+            let candidates = [
+                Some((in_wide(data_parallel), Variant::Wide192)),
+                split.map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, Variant::Wide192StreamK)),
+            ];
+            for (end, variant) in candidates.into_iter().flatten() {
+                if end < best.0 {
+                    best = (end, variant);
+                }
+            }
         }
+        best.1
     }
 
     /// The 128×256 tiles in clusters of two blocks sharing B: stream-K over the same clusters where the last wave of
@@ -259,7 +276,7 @@ impl Variant {
     /// 128×128 tiles) gained nothing consistent from clusters and keep the heuristic's choice.
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
-            Variant::PingPong | Variant::Wide | Variant::Wide192 | Variant::StreamK
+            Variant::PingPong | Variant::Wide | Variant::Wide192 | Variant::Wide192StreamK | Variant::StreamK
                 if shape.m > GEMM_SM90_128X256.tile_m as usize =>
             {
                 Variant::wide_clusters(shape, sms)
@@ -280,7 +297,7 @@ impl Variant {
         layout: GemmLayout,
     ) -> Variant {
         match self {
-            Variant::StreamK => {
+            Variant::StreamK | Variant::Wide192StreamK => {
                 let narrower = Variant::Wide192.available(input, output, layout);
                 Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
             }
@@ -333,7 +350,7 @@ impl Variant {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
-            Variant::Wide192 if !Variant::Wide192.available(input, output, layout) => {
+            Variant::Wide192 | Variant::Wide192StreamK if !resolved.available(input, output, layout) => {
                 let without = Variant::wide_among(shape, sm_count as usize, false, true);
                 without.resolve_for(shape, sm_count, (input, output), layout)
             }
@@ -1496,11 +1513,14 @@ mod tests {
 
     #[test]
     fn auto_kept_off_stream_k_weighs_the_data_parallel_tiles() {
-        // 1280×3840×4096: stream-K on 150 wide tiles (89 k-tiles per SM) beats 200 tiles of 128×192 (96); without
-        // stream-K those beat the wide tiles' two waves (128).
+        // 1280×3840×4096: stream-K on 200 tiles of 128×192 (88 k-tiles of a wide tile per SM) edges out stream-K on
+        // 150 wide tiles (89) and 200 tiles of 128×192 data-parallel (96); without stream-K those beat the wide
+        // tiles' two waves (128). Without the 128×192 kernels (f16), the wide stream-K.
         let shape = GemmShape::new(1280, 3840, 4096);
         let bf16 = ("bf16", "bf16");
-        assert_eq!(Variant::Auto.resolve_for(shape, 132, bf16, GemmLayout::Tn), Variant::StreamK);
+        assert_eq!(Variant::Auto.resolve_for(shape, 132, bf16, GemmLayout::Tn), Variant::Wide192StreamK);
+        assert_eq!(Variant::Auto.resolve_for(shape, 132, ("f16", "f16"), GemmLayout::Tn), Variant::StreamK);
+        assert_eq!(Variant::Wide192StreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Wide192);
         assert_eq!(Variant::StreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Wide192);
         assert_eq!(Variant::StreamK.data_parallel_for(shape, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Wide);
         assert_eq!(Variant::FlatStreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Flat);

@@ -18,6 +18,11 @@ fn sim(m: u32, n: u32, k: u32, tm: u32, tn: u32, grid: u32, stream_k: bool) -> (
     let tiles = order.tiles();
     let k_tiles = k.div_ceil(64);
     let s = if stream_k { StreamK::split(tiles, k_tiles, grid) } else { StreamK::new(tiles, k_tiles, grid, 0) };
+    sim_schedule(m, n, k, tm, tn, &order, &s)
+}
+
+fn sim_schedule(m: u32, n: u32, k: u32, tm: u32, tn: u32, order: &TileScheduler, s: &StreamK) -> (f64, f64, u32) {
+    let k_tiles = k.div_ceil(64);
     let grid = s.grid();
     // bytes per step: grid blocks × (tm + tn) × 64 × 2; L2 50 MB, half of it for operands.
     let window = ((25u64 << 20) / (grid as u64 * (tm + tn) as u64 * 128)).max(1) as i64;
@@ -56,8 +61,68 @@ fn sim(m: u32, n: u32, k: u32, tm: u32, tn: u32, grid: u32, stream_k: bool) -> (
     (miss_b as f64 / b_tiles, miss_a as f64 / a_tiles, steps as u32)
 }
 
+/// The host's `stream_k_schedule` (host/src/ops/gemm.rs) for single blocks sharing split-K tiles.
+fn host_schedule(tiles: u32, k_tiles: u32, resident: u32, shares: bool) -> StreamK {
+    let pieces = (resident / tiles.max(1)).min(k_tiles / 4);
+    if shares && pieces >= 3 {
+        return StreamK::split_k(tiles, k_tiles, pieces);
+    }
+    let grid = if 2 * tiles <= resident {
+        tiles * (resident / tiles).min(k_tiles).min(8)
+    } else {
+        (tiles * k_tiles).clamp(1, resident)
+    };
+    StreamK::split(tiles, k_tiles, grid)
+}
+
+/// `sim` on the host's schedules: data-parallel over min(tiles, grid) blocks, stream-K as the host cuts it.
+fn sim_host(m: u32, n: u32, k: u32, tm: u32, tn: u32, grid: u32, stream_k: bool) -> (f64, f64, u32) {
+    let order = TileScheduler::new(m, n, tm, tn);
+    let tiles = order.tiles();
+    let k_tiles = k.div_ceil(64);
+    let s = if stream_k {
+        host_schedule(tiles, k_tiles, grid, true)
+    } else {
+        StreamK::new(tiles, k_tiles, grid.min(tiles), 0)
+    };
+    sim_schedule(m, n, k, tm, tn, &order, &s)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--variants") {
+        // One line per shape and variant: shape variant b_reads a_reads busiest_k_tiles.
+        let variants = [
+            ("oxtile-wide", 128, 256, 1, false),
+            ("oxtile-streamk", 128, 256, 1, true),
+            ("oxtile-wide-c2", 256, 256, 2, false),
+            ("oxtile-streamk-c2", 256, 256, 2, true),
+            ("oxtile-wide-192", 128, 192, 1, false),
+            ("oxtile-wide-192-sk", 128, 192, 1, true),
+            ("oxtile-square", 128, 128, 1, false),
+            ("oxtile-square-sk", 128, 128, 1, true),
+            ("oxtile-pingpong", 128, 128, 1, false),
+            ("oxtile-square-c2", 256, 128, 2, false),
+            ("oxtile-pingpong-c2", 256, 128, 2, false),
+            ("oxtile-flat", 64, 128, 1, false),
+            ("oxtile-flat-sk", 64, 128, 1, true),
+            ("oxtile-narrow", 128, 64, 1, false),
+        ];
+        for line in std::io::stdin().lines() {
+            let line = line.unwrap();
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let shape = line.split_whitespace().last().unwrap();
+            let v: Vec<u32> = shape.split('x').map(|x| x.parse().unwrap()).collect();
+            for (name, tm, tn, cluster, sk) in variants {
+                let (b, a, steps) = sim_host(v[0], v[1], v[2], tm, tn, 132 / cluster, sk);
+                println!("{shape} {name} {b:.3} {a:.3} {steps}");
+            }
+        }
+        return;
+    }
     for spec in &args[1..] {
         let v: Vec<u32> = spec.split(['x', ',']).map(|x| x.parse().unwrap()).collect();
         let (m, n, k, tm, tn) = (v[0], v[1], v[2], v[3], v[4]);
