@@ -152,7 +152,7 @@ impl Variant {
             // Not the narrow tile in clusters: sharing A is slower.
             let tiles = |tile| tiles_of(shape, tile);
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
-                return Variant::Square;
+                return Variant::square_or_split_wide192(shape, sms);
             }
             // The idle-time rule of the wide tiles on the 64×128 ones, with their own thresholds: one row of them
             // streams B and gains from more SMs only where many would idle; more rows gain sooner.
@@ -171,6 +171,30 @@ impl Variant {
         } else {
             Variant::wide(shape, sms)
         }
+    }
+
+    /// [`Variant::resolve`]'s choice where one wave of 128×128 tiles covers `shape` on `sms` SMs and 128×64 tiles
+    /// would take more than one: those tiles ([`Variant::Square`]), or the 128×192 tiles' stream-K
+    /// ([`Variant::Wide192StreamK`]) where it is estimated to end first — in k-tiles of a 128×256 tile per SM, as
+    /// [`Variant::wide`] counts them: the 128×128 tiles' one wave at half a wide k-tile each, against the 128×192
+    /// tiles' k-tiles spread over every SM at three quarters, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup. Only
+    /// where the 128×192 tiles are at most half a wave and above one row: their stream-K then cuts every tile into
+    /// the same number of pieces, which walk K in step and read each k-tile of B once. With more tiles the ranges
+    /// start across K and read B again and again (333×5120×14336: twice by the traffic model, 0.59 of cuBLAS against
+    /// 0.91 on 128×128 tiles); with one row (M ≤ 128) the 128×128 tiles already stream B once without fixups, and
+    /// the split measured 6% slower (128×10240×8192). Measured on an H100 (docs/perf-notes.md, "Session 62"):
+    /// 1.06–1.11× the 128×128 tiles on 2048×576×7168, 256×5120×{14336, 25600} and 333×4096×{12288, 14336}.
+    fn square_or_split_wide192(shape: GemmShape, sms: usize) -> Variant {
+        let narrow = GEMM_SM90_128X192;
+        let split_tiles = tiles_of(shape, narrow);
+        if shape.m <= narrow.tile_m as usize || 2 * split_tiles > sms {
+            return Variant::Square;
+        }
+        let k_tiles = shape.k.div_ceil(narrow.tile_k as usize);
+        let square = k_tiles * GEMM_SM90_128X128.tile_n as usize / GEMM_SM90_128X256.tile_n as usize;
+        let split = (split_tiles * k_tiles).div_ceil(sms) * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
+            + STREAM_K_MIN_IDLE_K_TILES;
+        if split < square { Variant::Wide192StreamK } else { Variant::Square }
     }
 
     /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
@@ -285,10 +309,11 @@ impl Variant {
         }
     }
 
-    /// What [`Variant::Auto`] runs instead of `self` when kept off stream-K ([`GemmOptions::auto_stream_k`]): the
-    /// single wide blocks' stream-K gives way to whichever data-parallel tiles [`Variant::wide`] estimates to end
-    /// first (the 128×192 ones where their kernel exists); any other stream-K choice to its own tiles
-    /// ([`Variant::data_parallel`]).
+    /// What [`Variant::Auto`] runs instead of `self` when kept off stream-K ([`GemmOptions::auto_stream_k`], or a
+    /// grid that is not resident at once): the 128×192 tiles' stream-K of a few-tile problem gives way to the 128×128
+    /// tiles it was weighed against ([`Variant::square_or_split_wide192`]); the single wide blocks' stream-K to
+    /// whichever data-parallel tiles [`Variant::wide`] estimates to end first (the 128×192 ones where their kernel
+    /// exists); any other stream-K choice to its own tiles ([`Variant::data_parallel`]).
     pub fn data_parallel_for(
         self,
         shape: GemmShape,
@@ -297,6 +322,7 @@ impl Variant {
         layout: GemmLayout,
     ) -> Variant {
         match self {
+            Variant::Wide192StreamK if Variant::few_tiles(shape, sm_count as usize) => Variant::Square,
             Variant::StreamK | Variant::Wide192StreamK => {
                 let narrower = Variant::Wide192.available(input, output, layout);
                 Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
@@ -350,6 +376,11 @@ impl Variant {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
             Variant::Flat if !Variant::Flat.available(input, output, layout) => Variant::Narrow,
+            Variant::Wide192StreamK
+                if Variant::few_tiles(shape, sm_count as usize) && !resolved.available(input, output, layout) =>
+            {
+                Variant::Square.resolve_for(shape, sm_count, (input, output), layout)
+            }
             Variant::Wide192 | Variant::Wide192StreamK if !resolved.available(input, output, layout) => {
                 let without = Variant::wide_among(shape, sm_count as usize, false, true);
                 without.resolve_for(shape, sm_count, (input, output), layout)
@@ -407,15 +438,20 @@ pub(crate) fn stream_k_over(tiles: usize, k_tiles: usize, resident: u32) -> Stre
 
 /// The co-residency guard of a stream-K plan whose grid of `blocks` blocks has a tail (its blocks wait for each
 /// other) on a GPU that holds `capacity` of its blocks at once: the variant to run. `variant` itself when every
-/// block fits; for [`Variant::Auto`]'s choice (`auto`), the same tiles without stream-K
-/// ([`Variant::data_parallel`]); for an explicitly requested stream-K variant, [`Error::StreamKNotResident`].
-fn guard_stream_k(variant: Variant, auto: bool, kernel: &'static str, blocks: u32, capacity: u32) -> Result<Variant> {
-    if blocks <= capacity {
-        Ok(variant)
-    } else if auto {
-        Ok(variant.data_parallel())
-    } else {
-        Err(Error::StreamKNotResident { kernel, blocks, resident: capacity })
+/// block fits; for [`Variant::Auto`]'s choice, `auto_fallback`: what Auto runs kept off stream-K
+/// ([`Variant::data_parallel_for`]); for an explicitly requested stream-K variant (no fallback),
+/// [`Error::StreamKNotResident`].
+fn guard_stream_k(
+    variant: Variant,
+    auto_fallback: Option<Variant>,
+    kernel: &'static str,
+    blocks: u32,
+    capacity: u32,
+) -> Result<Variant> {
+    match auto_fallback {
+        _ if blocks <= capacity => Ok(variant),
+        Some(fallback) => Ok(fallback),
+        None => Err(Error::StreamKNotResident { kernel, blocks, resident: capacity }),
     }
 }
 
@@ -922,7 +958,9 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
                 )?;
                 per_sm.saturating_mul(gpu.sm_count())
             };
-            let guarded = guard_stream_k(variant, options.variant == Variant::Auto, kernel.name, blocks, capacity)?;
+            let auto_fallback = (options.variant == Variant::Auto)
+                .then(|| variant.data_parallel_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout));
+            let guarded = guard_stream_k(variant, auto_fallback, kernel.name, blocks, capacity)?;
             if guarded != variant {
                 return TiledPlan::new(gpu, shape, GemmOptions { variant: guarded, ..options }, operands);
             }
@@ -1118,6 +1156,15 @@ mod tests {
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
+        // Where the 128×128 tiles leave SMs idle and K is deep: 48 tiles of 128×192 cut in two, in step (47 wide
+        // k-tiles per SM against 56), and 54 of them on 400 k-tiles (139 against 200)...
+        assert_eq!(pick(2048, 576, 7168), Variant::Wide192StreamK);
+        assert_eq!(pick(256, 5120, 25600), Variant::Wide192StreamK);
+        // ... not where K is shallow (36 against 32), nor with more than half a wave of them (81: their ranges would
+        // start across K), nor on one row of tiles (128 rows: the 128×128 tiles stream B once already).
+        assert_eq!(pick(256, 5120, 4096), Variant::Square);
+        assert_eq!(pick(333, 5120, 14336), Variant::Square);
+        assert_eq!(pick(128, 10240, 8192), Variant::Square);
         // Not with at most 64 rows: the same 80 tiles along N on 64×128 tiles, without the padding rows.
         assert_eq!(pick(65, 10240, 8192), Variant::Square);
         assert_eq!(pick(64, 10240, 8192), Variant::Flat);
@@ -1499,14 +1546,23 @@ mod tests {
     fn the_co_residency_guard_falls_back_for_auto_and_refuses_explicit_stream_k() {
         let kernel = "gemm_bf16_tn_128x256_sk_sm90";
         // The whole grid fits: the kernel as asked.
-        assert_eq!(guard_stream_k(Variant::StreamK, false, kernel, 132, 132).unwrap(), Variant::StreamK);
-        assert_eq!(guard_stream_k(Variant::StreamKCluster2, true, kernel, 132, 264).unwrap(), Variant::StreamKCluster2);
+        let auto =
+            |variant: Variant, shape| Some(variant.data_parallel_for(shape, 132, ("bf16", "bf16"), GemmLayout::Tn));
+        let shape = GemmShape::new(4096, 4096, 4096);
+        assert_eq!(guard_stream_k(Variant::StreamK, None, kernel, 132, 132).unwrap(), Variant::StreamK);
+        let cluster2 = Variant::StreamKCluster2;
+        assert_eq!(guard_stream_k(cluster2, auto(cluster2, shape), kernel, 132, 264).unwrap(), cluster2);
         // One block too many (or none fits at all): Auto's choice loses stream-K, keeping its tiles...
-        assert_eq!(guard_stream_k(Variant::StreamK, true, kernel, 132, 131).unwrap(), Variant::Wide);
-        assert_eq!(guard_stream_k(Variant::StreamKCluster2, true, kernel, 132, 120).unwrap(), Variant::WideCluster2);
-        assert_eq!(guard_stream_k(Variant::FlatStreamK, true, kernel, 128, 0).unwrap(), Variant::Flat);
+        assert_eq!(guard_stream_k(cluster2, auto(cluster2, shape), kernel, 132, 120).unwrap(), Variant::WideCluster2);
+        let flat = Variant::FlatStreamK;
+        assert_eq!(guard_stream_k(flat, auto(flat, shape), kernel, 128, 0).unwrap(), Variant::Flat);
+        // ... or, for the 128×192 tiles' stream-K of a few-tile problem, the 128×128 tiles it was weighed against...
+        let split = Variant::Wide192StreamK;
+        let few = GemmShape::new(2048, 576, 7168);
+        assert_eq!(Variant::Auto.resolve(few, 132), split);
+        assert_eq!(guard_stream_k(split, auto(split, few), kernel, 132, 131).unwrap(), Variant::Square);
         // ... and an explicit request is a typed error that says why.
-        let err = guard_stream_k(Variant::SquareStreamK, false, kernel, 132, 66).unwrap_err();
+        let err = guard_stream_k(Variant::SquareStreamK, None, kernel, 132, 66).unwrap_err();
         assert!(matches!(err, Error::StreamKNotResident { blocks: 132, resident: 66, .. }), "{err}");
         assert!(err.to_string().contains(kernel) && err.to_string().contains("resident at once"), "{err}");
     }
