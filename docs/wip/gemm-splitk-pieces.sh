@@ -13,9 +13,9 @@ for round in 1 2; do
     echo "p$p round $round rc=$? at $SECONDS s"
   done
 done
-# Then the binary with Variant::square_or_split_wide192 (oxtile-sq): Auto beside the two tilings it weighs, on the
+# Then the binary with Variant::square_or_split_wide192 and Variant::flat (oxtile-sq): Auto beside the tilings they weigh, on the
 # shapes it moves and four it keeps (docs/wip/square-split-rows.txt), tn and tt.
 gpu-pack/pieces/oxtile-sq bench gemm --sweep --sweep-file docs/wip/square-split-rows.txt --layout tn,tt --no-check \
-  --only oxtile,oxtile-square,oxtile-wide-192-sk,cublasLt,cublasLt-tuned,cublasGemmEx --runs 20 --rounds 3 --warmup 3 \
+  --only oxtile,oxtile-square,oxtile-wide-192-sk,oxtile-flat,oxtile-flat-sk,cublasLt,cublasLt-tuned,cublasGemmEx --runs 20 --rounds 3 --warmup 3 \
   --json "$OUT/sq.json" > "$OUT/sq.txt" 2>&1
 echo "sq rc=$? at $SECONDS s"

@@ -154,17 +154,7 @@ impl Variant {
             if tiles(GEMM_SM90_128X64) > sms && tiles(GEMM_SM90_128X128) <= sms && !Variant::one_flat_row(shape) {
                 return Variant::square_or_split_wide192(shape, sms);
             }
-            // The idle-time rule of the wide tiles on the 64×128 ones, with their own thresholds: one row of them
-            // streams B and gains from more SMs only where many would idle; more rows gain sooner.
-            let (flat_tiles, flat_k_tiles) =
-                (tiles(GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
-            let idle = idle_k_tiles(flat_tiles, flat_k_tiles, sms);
-            let threshold = if Variant::one_flat_row(shape) || 2 * flat_tiles > sms {
-                FLAT_STREAM_K_MIN_IDLE_K_TILES
-            } else {
-                FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
-            };
-            if idle >= threshold { Variant::FlatStreamK } else { Variant::Flat }
+            Variant::flat(shape, sms)
         } else if ping_pong_pays(shape, sms) {
             // At most 32 k-tiles: never the flat tiles' stream-K (FLAT_STREAM_K_MIN_IDLE_K_TILES).
             if Variant::one_flat_row(shape) { Variant::Flat } else { Variant::PingPong }
@@ -195,6 +185,22 @@ impl Variant {
         let split = (split_tiles * k_tiles).div_ceil(sms) * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
             + STREAM_K_MIN_IDLE_K_TILES;
         if split < square { Variant::Wide192StreamK } else { Variant::Square }
+    }
+
+    /// The 64×128 tiles for `shape` on `sms` SMs: stream-K ([`Variant::FlatStreamK`]) or not ([`Variant::Flat`]) by
+    /// the wide tiles' idle-time rule on these tiles' own waves, with their own thresholds: one row of them streams
+    /// B and gains from more SMs only where many would idle ([`FLAT_STREAM_K_MIN_IDLE_K_TILES`]); more rows, up to
+    /// half a wave, gain sooner ([`FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES`]).
+    fn flat(shape: GemmShape, sms: usize) -> Variant {
+        let (flat_tiles, flat_k_tiles) =
+            (tiles_of(shape, GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
+        let idle = idle_k_tiles(flat_tiles, flat_k_tiles, sms);
+        let threshold = if Variant::one_flat_row(shape) || 2 * flat_tiles > sms {
+            FLAT_STREAM_K_MIN_IDLE_K_TILES
+        } else {
+            FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
+        };
+        if idle >= threshold { Variant::FlatStreamK } else { Variant::Flat }
     }
 
     /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
@@ -250,9 +256,11 @@ impl Variant {
         };
         let (data_parallel, split) = ends(wide_tiles);
         let mut best = match split {
-            // With one row of wide tiles, the same balance on 64×128 tiles, whose fixups move a quarter of the
-            // partial-tile bytes, with no padding rows up to 64 (not weighed against 128×192 tiles).
-            Some(_) if shape.m <= GEMM_SM90_128X256.tile_m as usize => return Variant::FlatStreamK,
+            // With one row of wide tiles, the 64×128 tiles, whose fixups move a quarter of the partial-tile bytes,
+            // with no padding rows up to 64 (not weighed against 128×192 tiles); stream-K on them by their own waves
+            // ([`Variant::flat`]): 1×24576×4096's 96 wide tiles idle 17 k-tiles per SM, its 192 narrow ones 34, and
+            // data-parallel they measured 1.05–1.08× their stream-K at M = 1–128 (docs/perf-notes.md, "Session 62").
+            Some(_) if shape.m <= GEMM_SM90_128X256.tile_m as usize => return Variant::flat(shape, sms),
             Some(split) => (split + STREAM_K_MIN_IDLE_K_TILES, Variant::StreamK),
             None => (data_parallel, Variant::Wide),
         };
@@ -1173,10 +1181,13 @@ mod tests {
         assert_eq!(pick(1, 32768, 512), Variant::Flat);
         assert_eq!(pick(65, 32768, 512), Variant::PingPong);
         // One row of wide tiles with a last wave worth stream-K (96 wide tiles of 64 k-tiles: 36 SMs idle, 17 k-tiles
-        // per SM): stream-K on 64×128 tiles; the wide tiles without stream-K stay (112 of 64: 13 per SM).
-        assert_eq!(pick(16, 24576, 4096), Variant::FlatStreamK);
-        assert_eq!(pick(128, 24576, 4096), Variant::FlatStreamK);
-        assert_eq!(pick(1, 57344, 8192), Variant::FlatStreamK);
+        // per SM): 64×128 tiles, stream-K by their own waves — not for 192 of them (34 idle k-tiles per SM), 448 (77)
+        // or 288 (91), but for 160 of 128 k-tiles (100); the wide tiles without stream-K stay (112 of 64: 13 per SM).
+        assert_eq!(pick(16, 24576, 4096), Variant::Flat);
+        assert_eq!(pick(128, 24576, 4096), Variant::Flat);
+        assert_eq!(pick(1, 57344, 8192), Variant::Flat);
+        assert_eq!(pick(16, 36864, 7168), Variant::Flat);
+        assert_eq!(pick(16, 20480, 8192), Variant::FlatStreamK);
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
         // Two rows: 192 wide tiles leave 34 idle k-tiles per SM (stream-K: 110 k-tiles in all), 256 of 128×192 take two
         // waves (96).
