@@ -90,9 +90,12 @@ fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
 /// heuristic's measurements").
 const MAX_SPLIT_K_PIECES: usize = 8;
 
-/// The fewest k-tiles of one split-K piece ([`stream_k_schedule`]): 256 of K, so that a piece streams more operand
-/// bytes than its partial moves through L2 (on the 64×128 tile 96 KiB against 64 KiB).
-const MIN_SPLIT_K_PIECE_K_TILES: usize = 4;
+/// The fewest k-tiles of one split-K piece ([`stream_k_schedule`]): 896 of K. A piece pays its block's start, its
+/// pipeline's fill and a reduction that waits for every other piece; cut thinner, those outweigh the k-tiles it
+/// saves. Measured on an H100 (docs/perf-notes.md, "Session 62") against 4 and 28 on 28 few-tile rows: ×1.035 Auto's
+/// geomean over 4, up to ×1.22 where the count changes (64×576×7168: 8 pieces of 14 k-tiles, not 26 of 4; 64×256×16384:
+/// 18, not 64); 28 (at most 4 pieces at K = 7168) gave back most of it.
+const MIN_SPLIT_K_PIECE_K_TILES: usize = 14;
 
 /// The fewest pieces whose tile they reduce together ([`stream_k_schedule`]). With two, the stream-K ranges' reducer
 /// reads one partial and stores through TMA, which measured 2–4% faster than both pieces waiting for each other and
@@ -1472,9 +1475,9 @@ mod tests {
         assert_eq!((s.grid(), s.tiles(), s.k_tiles(), s.sk_tiles(), s.pieces()), (60, 12, 5, 12, 0));
         // At most half as many tiles as SMs: split-K, each tile in as many pieces (the same), starting at as many
         // places of K. Shared from 3 pieces: 128×8192×8192 on 128×256 tiles, 32 tiles in 4 pieces of 32 k-tiles;
-        // 1000³, 32 tiles of 16 k-tiles in 4 (of 4, the shortest piece); 256×256×16384, 4 tiles in 33; 1×576×7168
-        // on 64×128 tiles, 5 tiles in 26 (of 4 or 5). Two pieces, one reducer: 128×8192×8192 on 128×128 tiles, 64
-        // tiles; 128×4096×14336 on 64×128 tiles, 64 of 112.
+        // 256×256×16384, 4 tiles in 18 (of 14 or 15 k-tiles, the shortest piece); 1×576×7168 on 64×128 tiles, 5
+        // tiles in 8 (of 14). Two pieces, one reducer: 128×8192×8192 on 128×128 tiles, 64 tiles; 128×4096×14336 on
+        // 64×128 tiles, 64 of 112.
         let split = |(m, n, k), tile| {
             let s = stream_k_schedule(GemmShape::new(m, n, k), tile, 1, 132, true);
             let pieces = s.grid() / s.tiles();
@@ -1489,9 +1492,12 @@ mod tests {
         assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X256), (32, 4, 32));
         assert_eq!(split((128, 8192, 8192), GEMM_SM90_128X128), (64, 2, 64));
         assert_eq!(split((128, 4096, 14336), GEMM_SM90_64X128), (64, 2, 112));
-        assert_eq!(split((1000, 1000, 1000), GEMM_SM90_128X256), (32, 4, 4));
-        assert_eq!(split((256, 256, 16384), GEMM_SM90_128X128), (4, 33, 7));
-        assert_eq!(split((1, 576, 7168), GEMM_SM90_64X128), (5, 26, 4));
+        assert_eq!(split((256, 256, 16384), GEMM_SM90_128X128), (4, 18, 14));
+        assert_eq!(split((1, 576, 7168), GEMM_SM90_64X128), (5, 8, 14));
+        // K too short for shared pieces of 14 k-tiles: the stream-K ranges, 1000³'s 32 tiles of 16 k-tiles on 4
+        // blocks each, one reducer.
+        let s = stream_k_schedule(GemmShape::new(1000, 1000, 1000), GEMM_SM90_128X256, 1, 132, true);
+        assert_eq!((s.grid(), s.tiles(), s.sk_tiles(), s.pieces()), (128, 32, 32, 0));
         // A kernel that does not share (f32 output, clusters) keeps the reducer's cap.
         let s = stream_k_schedule(GemmShape::new(1, 576, 7168), GEMM_SM90_64X128, 1, 132, false);
         assert_eq!((s.grid(), s.pieces()), (40, 0));
