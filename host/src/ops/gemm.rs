@@ -668,6 +668,64 @@ fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
     }
 }
 
+/// Whether [`Variant::Auto`] runs `shape` (`input` → `output` GEMMs) on the skinny kernel on `sm_count` SMs, given
+/// that TMA could read both operands in place (the skinny kernel reads them where they lie; staged ones take the
+/// tiles): by [`GemmOptions::skinny`].
+fn auto_runs_skinny(shape: GemmShape, options: GemmOptions, types: (&str, &str), sm_count: u32) -> bool {
+    options.variant == Variant::Auto
+        && gemm_skinny::applies(shape, options.layout, types)
+        && match options.skinny {
+            SkinnyChoice::WherePays => gemm_skinny::pays(shape, options.layout, sm_count),
+            SkinnyChoice::WhereApplies => true,
+            SkinnyChoice::Never => false,
+        }
+}
+
+/// The kernel a plan of `shape` runs with `options` for `input` → `output` GEMMs (16-bit inputs) on a GPU with
+/// `sm_count` SMs, as far as it follows from these alone (`oxtile bench gemm --plan` lists it without a GPU): for A
+/// and B whose data start 16-byte aligned (operands with rows TMA cannot read in place are staged and take the
+/// tiles), where [`Variant::Auto`] finds no tune-cache entry. The plan itself also reads the tune cache, and a
+/// stream-K choice whose grid would not be resident at once runs what Auto runs kept off stream-K. `None` where no
+/// kernel exists for the request (an explicit variant without a kernel for these types or layout).
+pub fn planned_kernel(
+    shape: GemmShape,
+    options: GemmOptions,
+    types: (&str, &str),
+    sm_count: u32,
+) -> Option<&'static str> {
+    let (input, output) = types;
+    let in_place = stored_rows(shape, options.layout)
+        .into_iter()
+        .all(|(_, row_elements)| staging::tma_reads_in_place::<u16>(0, row_elements));
+    if in_place && auto_runs_skinny(shape, options, types, sm_count) {
+        return kernels::find_gemm_skinny(input, output, options.layout).map(|skinny| skinny.kernel.name);
+    }
+    let variant = tiled_variant(shape, options, types, sm_count, None);
+    kernels::find_gemm(input, output, options.layout, variant).map(|gemm| gemm.kernel.name)
+}
+
+/// The tiles a plan runs: `options.variant`, or for [`Variant::Auto`] the tune cache's entry (`cached`) or else the
+/// heuristic ([`Variant::resolve_for`]), either kept off stream-K where the options say so
+/// ([`Variant::data_parallel_for`]).
+fn tiled_variant(
+    shape: GemmShape,
+    options: GemmOptions,
+    types: (&str, &str),
+    sm_count: u32,
+    cached: Option<Variant>,
+) -> Variant {
+    match options.variant {
+        Variant::Auto => {
+            let chosen = cached.unwrap_or_else(|| Variant::Auto.resolve_for(shape, sm_count, types, options.layout));
+            match options.auto_may_stream_k() {
+                true => chosen,
+                false => chosen.data_parallel_for(shape, sm_count, types, options.layout),
+            }
+        }
+        chosen => chosen,
+    }
+}
+
 /// A checked GEMM bound to its operand buffers: the tensor maps (or the skinny kernel's split) are made once, so
 /// repeated launches (benchmarks, iterative solvers) pay nothing but the launch, and the copy of each operand TMA
 /// cannot read in place ([`super::staging`]). `T` is the type of A and B, `O` that
@@ -708,14 +766,7 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
         let in_place = [(a_address, a_rows), (b_address, b_rows)]
             .map(|(address, (_, row_elements))| staging::tma_reads_in_place::<T>(address, row_elements));
         // The skinny kernel reads A and B where they lie, with 16-byte loads.
-        let skinny = options.variant == Variant::Auto
-            && in_place == [true, true]
-            && gemm_skinny::applies(shape, options.layout, (T::NAME, O::NAME))
-            && match options.skinny {
-                SkinnyChoice::WherePays => gemm_skinny::pays(shape, options.layout, gpu.sm_count()),
-                SkinnyChoice::WhereApplies => true,
-                SkinnyChoice::Never => false,
-            };
+        let skinny = in_place == [true, true] && auto_runs_skinny(shape, options, (T::NAME, O::NAME), gpu.sm_count());
         let path = if skinny {
             let scalars = (options.alpha, options.beta);
             let plan = SkinnyPlan::new::<T, O>(gpu, shape, options.layout, scalars, options.dependent_launch)?;
@@ -881,19 +932,11 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
     /// The plan of `options.variant` (Auto: the tune cache's or the heuristic's choice) for A and B read from
     /// `operands`, checked by [`GemmPlan::new`].
     fn new(gpu: &Gpu, shape: GemmShape, options: GemmOptions, operands: [ReadFrom<T>; 2]) -> Result<Self> {
-        let variant = match options.variant {
-            Variant::Auto => {
-                let chosen = tune_cache::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout, shape)
-                    .unwrap_or_else(|| {
-                        Variant::Auto.resolve_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout)
-                    });
-                match options.auto_may_stream_k() {
-                    true => chosen,
-                    false => chosen.data_parallel_for(shape, gpu.sm_count(), (T::NAME, O::NAME), options.layout),
-                }
-            }
-            chosen => chosen,
+        let cached = match options.variant {
+            Variant::Auto => tune_cache::cached_gemm_variant(gpu, T::NAME, O::NAME, options.layout, shape),
+            _ => None,
         };
+        let variant = tiled_variant(shape, options, (T::NAME, O::NAME), gpu.sm_count(), cached);
         let kernel = kernels::find_gemm(T::NAME, O::NAME, options.layout, variant)
             .ok_or_else(|| {
                 Error::unsupported(
@@ -1557,6 +1600,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn planned_kernels_name_what_auto_and_explicit_variants_run() {
+        let tn = GemmOptions { layout: GemmLayout::Tn, ..GemmOptions::default() };
+        let bf16 = ("bf16", "bf16");
+        let plan = |(m, n, k), options| planned_kernel(GemmShape::new(m, n, k), options, bf16, 132);
+        // Decode-sized and few columns: the skinny kernel, unless the options keep Auto off it.
+        assert_eq!(plan((1, 4096, 4096), tn), Some("gemm_bf16_tn_skinny_sm90"));
+        let never = GemmOptions { skinny: SkinnyChoice::Never, ..tn };
+        assert_eq!(plan((1, 4096, 4096), never), Some("gemm_bf16_tn_64x128_sm90"));
+        // Nor where an operand's rows are staged (K = 4095: 8190-byte rows in tn).
+        assert_ne!(plan((1, 4096, 4095), tn), Some("gemm_bf16_tn_skinny_sm90"));
+        // Auto's tiles, and what it runs kept off stream-K.
+        let (split, square) = (Some("gemm_bf16_tn_128x192_sk_sm90"), Some("gemm_bf16_tn_128x128_sm90"));
+        // (OXTILE_NO_STREAM_K in the environment keeps every plan of this process off stream-K.)
+        assert_eq!(plan((2048, 576, 7168), tn), if options_allow_stream_k() { split } else { square });
+        let off = GemmOptions { auto_stream_k: false, ..tn };
+        assert_eq!(plan((2048, 576, 7168), off), square);
+        // An explicit variant runs as asked, or names no kernel where it has none (the 128×192 tiles are bf16 only).
+        let wide = GemmOptions { variant: Variant::Wide, ..tn };
+        assert_eq!(plan((2048, 576, 7168), wide), Some("gemm_bf16_tn_128x256_sm90"));
+        let wide192 = GemmOptions { variant: Variant::Wide192, ..tn };
+        assert_eq!(planned_kernel(GemmShape::new(2048, 576, 7168), wide192, ("f16", "f16"), 132), None);
+    }
+
+    /// Whether this process lets Auto take stream-K at all (`OXTILE_NO_STREAM_K` unset).
+    fn options_allow_stream_k() -> bool {
+        GemmOptions::default().auto_may_stream_k()
     }
 
     #[test]

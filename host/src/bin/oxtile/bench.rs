@@ -160,6 +160,13 @@ struct GemmArgs {
     /// With --sweep: every N-th shape of each class (a shorter run that still spans the classes).
     #[arg(long, default_value_t = 1, value_name = "N", requires = "sweep")]
     every: usize,
+    /// List the kernel Auto runs for each shape, type and layout on a GPU with `--sms` SMs, and exit, without a GPU:
+    /// the heuristic for operands TMA reads in place, before the tune cache and the stream-K residency check.
+    #[arg(long)]
+    plan: bool,
+    /// With --plan: the SM count the heuristic fits tiles to (132: H100 SXM and H200).
+    #[arg(long, default_value_t = 132, value_name = "N", requires = "plan")]
+    sms: u32,
     /// Input and output type (fp32 accumulation); comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
     dtype: Vec<Dtype>,
@@ -446,14 +453,18 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
     } else {
         None
     };
-    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
-    let info = DeviceInfo::query(&gpu)?;
-    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
-    let shapes = match &sweep {
+    let shapes: Vec<GemmShape> = match &sweep {
         Some(picked) => picked.iter().map(|s| s.shape).collect(),
         None if args.shapes.is_empty() => suite::GEMM_SUITE.to_vec(),
         None => args.shapes.clone(),
     };
+    if args.plan {
+        print_plan(args, &shapes);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(gpu) = open_gpu()? else { return Ok(ExitCode::FAILURE) };
+    let info = DeviceInfo::query(&gpu)?;
+    let seed = args.seed.unwrap_or_else(oxtile::reference::fresh_seed);
     let config = GemmBenchConfig {
         timing: args.timing.config(),
         rounds: args.rounds.rounds as usize,
@@ -538,6 +549,37 @@ fn run_gemm(args: &GemmArgs) -> oxtile::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `oxtile bench gemm --plan`: one line per shape, type and layout with the kernel Auto runs, then how many shapes
+/// each kernel takes. Stops quietly once stdout is closed (`| head`).
+fn print_plan(args: &GemmArgs, shapes: &[GemmShape]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    let mut lines =
+        vec![format!("# the kernel Auto runs on {} SMs, operands read in place, before the tune cache", args.sms)];
+    for &dtype in &args.dtype {
+        for &layout in &args.layout {
+            let options = oxtile::ops::gemm::GemmOptions { layout, ..Default::default() };
+            for &shape in shapes {
+                let types = (dtype.name(), dtype.name());
+                let kernel = oxtile::ops::gemm::planned_kernel(shape, options, types, args.sms).unwrap_or("-");
+                lines.push(format!("{:<18} {:<5} {:<3} {kernel}", shape.to_string(), dtype.name(), layout.name()));
+                match counts.iter_mut().find(|(name, _)| *name == kernel) {
+                    Some((_, count)) => *count += 1,
+                    None => counts.push((kernel, 1)),
+                }
+            }
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    lines.extend(counts.into_iter().map(|(kernel, count)| format!("# {count:>4} {kernel}")));
+    for line in lines {
+        if writeln!(out, "{line}").is_err() {
+            return;
+        }
+    }
 }
 
 fn run_attn(args: &AttnArgs) -> oxtile::Result<ExitCode> {
