@@ -42,3 +42,14 @@ fn the_plan_fits_the_choice_to_the_sm_count_it_is_given() {
     assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("1x4096x4096")), "{text}");
     assert!(!text.contains("skinny"), "{text}");
 }
+
+#[test]
+fn the_plan_refuses_zero_sms() {
+    let output = Command::new(OXTILE)
+        .args(["bench", "gemm", "--plan", "--sms", "0"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {OXTILE}: {e}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--sms") && !stderr.contains("panicked"), "{stderr}");
+}

@@ -686,7 +686,8 @@ fn auto_runs_skinny(shape: GemmShape, options: GemmOptions, types: (&str, &str),
 /// and B whose data start 16-byte aligned (operands with rows TMA cannot read in place are staged and take the
 /// tiles), where [`Variant::Auto`] finds no tune-cache entry. The plan itself also reads the tune cache, and a
 /// stream-K choice whose grid would not be resident at once runs what Auto runs kept off stream-K. `None` where no
-/// kernel exists for the request (an explicit variant without a kernel for these types or layout).
+/// kernel exists for the request (an explicit variant without a kernel for these types or layout). An `sm_count` of 0
+/// is taken as 1.
 pub fn planned_kernel(
     shape: GemmShape,
     options: GemmOptions,
@@ -694,6 +695,7 @@ pub fn planned_kernel(
     sm_count: u32,
 ) -> Option<&'static str> {
     let (input, output) = types;
+    let sm_count = sm_count.max(1);
     let in_place = stored_rows(shape, options.layout)
         .into_iter()
         .all(|(_, row_elements)| staging::tma_reads_in_place::<u16>(0, row_elements));
@@ -1622,6 +1624,8 @@ mod tests {
         // An explicit variant runs as asked, or names no kernel where it has none (the 128×192 tiles are bf16 only).
         let wide = GemmOptions { variant: Variant::Wide, ..tn };
         assert_eq!(plan((2048, 576, 7168), wide), Some("gemm_bf16_tn_128x256_sm90"));
+        // No SMs is taken as one, not a division by zero.
+        assert!(planned_kernel(GemmShape::new(2048, 576, 7168), tn, bf16, 0).is_some());
         let wide192 = GemmOptions { variant: Variant::Wide192, ..tn };
         assert_eq!(planned_kernel(GemmShape::new(2048, 576, 7168), wide192, ("f16", "f16"), 132), None);
     }

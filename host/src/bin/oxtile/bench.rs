@@ -165,7 +165,7 @@ struct GemmArgs {
     #[arg(long)]
     plan: bool,
     /// With --plan: the SM count the heuristic fits tiles to (132: H100 SXM and H200).
-    #[arg(long, default_value_t = 132, value_name = "N", requires = "plan")]
+    #[arg(long, default_value_t = 132, value_name = "N", requires = "plan", value_parser = clap::value_parser!(u32).range(1..))]
     sms: u32,
     /// Input and output type (fp32 accumulation); comma-separated for several.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "bf16")]
