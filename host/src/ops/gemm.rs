@@ -76,6 +76,20 @@ fn tiles_of(shape: GemmShape, tile: GemmTile) -> usize {
     shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize)
 }
 
+/// `k_tiles` k-tiles of a 128-row `tile` in k-tiles of a 128×256 tile, by the columns each computes (a 128×192
+/// k-tile is three quarters of a wide one): the unit [`Variant::wide`]'s estimates count in.
+fn in_wide_k_tiles(k_tiles: usize, tile: GemmTile) -> usize {
+    k_tiles * tile.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
+}
+
+/// The most k-tiles any block of `schedule` computes (the blocks run at once; the last to finish ends the grid).
+fn busiest_block_k_tiles(schedule: &StreamK) -> usize {
+    (0..schedule.grid())
+        .map(|block| schedule.units(block).map(|unit| (unit.k_end - unit.k_begin) as usize).sum::<usize>())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Whether [`Variant::Auto`] runs `shape` on 128×128 ping-pong tiles (see [`PING_PONG_MIN_TENTHS_OF_WAVES`]).
 fn ping_pong_pays(shape: GemmShape, sms: usize) -> bool {
     let tile = GEMM_SM90_128X128_PINGPONG;
@@ -93,7 +107,7 @@ const MAX_SPLIT_K_PIECES: usize = 8;
 /// The fewest k-tiles of one split-K piece ([`stream_k_schedule`]): 896 of K. A piece pays its block's start, its
 /// pipeline's fill and a reduction that waits for every other piece; cut thinner, those outweigh the k-tiles it
 /// saves. Measured on an H100 (docs/perf-notes.md, "Session 62") against 4 and 28 on 28 few-tile rows: ×1.035 Auto's
-/// geomean over 4, up to ×1.22 where the count changes (64×576×7168: 8 pieces of 14 k-tiles, not 26 of 4; 64×256×16384:
+/// geomean over 4, ×1.2–1.3 where the count changes (64×576×7168: 8 pieces of 14 k-tiles, not 26 of 4; 64×256×16384:
 /// 18, not 64); 28 (at most 4 pieces at K = 7168) gave back most of it.
 const MIN_SPLIT_K_PIECE_K_TILES: usize = 14;
 
@@ -133,11 +147,13 @@ impl Variant {
     ///
     /// A stream-K choice is what [`GemmPlan::new`] runs only where the options allow it ([`GemmOptions::auto_stream_k`],
     /// `OXTILE_NO_STREAM_K`) and every block of its grid can be resident on the GPU at once (its blocks wait for each
-    /// other); otherwise the plan runs the same tiles without stream-K ([`Variant::data_parallel`]).
+    /// other); otherwise the plan runs what Auto runs kept off stream-K ([`Variant::data_parallel_for`]). An
+    /// `sm_count` of 0 is taken as 1.
     pub fn resolve(self, shape: GemmShape, sm_count: u32) -> Variant {
         if self != Variant::Auto {
             return self;
         }
+        let sm_count = sm_count.max(1);
         // With under half an SM's worth of wide tiles per SM, smaller tiles fill the GPU better; from two waves of
         // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel); in
         // between, single blocks: wide or 128×192 tiles, whichever schedule ends first ([`Variant::wide`]). In both
@@ -169,14 +185,16 @@ impl Variant {
     /// [`Variant::resolve`]'s choice where one wave of 128×128 tiles covers `shape` on `sms` SMs and 128×64 tiles
     /// would take more than one: those tiles ([`Variant::Square`]), or the 128×192 tiles' stream-K
     /// ([`Variant::Wide192StreamK`]) where it is estimated to end first — in k-tiles of a 128×256 tile per SM, as
-    /// [`Variant::wide`] counts them: the 128×128 tiles' one wave at half a wide k-tile each, against the 128×192
-    /// tiles' k-tiles spread over every SM at three quarters, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup. Only
-    /// where the 128×192 tiles are at most half a wave and above one row: their stream-K then cuts every tile into
-    /// the same number of pieces, which walk K in step and read each k-tile of B once. With more tiles the ranges
-    /// start across K and read B again and again (333×5120×14336: twice by the traffic model, 0.59 of cuBLAS against
-    /// 0.91 on 128×128 tiles); with one row (M ≤ 128) the 128×128 tiles already stream B once without fixups, and
-    /// the split measured 6% slower (128×10240×8192). Measured on an H100 (docs/perf-notes.md, "Session 62"):
-    /// 1.06–1.11× the 128×128 tiles on 2048×576×7168, 256×5120×{14336, 25600} and 333×4096×{12288, 14336}.
+    /// [`Variant::wide`] counts them: the 128×128 tiles' one wave at half a wide k-tile each, against the busiest
+    /// block of the schedule the 128×192 stream-K runs ([`stream_k_schedule`]) at three quarters, plus
+    /// [`STREAM_K_MIN_IDLE_K_TILES`] of fixup. Only where the 128×192 tiles are at most half a wave and above one
+    /// row: their stream-K then cuts every tile into the same number of pieces, which walk K in step and read each
+    /// k-tile of B once. With more tiles the ranges start across K and read B again and again (333×5120×14336: twice
+    /// by the traffic model, 0.59 of cuBLAS against 0.91 on 128×128 tiles); with one row (M ≤ 128) the 128×128 tiles
+    /// already stream B once without fixups, and the split measured 6% slower (128×10240×8192). Measured on an H100
+    /// (docs/perf-notes.md, "Session 62"): 1.06–1.09× the 128×128 tiles on 256×5120×{14336, 25600} and
+    /// 333×4096×{12288, 14336}; 2048×576×7168 measured 1.11× too but stays on 128×128 tiles by the estimate (58
+    /// against 56: its 48 tiles split in two, not spread over all 132 SMs).
     fn square_or_split_wide192(shape: GemmShape, sms: usize) -> Variant {
         let narrow = GEMM_SM90_128X192;
         let split_tiles = tiles_of(shape, narrow);
@@ -185,8 +203,8 @@ impl Variant {
         }
         let k_tiles = shape.k.div_ceil(narrow.tile_k as usize);
         let square = k_tiles * GEMM_SM90_128X128.tile_n as usize / GEMM_SM90_128X256.tile_n as usize;
-        let split = (split_tiles * k_tiles).div_ceil(sms) * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
-            + STREAM_K_MIN_IDLE_K_TILES;
+        let schedule = stream_k_schedule(shape, narrow, 1, sms as u32, true);
+        let split = in_wide_k_tiles(busiest_block_k_tiles(&schedule), narrow) + STREAM_K_MIN_IDLE_K_TILES;
         if split < square { Variant::Wide192StreamK } else { Variant::Square }
     }
 
@@ -271,11 +289,14 @@ impl Variant {
             // The 128×192 tiles' k-tiles are three quarters of a wide one's; each replaces the choice only where it
             // is estimated to end strictly sooner.
             let narrow = GEMM_SM90_128X192;
-            let in_wide = |k_tiles: usize| k_tiles * narrow.tile_n as usize / GEMM_SM90_128X256.tile_n as usize;
+            let in_wide = |k_tiles| in_wide_k_tiles(k_tiles, narrow);
             let (data_parallel, split) = ends(tiles_of(shape, narrow));
             let candidates = [
                 Some((in_wide(data_parallel), Variant::Wide192)),
-                split.map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, Variant::Wide192StreamK)),
+                // Not on one row of tiles (M ≤ 128): there the split measured slower ([`Variant::square_or_split_wide192`]).
+                split
+                    .filter(|_| shape.m > narrow.tile_m as usize)
+                    .map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, Variant::Wide192StreamK)),
             ];
             for (end, variant) in candidates.into_iter().flatten() {
                 if end < best.0 {
@@ -312,7 +333,7 @@ impl Variant {
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
             Variant::PingPong | Variant::Wide | Variant::Wide192 | Variant::Wide192StreamK | Variant::StreamK
-                if shape.m > GEMM_SM90_128X256.tile_m as usize =>
+                if shape.m > GEMM_SM90_128X256.tile_m as usize && !Variant::few_tiles(shape, sms) =>
             {
                 Variant::wide_clusters(shape, sms)
             }
@@ -332,6 +353,7 @@ impl Variant {
         (input, output): (&str, &str),
         layout: GemmLayout,
     ) -> Variant {
+        let sm_count = sm_count.max(1);
         match self {
             Variant::Wide192StreamK if Variant::few_tiles(shape, sm_count as usize) => Variant::Square,
             Variant::StreamK | Variant::Wide192StreamK => {
@@ -357,6 +379,7 @@ impl Variant {
         (input, output): (&str, &str),
         layout: GemmLayout,
     ) -> Variant {
+        let sm_count = sm_count.max(1);
         let resolved = match self.resolve(shape, sm_count) {
             resolved if self == Variant::Auto && operand_rows_straddle_lines(shape, layout) => {
                 Variant::for_unaligned_rows(shape, sm_count as usize, resolved)
@@ -504,8 +527,8 @@ pub struct GemmOptions {
     /// the GEMM's blocks take the SMs that kernel's blocks leave and set up while it finishes; they wait for it
     /// before touching global memory. `false` is the ablation.
     pub dependent_launch: bool,
-    /// Whether [`Variant::Auto`] may pick a stream-K kernel (from the heuristic or the tune cache). `false` keeps it
-    /// on the same tiles without stream-K ([`Variant::data_parallel`]); so does the environment variable
+    /// Whether [`Variant::Auto`] may pick a stream-K kernel (from the heuristic or the tune cache). `false` runs what
+    /// Auto runs kept off stream-K instead ([`Variant::data_parallel_for`]); so does the environment variable
     /// `OXTILE_NO_STREAM_K=1`, read once per process. An explicitly requested stream-K variant is not affected.
     pub auto_stream_k: bool,
     /// Where [`Variant::Auto`] runs the skinny kernel (M ≤ 16, A row-major: [`gemm_skinny::applies`]; A and B read
@@ -686,8 +709,8 @@ fn auto_runs_skinny(shape: GemmShape, options: GemmOptions, types: (&str, &str),
 /// and B whose data start 16-byte aligned (operands with rows TMA cannot read in place are staged and take the
 /// tiles), where [`Variant::Auto`] finds no tune-cache entry. The plan itself also reads the tune cache, and a
 /// stream-K choice whose grid would not be resident at once runs what Auto runs kept off stream-K. `None` where no
-/// kernel exists for the request (an explicit variant without a kernel for these types or layout). An `sm_count` of 0
-/// is taken as 1.
+/// kernel exists for the request (an explicit variant without a kernel for these types or layout) or the shape is one
+/// no plan takes (a zero or oversized dimension). An `sm_count` of 0 is taken as 1.
 pub fn planned_kernel(
     shape: GemmShape,
     options: GemmOptions,
@@ -695,6 +718,7 @@ pub fn planned_kernel(
     sm_count: u32,
 ) -> Option<&'static str> {
     let (input, output) = types;
+    check_shape(shape).ok()?;
     let sm_count = sm_count.max(1);
     let in_place = stored_rows(shape, options.layout)
         .into_iter()
@@ -1001,7 +1025,7 @@ impl<T: GemmElement, O: GemmOutput<T>> TiledPlan<T, O> {
             // no larger than the occupancy API says fits at once: blocks per SM × SMs for single blocks,
             // cuOccupancyMaxActiveClusters × the cluster size in clusters. (Blocks that other work keeps waiting
             // start as that work ends, since none of this grid's blocks holds their SMs then.) A grid past it would
-            // rely on the order the hardware dispatches blocks in: Auto then runs the same tiles without stream-K,
+            // rely on the order the hardware dispatches blocks in: Auto then runs what it runs kept off stream-K,
             // an explicitly requested stream-K variant is refused before any launch.
             let blocks = schedule.grid() * cluster;
             let capacity = if cluster > 1 {
@@ -1212,13 +1236,17 @@ mod tests {
         // 256 narrow tiles would take two waves, 128 of 128×128 take one.
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
-        // Where the 128×128 tiles leave SMs idle and K is deep: 48 tiles of 128×192 cut in two, in step (47 wide
-        // k-tiles per SM against 56), and 54 of them on 400 k-tiles (139 against 200)...
-        assert_eq!(pick(2048, 576, 7168), Variant::Wide192StreamK);
+        // Where the 128×128 tiles leave SMs idle and K is deep: 54 tiles of 128×192 on 400 k-tiles, each cut in two
+        // pieces that walk K in step (the busiest block 200 of them: 166 wide k-tiles with the fixup, against 200)...
         assert_eq!(pick(256, 5120, 25600), Variant::Wide192StreamK);
-        // ... not where K is shallow (36 against 32), nor with more than half a wave of them (81: their ranges would
-        // start across K), nor on one row of tiles (128 rows: the 128×128 tiles stream B once already).
+        assert_eq!(pick(333, 4096, 14336), Variant::Wide192StreamK);
+        // ... not where K is shallow (256×5120×4096: 40 against 32; 2048×576×7168: 48 tiles in two pieces of 56
+        // k-tiles, 58 against 56), nor with more than half a wave of them (81: their ranges would start across K),
+        // nor on one row of tiles (128 rows: the 128×128 tiles stream B once already).
         assert_eq!(pick(256, 5120, 4096), Variant::Square);
+        assert_eq!(pick(2048, 576, 7168), Variant::Square);
+        // Nor, among the wide tiles' schedules, on one row (1×31296×14336: 223 against the wide tiles' 224).
+        assert_eq!(pick(1, 31296, 14336), Variant::Wide);
         assert_eq!(pick(333, 5120, 14336), Variant::Square);
         assert_eq!(pick(128, 10240, 8192), Variant::Square);
         // Not with at most 64 rows: the same 80 tiles along N on 64×128 tiles, without the padding rows.
@@ -1416,6 +1444,10 @@ mod tests {
         // The few-tile region keeps its choice.
         let few = GemmShape::new(1000, 1000, 1000);
         assert_eq!(Variant::Auto.resolve_for(few, 132, bf16, GemmLayout::Tn), Variant::Auto.resolve(few, 132));
+        // So does its 128×192 stream-K (K = 25000: A's rows 50000 bytes apart).
+        let split = GemmShape::new(256, 5120, 25000);
+        assert_eq!(Variant::Auto.resolve(split, 132), Variant::Wide192StreamK);
+        assert_eq!(Variant::Auto.resolve_for(split, 132, bf16, GemmLayout::Tn), Variant::Wide192StreamK);
         // A variant asked for by name is run as asked.
         assert_eq!(
             Variant::PingPong.resolve_for(GemmShape::new(3001, 5000, 2008), 132, bf16, GemmLayout::Tn),
@@ -1618,16 +1650,18 @@ mod tests {
         // Auto's tiles, and what it runs kept off stream-K.
         let (split, square) = (Some("gemm_bf16_tn_128x192_sk_sm90"), Some("gemm_bf16_tn_128x128_sm90"));
         // (OXTILE_NO_STREAM_K in the environment keeps every plan of this process off stream-K.)
-        assert_eq!(plan((2048, 576, 7168), tn), if options_allow_stream_k() { split } else { square });
+        assert_eq!(plan((256, 5120, 25600), tn), if options_allow_stream_k() { split } else { square });
         let off = GemmOptions { auto_stream_k: false, ..tn };
-        assert_eq!(plan((2048, 576, 7168), off), square);
+        assert_eq!(plan((256, 5120, 25600), off), square);
         // An explicit variant runs as asked, or names no kernel where it has none (the 128×192 tiles are bf16 only).
         let wide = GemmOptions { variant: Variant::Wide, ..tn };
-        assert_eq!(plan((2048, 576, 7168), wide), Some("gemm_bf16_tn_128x256_sm90"));
-        // No SMs is taken as one, not a division by zero.
-        assert!(planned_kernel(GemmShape::new(2048, 576, 7168), tn, bf16, 0).is_some());
+        assert_eq!(plan((256, 5120, 25600), wide), Some("gemm_bf16_tn_128x256_sm90"));
+        // No SMs is taken as one, not a division by zero (128×8192×8192 weighs the wide tiles' waves); no plan takes
+        // an empty shape.
+        assert!(planned_kernel(GemmShape::new(128, 8192, 8192), tn, bf16, 0).is_some());
+        assert_eq!(planned_kernel(GemmShape::new(0, 8192, 8192), tn, bf16, 132), None);
         let wide192 = GemmOptions { variant: Variant::Wide192, ..tn };
-        assert_eq!(planned_kernel(GemmShape::new(2048, 576, 7168), wide192, ("f16", "f16"), 132), None);
+        assert_eq!(planned_kernel(GemmShape::new(256, 5120, 25600), wide192, ("f16", "f16"), 132), None);
     }
 
     /// Whether this process lets Auto take stream-K at all (`OXTILE_NO_STREAM_K` unset).
@@ -1649,9 +1683,13 @@ mod tests {
         assert_eq!(guard_stream_k(cluster2, auto(cluster2, shape), kernel, 132, 120).unwrap(), Variant::WideCluster2);
         let flat = Variant::FlatStreamK;
         assert_eq!(guard_stream_k(flat, auto(flat, shape), kernel, 128, 0).unwrap(), Variant::Flat);
-        // ... or, for the 128×192 tiles' stream-K of a few-tile problem, the 128×128 tiles it was weighed against...
+        // ... or other tiles, where Auto kept off stream-K picks them: 1280×3840×4096's wide stream-K gives way to the
+        // 128×192 tiles data-parallel (96 wide k-tiles per SM against the wide tiles' 128)...
+        let (wide_split, mid) = (Variant::StreamK, GemmShape::new(1280, 3840, 4096));
+        assert_eq!(guard_stream_k(wide_split, auto(wide_split, mid), kernel, 132, 131).unwrap(), Variant::Wide192);
+        // ... and for the 128×192 tiles' stream-K of a few-tile problem, the 128×128 tiles it was weighed against...
         let split = Variant::Wide192StreamK;
-        let few = GemmShape::new(2048, 576, 7168);
+        let few = GemmShape::new(256, 5120, 25600);
         assert_eq!(Variant::Auto.resolve(few, 132), split);
         assert_eq!(guard_stream_k(split, auto(split, few), kernel, 132, 131).unwrap(), Variant::Square);
         // ... and an explicit request is a typed error that says why.

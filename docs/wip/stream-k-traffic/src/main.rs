@@ -61,9 +61,10 @@ fn sim_schedule(m: u32, n: u32, k: u32, tm: u32, tn: u32, order: &TileScheduler,
     (miss_b as f64 / b_tiles, miss_a as f64 / a_tiles, steps as u32)
 }
 
-/// The host's `stream_k_schedule` (host/src/ops/gemm.rs) for single blocks sharing split-K tiles.
+/// The host's `stream_k_schedule` (host/src/ops/gemm.rs) for single blocks sharing split-K tiles (pieces of at least
+/// `MIN_SPLIT_K_PIECE_K_TILES` = 14 k-tiles).
 fn host_schedule(tiles: u32, k_tiles: u32, resident: u32, shares: bool) -> StreamK {
-    let pieces = (resident / tiles.max(1)).min(k_tiles / 4);
+    let pieces = (resident / tiles.max(1)).min(k_tiles / 14);
     if shares && pieces >= 3 {
         return StreamK::split_k(tiles, k_tiles, pieces);
     }
