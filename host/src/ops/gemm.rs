@@ -77,7 +77,7 @@ fn tiles_of(shape: GemmShape, tile: GemmTile) -> usize {
 }
 
 /// `k_tiles` k-tiles of a 128-row `tile` in k-tiles of a 128×256 tile, by the columns each computes (a 128×192
-/// k-tile is three quarters of a wide one): the unit [`Variant::wide`]'s estimates count in.
+/// k-tile is three quarters of a wide one, a 128×128 one half): the unit [`Variant::wide`]'s estimates count in.
 fn in_wide_k_tiles(k_tiles: usize, tile: GemmTile) -> usize {
     k_tiles * tile.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
 }
@@ -202,7 +202,7 @@ impl Variant {
             return Variant::Square;
         }
         let k_tiles = shape.k.div_ceil(narrow.tile_k as usize);
-        let square = k_tiles * GEMM_SM90_128X128.tile_n as usize / GEMM_SM90_128X256.tile_n as usize;
+        let square = in_wide_k_tiles(k_tiles, GEMM_SM90_128X128);
         let schedule = stream_k_schedule(shape, narrow, 1, sms as u32, true);
         let split = in_wide_k_tiles(busiest_block_k_tiles(&schedule), narrow) + STREAM_K_MIN_IDLE_K_TILES;
         if split < square { Variant::Wide192StreamK } else { Variant::Square }
