@@ -461,6 +461,26 @@ fn is_ping_pong(variant: Variant) -> bool {
     config(variant).tile.schedule == GemmSchedule::PingPong
 }
 
+/// Every GEMM runs its tile's register plan: registers at entry capped by the launch bound (168 for 384 threads, 128
+/// for the three-consumer tile's 512), the producer dropping to 40 and the consumers rising to what is left (232, or
+/// 152 with three of them), with nothing in local memory.
+#[test]
+fn gemm_kernels_split_the_register_file_by_their_tiles_plan() {
+    let mut three_consumers = 0;
+    for gemm in kernels::GEMM_SM90.iter() {
+        let (s, tile) = (stats(gemm.kernel), config(gemm.variant).tile);
+        let entry = 65_536 / tile.launch_bound() / 8 * 8;
+        assert!(s.registers <= entry, "`{}`: {} registers at entry, over {entry}", s.name, s.registers);
+        let has = |wanted: &str| s.instructions.iter().any(|i| i.contains(wanted));
+        assert!(has("USETMAXREG.DEALLOC.CTAPOOL 0x28"), "`{}`: the producer does not drop to 40", s.name);
+        let rise = format!("USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {:#x}", tile.consumer_registers());
+        assert!(has(&rise), "`{}`: the consumers do not rise to {}", s.name, tile.consumer_registers());
+        assert!(s.stack_bytes == 0 && s.spill_bytes() == 0 && s.local_memory_ops() == 0, "`{}`: local memory", s.name);
+        three_consumers += u32::from(tile.consumers == 3);
+    }
+    assert!(three_consumers > 0, "no three-consumer GEMM registered");
+}
+
 #[test]
 fn gemms_stage_d_in_shared_memory_and_store_it_with_tma() {
     // The TMA-store epilogue: each consumer warpgroup writes its rows 64 at a time, chunk by chunk (128 bytes of

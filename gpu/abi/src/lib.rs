@@ -49,11 +49,10 @@ pub struct GemmTile {
 
 impl GemmTile {
     pub const WARPGROUP_THREADS: u32 = 128;
-    /// The launch bound (`.maxntid`) of every Hopper GEMM kernel, one or two consumers alike: it caps the registers at
-    /// entry at 168 (65,536 / 384, rounded down to 8), the budget the producer's `setmaxnreg` to 40 and the consumers'
-    /// to 232 are sized against (ptxas ignores `setmaxnreg` without a cap at entry). A block's threads must not exceed
-    /// it; the one-consumer tiles' 256 do not reach it.
-    pub const MAX_THREADS: u32 = 384;
+    /// The largest block of a Hopper GEMM kernel: the producer and three consumers.
+    pub const MAX_THREADS: u32 = 512;
+    /// The registers the producer warpgroup keeps (`setmaxnreg.dec`): enough for its loop of TMA loads.
+    pub const PRODUCER_REGISTERS: u32 = 40;
     /// M/N extent of the TMA box of an MN-major operand (A column-major, B row-major): one 128-byte swizzled row
     /// of 16-bit elements. Its k extent is `tile_k`, so an operand tile takes `tile_mn / MN_BOX` boxes.
     pub const MN_BOX: u32 = 64;
@@ -71,6 +70,22 @@ impl GemmTile {
 
     pub const fn threads(&self) -> u32 {
         Self::WARPGROUP_THREADS * (1 + self.consumers)
+    }
+
+    /// The kernel's launch bound (`.maxntid`): 384 for up to two consumers (the one-consumer tiles' 256 threads
+    /// included, so they share the two-consumer register plan), 512 for three. It caps the registers at entry
+    /// (65,536 over it, rounded down to 8: 168, or 128), which ptxas needs before it honours `setmaxnreg` at all.
+    pub const fn launch_bound(&self) -> u32 {
+        if self.threads() <= 384 { 384 } else { Self::MAX_THREADS }
+    }
+
+    /// The registers each consumer thread rises to (`setmaxnreg.inc`): what the register file (65,536) leaves once
+    /// the producer keeps [`GemmTile::PRODUCER_REGISTERS`], shared by the consumers the launch bound allows, rounded
+    /// down to 8 — 232 with two consumers, 152 with three (against 96 accumulators of an m64n192 fragment).
+    pub const fn consumer_registers(&self) -> u32 {
+        let consumers = self.launch_bound() - Self::WARPGROUP_THREADS;
+        let left = 65_536 - Self::WARPGROUP_THREADS * Self::PRODUCER_REGISTERS;
+        (left / consumers) / 8 * 8
     }
 
     pub const fn smem_a_bytes(&self) -> u32 {
@@ -162,6 +177,23 @@ pub const GEMM_SM90_128X256: GemmTile = GemmTile {
 /// 237,648 of the 232,448).
 pub const GEMM_SM90_128X192: GemmTile = GemmTile { tile_n: 192, ..GEMM_SM90_128X256 };
 
+/// Hopper GEMM, 192×192×64 tiles, 3 stages, 3 consumer warpgroups of m64n192k16 wgmma each (512 threads): where its
+/// waves are estimated to end before the 128-row tiles' (`Variant::resolve` in the host crate). 192-row tiles fit
+/// shapes whose 128-row tiles leave a ragged last wave (8192×576: 129 tiles of 192×192 against 192 of 128×192 on
+/// 132 SMs), and a k-tile of one reads 96 operand bytes per output column against the 128×256 tile's 85; cuBLAS runs
+/// 192×192 tiles there (docs/perf-notes.md, "Session 62"). Shared memory: 3 × 48 KiB of ring + 3 consumers × 2
+/// staging buffers × 8 KiB + 48 bytes of barriers = 196,656 bytes (a fourth stage would need 245,872).
+pub const GEMM_SM90_192X192: GemmTile = GemmTile {
+    tile_m: 192,
+    tile_n: 192,
+    tile_k: 64,
+    stages: 3,
+    consumers: 3,
+    element_bytes: 2,
+    schedule: GemmSchedule::Cooperative,
+    staging_buffers: 2,
+};
+
 /// Hopper GEMM for problems with few 128×256 tiles: 128×64×64 tiles, 8 stages, one consumer warpgroup issuing two
 /// m64n64k16 wgmma per k16 step for all 128 rows (cuBLAS's own design at these shapes). Two consumers of 64 rows each
 /// measured 2–4% slower where this tile runs (docs/perf-notes.md, GEMM sm90 v17). Shared memory: 8 × 24 KiB of ring
@@ -226,6 +258,7 @@ pub const SM90_MAX_SMEM_PER_BLOCK: u32 = 227 * 1024;
 
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X192.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+const _: () = assert!(GEMM_SM90_192X192.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_64X128.smem_bytes() == GEMM_SM90_128X64.smem_bytes());
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
@@ -233,6 +266,10 @@ const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK)
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
 const _: () = assert!(GEMM_SM90_128X256.smem_bytes() == 4 * 48 * 1024 + 2 * 2 * 8 * 1024 + 64);
 const _: () = assert!(GEMM_SM90_128X192.smem_bytes() == 4 * 40 * 1024 + 2 * 2 * 8 * 1024 + 64);
+const _: () = assert!(GEMM_SM90_192X192.smem_bytes() == 3 * 48 * 1024 + 3 * 2 * 8 * 1024 + 48);
+// The register plans: two consumers at 232, three at 152; the producer and the consumers fill the register file.
+const _: () = assert!(GEMM_SM90_128X256.consumer_registers() == 232 && GEMM_SM90_192X192.consumer_registers() == 152);
+const _: () = assert!(GEMM_SM90_128X64.launch_bound() == 384 && GEMM_SM90_192X192.launch_bound() == 512);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() == 8 * 24 * 1024 + 2 * 8 * 1024 + 128);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() == 6 * 32 * 1024 + 2 * 2 * 8 * 1024 + 96);
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() == 6 * 32 * 1024 + 2 * 8 * 1024 + 96);
@@ -243,6 +280,7 @@ const _: () = {
     let tiles = [
         GEMM_SM90_128X256,
         GEMM_SM90_128X192,
+        GEMM_SM90_192X192,
         GEMM_SM90_128X64,
         GEMM_SM90_64X128,
         GEMM_SM90_128X128,

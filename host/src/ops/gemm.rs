@@ -25,7 +25,7 @@ use oxtile_abi::skinny::SkinnySplit;
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
-    GEMM_SM90_128X256, GemmParams, GemmTile, TensorMapBytes,
+    GEMM_SM90_192X192, GEMM_SM90_128X256, GemmParams, GemmTile, TensorMapBytes,
 };
 
 use super::gemm_skinny::{self, SkinnyPlan};
@@ -76,10 +76,12 @@ fn tiles_of(shape: GemmShape, tile: GemmTile) -> usize {
     shape.m.div_ceil(tile.tile_m as usize) * shape.n.div_ceil(tile.tile_n as usize)
 }
 
-/// `k_tiles` k-tiles of a 128-row `tile` in k-tiles of a 128×256 tile, by the columns each computes (a 128×192
-/// k-tile is three quarters of a wide one, a 128×128 one half): the unit [`Variant::wide`]'s estimates count in.
+/// `k_tiles` k-tiles of `tile` in k-tiles of a 128×256 tile, by the outputs each computes (a 128×192 k-tile is
+/// three quarters of a wide one, a 128×128 one half, a 192×192 one 9/8): the unit [`Variant::wide`]'s estimates count
+/// in.
 fn in_wide_k_tiles(k_tiles: usize, tile: GemmTile) -> usize {
-    k_tiles * tile.tile_n as usize / GEMM_SM90_128X256.tile_n as usize
+    let wide = GEMM_SM90_128X256;
+    k_tiles * (tile.tile_m * tile.tile_n) as usize / (wide.tile_m * wide.tile_n) as usize
 }
 
 /// The most k-tiles any block of `schedule` computes (the blocks run at once; the last to finish ends the grid).
@@ -286,21 +288,27 @@ impl Variant {
             None => (data_parallel, Variant::Wide),
         };
         if narrower {
-            // The 128×192 tiles' k-tiles are three quarters of a wide one's; each replaces the choice only where it
-            // is estimated to end strictly sooner.
-            let narrow = GEMM_SM90_128X192;
-            let in_wide = |k_tiles| in_wide_k_tiles(k_tiles, narrow);
-            let (data_parallel, split) = ends(tiles_of(shape, narrow));
-            let candidates = [
-                Some((in_wide(data_parallel), Variant::Wide192)),
-                // Not on one row of tiles (M ≤ 128): there the split measured slower ([`Variant::square_or_split_wide192`]).
-                split
-                    .filter(|_| shape.m > narrow.tile_m as usize)
-                    .map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, Variant::Wide192StreamK)),
+            // The 128×192 tiles' k-tiles are three quarters of a wide one's, the 192×192 tiles' 9/8; each replaces
+            // the choice only where it is estimated to end strictly sooner, in this order (a tie keeps the earlier).
+            let tilings = [
+                (GEMM_SM90_128X192, Variant::Wide192, Variant::Wide192StreamK),
+                (GEMM_SM90_192X192, Variant::Square192, Variant::Square192StreamK),
             ];
-            for (end, variant) in candidates.into_iter().flatten() {
-                if end < best.0 {
-                    best = (end, variant);
+            for (tile, plain, streamed) in tilings {
+                let in_wide = |k_tiles| in_wide_k_tiles(k_tiles, tile);
+                let (data_parallel, split) = ends(tiles_of(shape, tile));
+                let candidates = [
+                    Some((in_wide(data_parallel), plain)),
+                    // Not on one row of tiles: there the split measured slower
+                    // ([`Variant::square_or_split_wide192`]).
+                    split
+                        .filter(|_| shape.m > tile.tile_m as usize)
+                        .map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, streamed)),
+                ];
+                for (end, variant) in candidates.into_iter().flatten() {
+                    if end < best.0 {
+                        best = (end, variant);
+                    }
                 }
             }
         }
@@ -332,7 +340,13 @@ impl Variant {
     /// 128×128 tiles) gained nothing consistent from clusters and keep the heuristic's choice.
     fn for_unaligned_rows(shape: GemmShape, sms: usize, resolved: Variant) -> Variant {
         match resolved {
-            Variant::PingPong | Variant::Wide | Variant::Wide192 | Variant::Wide192StreamK | Variant::StreamK
+            Variant::PingPong
+            | Variant::Wide
+            | Variant::Wide192
+            | Variant::Wide192StreamK
+            | Variant::Square192
+            | Variant::Square192StreamK
+            | Variant::StreamK
                 if shape.m > GEMM_SM90_128X256.tile_m as usize && !Variant::few_tiles(shape, sms) =>
             {
                 Variant::wide_clusters(shape, sms)
@@ -356,7 +370,7 @@ impl Variant {
         let sm_count = sm_count.max(1);
         match self {
             Variant::Wide192StreamK if Variant::few_tiles(shape, sm_count as usize) => Variant::Square,
-            Variant::StreamK | Variant::Wide192StreamK => {
+            Variant::StreamK | Variant::Wide192StreamK | Variant::Square192StreamK => {
                 let narrower = Variant::Wide192.available(input, output, layout);
                 Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
             }
@@ -415,7 +429,9 @@ impl Variant {
             {
                 Variant::Square.resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::Wide192 | Variant::Wide192StreamK if !resolved.available(input, output, layout) => {
+            Variant::Wide192 | Variant::Wide192StreamK | Variant::Square192 | Variant::Square192StreamK
+                if !resolved.available(input, output, layout) =>
+            {
                 let without = Variant::wide_among(shape, sm_count as usize, false, true);
                 without.resolve_for(shape, sm_count, (input, output), layout)
             }
@@ -1266,8 +1282,14 @@ mod tests {
         assert_eq!(pick(16, 20480, 8192), Variant::FlatStreamK);
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
         // Two rows: 192 wide tiles leave 34 idle k-tiles per SM (stream-K: 110 k-tiles in all), 256 of 128×192 take two
-        // waves (96).
-        assert_eq!(pick(129, 24576, 4096), Variant::Wide192);
+        // waves (96), 128 of 192×192 one (72, in wide k-tiles).
+        assert_eq!(pick(129, 24576, 4096), Variant::Square192);
+        // 8192×576×7168: 129 tiles of 192×192, one wave of 112 k-tiles (126), against 192 of 128×192 split by
+        // stream-K (138) and the wide tiles' stream-K (179). 3000×1536×7168 likewise: 128 tiles, one wave.
+        assert_eq!(pick(8192, 576, 7168), Variant::Square192);
+        assert_eq!(pick(3000, 1536, 7168), Variant::Square192);
+        // 333×6144×5120: 64 tiles of 192×192 (80 k-tiles, 68 SMs idle): their stream-K.
+        assert_eq!(pick(333, 6144, 5120), Variant::Square192StreamK);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         // Data-parallel wide tiles in no fewer waves than 128×192 ones: those. 1536³: 72 wide tiles (one wave, 10
         // idle k-tiles per SM), 96 of 128×192 (one wave); 1024×3072×1024: 96 against 128. Not 512×8192×8192 (128

@@ -53,6 +53,7 @@ use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
+    GEMM_SM90_192X192,
     GEMM_SM90_128X256, GemmSchedule, GemmShare, GemmTile,
 };
 use oxtile_layout::{StaticComposedLayout, StaticLayout};
@@ -702,6 +703,10 @@ config!(
     Wide192, GEMM_SM90_128X192, mma_n192, fragment = 96, column_blocks = 24, row_blocks = 1
 );
 config!(
+    /// 192×192 tiles, 64 rows per consumer (three), m64n192k16.
+    Square192, GEMM_SM90_192X192, mma_n192, fragment = 96, column_blocks = 24, row_blocks = 1
+);
+config!(
     /// 128×64 tiles, one consumer for all 128 rows: two m64n64k16 per k16 step.
     Narrow, GEMM_SM90_128X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 2
 );
@@ -852,6 +857,7 @@ const _: () =
 macro_rules! tile_config {
     (GEMM_SM90_128X256, $input:ty, $output:ty) => { Wide<$input, $output> };
     (GEMM_SM90_128X192, $input:ty, $output:ty) => { Wide192<$input, $output> };
+    (GEMM_SM90_192X192, $input:ty, $output:ty) => { Square192<$input, $output> };
     (GEMM_SM90_128X64, $input:ty, $output:ty) => { Narrow<$input, $output> };
     (GEMM_SM90_64X128, $input:ty, $output:ty) => { Flat<$input, $output> };
     (GEMM_SM90_128X128, $input:ty, $output:ty) => { Square<$input, $output> };
@@ -894,6 +900,7 @@ macro_rules! majorness {
 macro_rules! gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
         $(oxtile_abi::gemm_sm90_module! { $layout, in_this_module!(gemm_kernel!(
+            tile = $tile,
             oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             tile_config!($tile, element!($input), element!($output)),
             majorness!($layout),
@@ -914,6 +921,7 @@ macro_rules! gemm_kernels {
 macro_rules! symmetric_gemm_kernels {
     ($(($variant:ident, $kernel:literal, $tile:ident, $cluster:literal, $share:ident, $stream_k:tt) $input:ident $output:ident $layout:ident)*) => {
         $(oxtile_abi::gemm_sm90_module! { $layout, in_this_module!(gemm_kernel!(
+            tile = $tile,
             oxtile_abi::gemm_sm90_kernel_name!($input -> $output, $layout, $kernel),
             tile_config!($tile, element!($input), element!($output)),
             majorness!($layout),
@@ -944,13 +952,21 @@ macro_rules! share_of {
 
 /// Defines one exported kernel over [`gemm`], its parameters those of `oxtile_abi::gemm_sm90_params!`.
 macro_rules! gemm_kernel {
-    ($name:expr, $config:ty, $majorness:expr, $order:ty, config = $table:expr) => {
+    // The launch bound of the row's tile ([`GemmTile::launch_bound`]) as a literal: 512 for the three-consumer tile,
+    // 384 for every other.
+    (tile = GEMM_SM90_192X192, $($rest:tt)*) => {
+        gemm_kernel!(@bound 512, $($rest)*);
+    };
+    (tile = $tile:ident, $($rest:tt)*) => {
+        gemm_kernel!(@bound 384, $($rest)*);
+    };
+    (@bound $bound:literal, $name:expr, $config:ty, $majorness:expr, $order:ty, config = $table:expr) => {
         const _: () = {
             const CONFIG: oxtile_abi::GemmConfig = $table;
             oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness, $order) }
-            // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the table's.
-            oxtile_device::launch_bounds!(name = $name, max_threads = 384, min_blocks = 1);
-            assert!(GemmTile::MAX_THREADS == 384);
+            // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
+            oxtile_device::launch_bounds!(name = $name, max_threads = $bound, min_blocks = 1);
+            assert!(CONFIG.tile.launch_bound() == $bound);
             check_config::<$config>(CONFIG);
         };
     };
@@ -1206,6 +1222,7 @@ unsafe fn gemm<
 
     let block = Block { smem, maps, out, stream_k, scheduler, schedule, k_tiles, first, stride, rank };
     if warpgroup == 0 {
+        const { assert!(GemmTile::PRODUCER_REGISTERS == 40) };
         setmaxnreg::dec::<40>();
         // The producer is warp 0, all of its lanes walking the same loop, and one lane issuing. A loop that one lane
         // runs alone is divergent code to ptxas: every TMA operand then sits in vector registers and each copy is
@@ -1217,7 +1234,13 @@ unsafe fn gemm<
             unsafe { produce::<C, S, MN_MAJOR_A, MN_MAJOR_B, CLUSTER, SHARE, STREAM_K, SYMMETRIC>(&block) };
         }
     } else {
-        setmaxnreg::inc::<232>();
+        // The tile's register plan (`GemmTile::consumer_registers`), a literal per plan: one instruction either way.
+        const { assert!(matches!(C::TILE.consumer_registers(), 152 | 232)) };
+        if C::TILE.consumer_registers() == 152 {
+            setmaxnreg::inc::<152>();
+        } else {
+            setmaxnreg::inc::<232>();
+        }
         unsafe {
             consume::<C, S, MN_MAJOR_A, MN_MAJOR_B, CLUSTER, SHARE, STREAM_K, SYMMETRIC>(&block, warpgroup, thread)
         };
