@@ -124,12 +124,10 @@ macro_rules! for_each_gemm_sm90 {
             /// tiles leave the last wave idle for long and fit N better than 128×256 tiles (N = 576: three 192-column
             /// tiles against 2¼ wide ones; `Variant::resolve`). bf16 → bf16 only.
             Wide192StreamK { label: "wide-192-sk", kernel: "128x192_sk", tile: GEMM_SM90_128X192, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
-            /// 192×192 tiles, one block of three consumers each: problems whose 192-row tiles are estimated to end
-            /// before the 128-row ones (`Variant::resolve`), such as 8192×576×7168 (129 tiles, one wave). bf16 → bf16
-            /// only.
+            /// 192×192 tiles, one block of three consumers each: problems whose 192×192 tiles fill their waves where the
+            /// 128-row tiles do not (`Variant::resolve`), such as 8192×576×7168 (129 tiles, one wave). bf16 → bf16
+            /// only; its stream-K measured no faster than the 128-row tiles' (docs/perf-notes.md, "Session 63").
             Square192 { label: "square-192", kernel: "192x192", tile: GEMM_SM90_192X192, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
-            /// `Square192`'s tiles with the hybrid data-parallel + stream-K schedule of `StreamK`. bf16 → bf16 only.
-            Square192StreamK { label: "square-192-sk", kernel: "192x192_sk", tile: GEMM_SM90_192X192, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
             Narrow { label: "narrow", kernel: "128x64", tile: GEMM_SM90_128X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, tt, nt, nn] }
             /// `Narrow` in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third

@@ -25,7 +25,7 @@ use oxtile_abi::skinny::SkinnySplit;
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
-    GEMM_SM90_192X192, GEMM_SM90_128X256, GemmParams, GemmTile, TensorMapBytes,
+    GEMM_SM90_128X256, GEMM_SM90_192X192, GemmParams, GemmTile, TensorMapBytes,
 };
 
 use super::gemm_skinny::{self, SkinnyPlan};
@@ -70,6 +70,16 @@ const FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES: usize = 64;
 const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
 /// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
+
+/// How much sooner, in sixteenths, the 192×192 tiles ([`Variant::Square192`]) must be estimated to end than the
+/// single-block schedule [`Variant::wide`] would otherwise take. The estimate counts a k-tile of every tile at its
+/// outputs, but per output the 192×192 tiles ran 2–5% slower than the 128-row ones where both fill their waves
+/// (8192×5120×8192: 0.990 against 1.013 of cuBLAS for the 128×192 stream-K), and their stream-K was slower where
+/// the estimate put it level (333×6144×5120: 0.742 against 0.809 for the 128×192 tiles). Where their waves fit and
+/// the others' do not they win by 5–15%: 8192×576×7168 (129 tiles, one wave; 126 against 138 wide k-tiles per SM,
+/// 0.891 of cuBLAS against 0.774) and 3000×1536×7168 (0.960 against 0.905). Measured on an H100
+/// (docs/perf-notes.md, "Session 63").
+const SQUARE_192_MIN_GAIN_SIXTEENTHS: usize = 1;
 
 /// Tiles of `tile` that cover D.
 fn tiles_of(shape: GemmShape, tile: GemmTile) -> usize {
@@ -288,28 +298,29 @@ impl Variant {
             None => (data_parallel, Variant::Wide),
         };
         if narrower {
-            // The 128×192 tiles' k-tiles are three quarters of a wide one's, the 192×192 tiles' 9/8; each replaces
-            // the choice only where it is estimated to end strictly sooner, in this order (a tie keeps the earlier).
-            let tilings = [
-                (GEMM_SM90_128X192, Variant::Wide192, Variant::Wide192StreamK),
-                (GEMM_SM90_192X192, Variant::Square192, Variant::Square192StreamK),
+            // The 128×192 tiles' k-tiles are three quarters of a wide one's; each replaces the choice only where it
+            // is estimated to end strictly sooner.
+            let narrow = GEMM_SM90_128X192;
+            let in_wide = |k_tiles| in_wide_k_tiles(k_tiles, narrow);
+            let (data_parallel, split) = ends(tiles_of(shape, narrow));
+            let candidates = [
+                Some((in_wide(data_parallel), Variant::Wide192)),
+                // Not on one row of tiles (M ≤ 128): there the split measured slower ([`Variant::square_or_split_wide192`]).
+                split
+                    .filter(|_| shape.m > narrow.tile_m as usize)
+                    .map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, Variant::Wide192StreamK)),
             ];
-            for (tile, plain, streamed) in tilings {
-                let in_wide = |k_tiles| in_wide_k_tiles(k_tiles, tile);
-                let (data_parallel, split) = ends(tiles_of(shape, tile));
-                let candidates = [
-                    Some((in_wide(data_parallel), plain)),
-                    // Not on one row of tiles: there the split measured slower
-                    // ([`Variant::square_or_split_wide192`]).
-                    split
-                        .filter(|_| shape.m > tile.tile_m as usize)
-                        .map(|split| (in_wide(split) + STREAM_K_MIN_IDLE_K_TILES, streamed)),
-                ];
-                for (end, variant) in candidates.into_iter().flatten() {
-                    if end < best.0 {
-                        best = (end, variant);
-                    }
+            for (end, variant) in candidates.into_iter().flatten() {
+                if end < best.0 {
+                    best = (end, variant);
                 }
+            }
+            // The 192×192 tiles (9/8 of a wide k-tile each), data-parallel, only where they are estimated to end at
+            // least [`SQUARE_192_MIN_GAIN_SIXTEENTHS`] sooner: where their waves fit the SMs and the others' do not.
+            let (data_parallel, _) = ends(tiles_of(shape, GEMM_SM90_192X192));
+            let end = in_wide_k_tiles(data_parallel, GEMM_SM90_192X192);
+            if 16 * end <= (16 - SQUARE_192_MIN_GAIN_SIXTEENTHS) * best.0 {
+                best = (end, Variant::Square192);
             }
         }
         best.1
@@ -345,7 +356,6 @@ impl Variant {
             | Variant::Wide192
             | Variant::Wide192StreamK
             | Variant::Square192
-            | Variant::Square192StreamK
             | Variant::StreamK
                 if shape.m > GEMM_SM90_128X256.tile_m as usize && !Variant::few_tiles(shape, sms) =>
             {
@@ -370,7 +380,7 @@ impl Variant {
         let sm_count = sm_count.max(1);
         match self {
             Variant::Wide192StreamK if Variant::few_tiles(shape, sm_count as usize) => Variant::Square,
-            Variant::StreamK | Variant::Wide192StreamK | Variant::Square192StreamK => {
+            Variant::StreamK | Variant::Wide192StreamK => {
                 let narrower = Variant::Wide192.available(input, output, layout);
                 Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
             }
@@ -429,7 +439,7 @@ impl Variant {
             {
                 Variant::Square.resolve_for(shape, sm_count, (input, output), layout)
             }
-            Variant::Wide192 | Variant::Wide192StreamK | Variant::Square192 | Variant::Square192StreamK
+            Variant::Wide192 | Variant::Wide192StreamK | Variant::Square192
                 if !resolved.available(input, output, layout) =>
             {
                 let without = Variant::wide_among(shape, sm_count as usize, false, true);
@@ -1288,8 +1298,9 @@ mod tests {
         // stream-K (138) and the wide tiles' stream-K (179). 3000×1536×7168 likewise: 128 tiles, one wave.
         assert_eq!(pick(8192, 576, 7168), Variant::Square192);
         assert_eq!(pick(3000, 1536, 7168), Variant::Square192);
-        // 333×6144×5120: 64 tiles of 192×192 (80 k-tiles, 68 SMs idle): their stream-K.
-        assert_eq!(pick(333, 6144, 5120), Variant::Square192StreamK);
+        // Not where they do not end sooner: 333×6144×5120 keeps the wide tiles' stream-K (64 tiles of 192×192 take
+        // 90 wide k-tiles per SM data-parallel), and stream-K is never theirs.
+        assert_eq!(pick(333, 6144, 5120), Variant::StreamK);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         // Data-parallel wide tiles in no fewer waves than 128×192 ones: those. 1536³: 72 wide tiles (one wave, 10
         // idle k-tiles per SM), 96 of 128×192 (one wave); 1024×3072×1024: 96 against 128. Not 512×8192×8192 (128
