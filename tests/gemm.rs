@@ -126,6 +126,21 @@ fn bf16_matches_reference_in_every_layout_on_odd_and_edge_shapes() {
     assert_pass::<bf16, bf16>(&gpu, GEMM_SHAPES.iter().map(|&(m, n, k)| (GemmShape::new(m, n, k), ablation)));
 }
 
+/// The three-consumer 192×192 tile at its edges, in every layout, unscaled and with alpha and beta: one whole tile;
+/// one row and column past a tile (the third consumer's rows and the last columns wholly or partly outside D); odd
+/// rows and a 16-byte-row N; and 8192×576×7168, the shape Auto gives it (129 tiles, one wave).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn three_consumer_tiles_match_reference_at_their_edges() {
+    let gpu = gpu();
+    let shapes = [(192, 192, 64), (193, 385, 200), (333, 776, 1000), (8192, 576, 7168)];
+    let mut cases = cases::<bf16, bf16>(&[Variant::Square192], |_| shapes.to_vec());
+    let scaled: Vec<_> =
+        cases.iter().map(|&(shape, options)| (shape, GemmOptions { alpha: -0.5, beta: 0.75, ..options })).collect();
+    cases.extend(scaled);
+    assert_pass::<bf16, bf16>(&gpu, cases);
+}
+
 /// Shapes aimed at the ping-pong schedule's bookkeeping, every dimension a multiple of 8 so each layout reads them
 /// in place: one k-tile per tile with ~31 tiles per block (each consumer skips the other's stage every turn);
 /// exactly as many k-tiles as ring stages (7); one more (8: the ring wraps inside a tile); 4–5 tiles per block

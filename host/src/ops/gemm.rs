@@ -71,6 +71,16 @@ const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
 /// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
 
+/// The most rows (2 to 4 rows of 128-row tiles) for which [`Variant::wide`] keeps single blocks off stream-K below two
+/// waves of wide tiles, weighing the 128×256 and 128×192 tiles data-parallel only. Their stream-K ranges start across
+/// K, so each column of tiles reads its k-tiles of B out of step, once per row (1.9–2.5× B's bytes from DRAM by
+/// docs/wip/stream-k-traffic), and with so few rows of A per byte of B that traffic, not the idle SMs the split saves,
+/// sets the time. Measured on an H100 (docs/perf-notes.md, "Session 63"; tn, each against the fastest cuBLAS peer in
+/// the same process): 333×7168×18432 0.58 on the 128×256 stream-K against 0.87 on 128×192 tiles, 512×5120×25600 0.62
+/// against 0.86, 512×10240×{5120, 8192} 0.77–0.79 against 0.86–0.88, 512×7168×16384 0.88 against 0.95 on 128×256
+/// tiles; with 8 rows (1024×5120×K) the stream-K stays ahead (0.85–0.93 against 0.80–0.86).
+const STREAM_K_MAX_FEW_ROWS_M: usize = 512;
+
 /// How much sooner, in sixteenths, the 192×192 tiles ([`Variant::Square192`]) must be estimated to end than the
 /// single-block schedule [`Variant::wide`] would otherwise take. The estimate counts a k-tile of every tile at its
 /// outputs, but per output the 192×192 tiles ran 2–5% slower than the 128-row ones where both fill their waves
@@ -276,9 +286,20 @@ impl Variant {
     fn wide_among(shape: GemmShape, sms: usize, narrower: bool, stream_k: bool) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
-        if wide_tiles >= 2 * sms && shape.m > GEMM_SM90_128X256.tile_m as usize {
+        let rows = |tile_m: u32| shape.m.div_ceil(tile_m as usize);
+        let many_waves = wide_tiles >= 2 * sms;
+        // The clusters' 256-row pairs, unless they compute more than an eighth more rows than 128-row tiles (M = 333:
+        // 512 rows against 384).
+        let pair_rows = 2 * rows(2 * GEMM_SM90_128X256.tile_m);
+        if many_waves
+            && shape.m > GEMM_SM90_128X256.tile_m as usize
+            && 8 * pair_rows <= 9 * rows(GEMM_SM90_128X256.tile_m)
+        {
             return Variant::wide_clusters(shape, sms);
         }
+        // No stream-K under two waves of tiles 2 to 4 rows deep ([`STREAM_K_MAX_FEW_ROWS_M`]).
+        let few_rows = shape.m > GEMM_SM90_128X256.tile_m as usize && shape.m <= STREAM_K_MAX_FEW_ROWS_M;
+        let stream_k = stream_k && !(few_rows && !many_waves);
         // Each tiling's data-parallel end and, where its last wave idles for long, its stream-K end, in k-tiles of
         // its own tile per SM.
         let ends = |tiles: usize| {
@@ -1298,9 +1319,20 @@ mod tests {
         // stream-K (138) and the wide tiles' stream-K (179). 3000×1536×7168 likewise: 128 tiles, one wave.
         assert_eq!(pick(8192, 576, 7168), Variant::Square192);
         assert_eq!(pick(3000, 1536, 7168), Variant::Square192);
-        // Not where they do not end sooner: 333×6144×5120 keeps the wide tiles' stream-K (64 tiles of 192×192 take
-        // 90 wide k-tiles per SM data-parallel), and stream-K is never theirs.
-        assert_eq!(pick(333, 6144, 5120), Variant::StreamK);
+        // Not where they do not end sooner: 333×6144×5120 keeps the 128×192 tiles (64 tiles of 192×192 take 90 wide
+        // k-tiles per SM data-parallel, 96 of 128×192 take 60).
+        assert_eq!(pick(333, 6144, 5120), Variant::Wide192);
+        // 2 to 4 rows of tiles under two waves: data-parallel only, whichever ends first (STREAM_K_MAX_FEW_ROWS_M).
+        // 333×7168×18432: 114 tiles of 128×192 (216 wide k-tiles), not the wide tiles' stream-K (200); 512×7168×16384:
+        // 112 wide tiles in one wave, not their stream-K; 1024×5120×8192 (8 rows) keeps it.
+        assert_eq!(pick(333, 7168, 18432), Variant::Wide192);
+        assert_eq!(pick(512, 10240, 5120), Variant::Wide192);
+        assert_eq!(pick(512, 7168, 16384), Variant::Wide);
+        assert_eq!(pick(1024, 5120, 8192), Variant::StreamK);
+        // From two waves on, 256-row cluster pairs only where they compute at most an eighth more rows than 128-row
+        // tiles: 333×28672×5120 (336 wide tiles; pairs would compute 512 rows for 384) on single blocks, stream-K.
+        assert_eq!(pick(333, 28672, 5120), Variant::StreamK);
+        assert_eq!(pick(1000, 28672, 5120), Variant::StreamKCluster2);
         assert_eq!(pick(512, 8192, 8192), Variant::Wide);
         // Data-parallel wide tiles in no fewer waves than 128×192 ones: those. 1536³: 72 wide tiles (one wave, 10
         // idle k-tiles per SM), 96 of 128×192 (one wave); 1024×3072×1024: 96 against 128. Not 512×8192×8192 (128
