@@ -177,8 +177,9 @@ impl Variant {
         }
         let sm_count = sm_count.max(1);
         // With under half an SM's worth of wide tiles per SM, smaller tiles fill the GPU better; from two waves of
-        // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel); in
-        // between, single blocks: wide or 128×192 tiles, whichever schedule ends first ([`Variant::wide`]). In both
+        // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel) unless
+        // their 256-row pairs pad M by more than an eighth; in between, single blocks: wide, 128×192 or 192×192
+        // tiles, whichever schedule ends first ([`Variant::wide`]). In both
         // wide regions stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
         // and short, 128×128 ping-pong tiles, whose epilogues hide under main
         // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
@@ -265,11 +266,16 @@ impl Variant {
     }
 
     /// [`Variant::resolve`]'s choice among single blocks for `shape` on `sms` SMs, with more than half an SM's worth
-    /// of 128×256 tiles, or among clusters sharing B from two waves of them on ([`Variant::wide_clusters`]). Single
-    /// blocks: whichever of four schedules is estimated to end first, in k-tiles of a 128×256 tile per SM — the
-    /// wide tiles data-parallel (their waves × K), the same tiles with the last wave split by stream-K (the waves
-    /// less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), and the same two on
-    /// 128×192 tiles ([`Variant::Wide192`], [`Variant::Wide192StreamK`]) at three quarters of the columns per tile.
+    /// of 128×256 tiles, or among clusters sharing B from two waves of them on ([`Variant::wide_clusters`]) where
+    /// their 256-row pairs compute at most an eighth more rows than 128-row tiles (333×28672×5120 computes 512 rows
+    /// in pairs, 384 in single tiles: 0.75 of cuBLAS in pairs, 0.95 on single blocks' stream-K; docs/perf-notes.md,
+    /// "Session 63"). Single blocks: whichever of five schedules is estimated to end first, in k-tiles of a 128×256
+    /// tile per SM — the wide tiles data-parallel (their waves × K), the same tiles with the last wave split by
+    /// stream-K (the waves less the idle time, plus [`STREAM_K_MIN_IDLE_K_TILES`] of fixup: the idle-time rule), the
+    /// same two on 128×192 tiles ([`Variant::Wide192`], [`Variant::Wide192StreamK`]) at three quarters of the columns
+    /// per tile, and 192×192 tiles data-parallel ([`Variant::Square192`]) by a margin
+    /// ([`SQUARE_192_MIN_GAIN_SIXTEENTHS`]); no stream-K for 2 to 4 rows of tiles under two waves
+    /// ([`STREAM_K_MAX_FEW_ROWS_M`]).
     /// For one row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits
     /// its tile widths to the SMs this way (1536³: 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100
     /// (docs/perf-notes.md, "Session 60" and "Session 62"): where this estimate takes the 128×192 tiles
