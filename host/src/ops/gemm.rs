@@ -71,6 +71,13 @@ const PING_PONG_MIN_TENTHS_OF_WAVES: usize = 19;
 /// See [`PING_PONG_MIN_TENTHS_OF_WAVES`].
 const PING_PONG_MAX_K_TILES: usize = 32;
 
+/// What a k-tile of the 128×128 tile ([`Variant::Square`]) costs, in eighths of its outputs' share of a wide k-tile:
+/// its one consumer issues both m64n128 halves of a k16 step, where the two-consumer tiles split theirs, and it ran
+/// 7–11% behind the 128×192 tiles' split-K where the estimate put them level (2048×576×7168: 0.81 of cuBLAS against
+/// 0.91; {1000, 1024}×1536×7168: 0.82 against 0.88–0.89; docs/perf-notes.md, "Session 63"). Weighed only where
+/// [`Variant::square_or_split_wide192`] compares the two.
+const SQUARE_K_TILE_EIGHTHS: usize = 9;
+
 /// The most rows (2 to 4 rows of 128-row tiles) for which [`Variant::wide`] keeps single blocks off stream-K below two
 /// waves of wide tiles, weighing the 128×256 and 128×192 tiles data-parallel only. Their stream-K ranges start across
 /// K, so each column of tiles reads its k-tiles of B out of step, once per row (1.9–2.5× B's bytes from DRAM by
@@ -208,7 +215,8 @@ impl Variant {
     /// [`Variant::resolve`]'s choice where one wave of 128×128 tiles covers `shape` on `sms` SMs and 128×64 tiles
     /// would take more than one: those tiles ([`Variant::Square`]), or the 128×192 tiles' stream-K
     /// ([`Variant::Wide192StreamK`]) where it is estimated to end first — in k-tiles of a 128×256 tile per SM, as
-    /// [`Variant::wide`] counts them: the 128×128 tiles' one wave at half a wide k-tile each, against the busiest
+    /// [`Variant::wide`] counts them: the 128×128 tiles' one wave at half a wide k-tile each, times
+    /// [`SQUARE_K_TILE_EIGHTHS`] / 8 for their one consumer, against the busiest
     /// block of the schedule the 128×192 stream-K runs ([`stream_k_schedule`]) at three quarters, plus
     /// [`STREAM_K_MIN_IDLE_K_TILES`] of fixup. Only where the 128×192 tiles are at most half a wave and above one
     /// row: their stream-K then cuts every tile into the same number of pieces, which walk K in step and read each
@@ -216,8 +224,8 @@ impl Variant {
     /// by the traffic model, 0.59 of cuBLAS against 0.91 on 128×128 tiles); with one row (M ≤ 128) the 128×128 tiles
     /// already stream B once without fixups, and the split measured 6% slower (128×10240×8192). Measured on an H100
     /// (docs/perf-notes.md, "Session 62"): 1.06–1.09× the 128×128 tiles on 256×5120×{14336, 25600} and
-    /// 333×4096×{12288, 14336}; 2048×576×7168 measured 1.11× too but stays on 128×128 tiles by the estimate (58
-    /// against 56: its 48 tiles split in two, not spread over all 132 SMs).
+    /// 333×4096×{12288, 14336}; and ("Session 63") 1.07–1.11× on 2048×576×7168 and {1000, 1024}×1536×7168 (58 against
+    /// 56 k-tiles per SM without the consumer's weight, 63 with it).
     fn square_or_split_wide192(shape: GemmShape, sms: usize) -> Variant {
         let narrow = GEMM_SM90_128X192;
         let split_tiles = tiles_of(shape, narrow);
@@ -228,7 +236,7 @@ impl Variant {
         let square = in_wide_k_tiles(k_tiles, GEMM_SM90_128X128);
         let schedule = stream_k_schedule(shape, narrow, 1, sms as u32, true);
         let split = in_wide_k_tiles(busiest_block_k_tiles(&schedule), narrow) + STREAM_K_MIN_IDLE_K_TILES;
-        if split < square { Variant::Wide192StreamK } else { Variant::Square }
+        if 8 * split < SQUARE_K_TILE_EIGHTHS * square { Variant::Wide192StreamK } else { Variant::Square }
     }
 
     /// The 64×128 tiles for `shape` on `sms` SMs: stream-K ([`Variant::FlatStreamK`]) or not ([`Variant::Flat`]) by
@@ -1290,14 +1298,16 @@ mod tests {
         assert_eq!(pick(256, 8192, 8192), Variant::Square);
         assert_eq!(pick(128, 14336, 4096), Variant::Square);
         // Where the 128×128 tiles leave SMs idle and K is deep: 54 tiles of 128×192 on 400 k-tiles, each cut in two
-        // pieces that walk K in step (the busiest block 200 of them: 166 wide k-tiles with the fixup, against 200)...
+        // pieces that walk K in step (the busiest block 200 of them: 166 wide k-tiles with the fixup, against 225 for
+        // the 128×128 tiles with their consumer's weight); 2048×576×7168: 48 tiles in two pieces of 56 k-tiles, 58
+        // against 63...
         assert_eq!(pick(256, 5120, 25600), Variant::Wide192StreamK);
         assert_eq!(pick(333, 4096, 14336), Variant::Wide192StreamK);
-        // ... not where K is shallow (256×5120×4096: 40 against 32; 2048×576×7168: 48 tiles in two pieces of 56
-        // k-tiles, 58 against 56), nor with more than half a wave of them (81: their ranges would start across K),
-        // nor on one row of tiles (128 rows: the 128×128 tiles stream B once already).
+        assert_eq!(pick(2048, 576, 7168), Variant::Wide192StreamK);
+        assert_eq!(pick(1000, 1536, 7168), Variant::Wide192StreamK);
+        // ... not where K is shallow (256×5120×4096: 40 against 36), nor with more than half a wave of them (81: their
+        // ranges would start across K), nor on one row of tiles (128 rows: the 128×128 tiles stream B once already).
         assert_eq!(pick(256, 5120, 4096), Variant::Square);
-        assert_eq!(pick(2048, 576, 7168), Variant::Square);
         // Nor, among the wide tiles' schedules, on one row (1×31296×14336: 223 against the wide tiles' 224).
         assert_eq!(pick(1, 31296, 14336), Variant::Wide);
         assert_eq!(pick(333, 5120, 14336), Variant::Square);
