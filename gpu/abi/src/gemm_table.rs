@@ -67,7 +67,7 @@ impl GemmConfig {
         assert!(self.cluster > 1 || matches!(self.share, GemmShare::None));
         let cooperative = matches!(self.tile.schedule, crate::GemmSchedule::Cooperative);
         assert!(!self.stream_k || self.cluster == 1 || (cooperative && matches!(self.share, GemmShare::B)));
-        assert!(self.threads() <= GemmTile::MAX_THREADS);
+        assert!(self.threads() <= self.tile.launch_bound());
         // A block's share of a tile its cluster shares is whole 64-index boxes: an MN-major operand is loaded in
         // boxes of 64 M/N indices, and a share of 96 (128×192 tiles sharing B) would load one box and wait on the
         // bytes of one and a half, forever (docs/perf-notes.md, "Session 60").

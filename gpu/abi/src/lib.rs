@@ -76,16 +76,19 @@ impl GemmTile {
     /// included, so they share the two-consumer register plan), 512 for three. It caps the registers at entry
     /// (65,536 over it, rounded down to 8: 168, or 128), which ptxas needs before it honours `setmaxnreg` at all.
     pub const fn launch_bound(&self) -> u32 {
-        if self.threads() <= 384 { 384 } else { Self::MAX_THREADS }
+        if self.threads() <= Self::TWO_CONSUMER_THREADS { Self::TWO_CONSUMER_THREADS } else { Self::MAX_THREADS }
     }
+
+    /// The producer and two consumers: the launch bound of every tile of up to two consumers.
+    const TWO_CONSUMER_THREADS: u32 = 3 * Self::WARPGROUP_THREADS;
 
     /// The registers each consumer thread rises to (`setmaxnreg.inc`): what the register file (65,536) leaves once
     /// the producer keeps [`GemmTile::PRODUCER_REGISTERS`], shared by the consumers the launch bound allows, rounded
     /// down to 8 — 232 with two consumers, 152 with three (against 96 accumulators of an m64n192 fragment).
     pub const fn consumer_registers(&self) -> u32 {
-        let consumers = self.launch_bound() - Self::WARPGROUP_THREADS;
+        let consumer_threads = self.launch_bound() - Self::WARPGROUP_THREADS;
         let left = 65_536 - Self::WARPGROUP_THREADS * Self::PRODUCER_REGISTERS;
-        (left / consumers) / 8 * 8
+        (left / consumer_threads) / 8 * 8
     }
 
     pub const fn smem_a_bytes(&self) -> u32 {
@@ -180,9 +183,9 @@ pub const GEMM_SM90_128X192: GemmTile = GemmTile { tile_n: 192, ..GEMM_SM90_128X
 /// Hopper GEMM, 192×192×64 tiles, 3 stages, 3 consumer warpgroups of m64n192k16 wgmma each (512 threads): where its
 /// waves are estimated to end before the 128-row tiles' (`Variant::resolve` in the host crate). 192-row tiles fit
 /// shapes whose 128-row tiles leave a ragged last wave (8192×576: 129 tiles of 192×192 against 192 of 128×192 on
-/// 132 SMs), and a k-tile of one reads 96 operand bytes per output column against the 128×256 tile's 85; cuBLAS runs
-/// 192×192 tiles there (docs/perf-notes.md, "Session 62"). Shared memory: 3 × 48 KiB of ring + 3 consumers × 2
-/// staging buffers × 8 KiB + 48 bytes of barriers = 196,656 bytes (a fourth stage would need 245,872).
+/// 132 SMs), and it computes 96 outputs per operand row it loads against the 128×256 tile's 85; cuBLAS runs 192×192
+/// tiles there (docs/perf-notes.md, "Session 62"). Shared memory: 3 × 48 KiB of ring + 3 consumers × 2 staging
+/// buffers × 8 KiB + 48 bytes of barriers = 196,656 bytes (a fourth stage would need 245,824).
 pub const GEMM_SM90_192X192: GemmTile = GemmTile {
     tile_m: 192,
     tile_n: 192,

@@ -185,9 +185,9 @@ impl Variant {
         let sm_count = sm_count.max(1);
         // With under half an SM's worth of wide tiles per SM, smaller tiles fill the GPU better; from two waves of
         // wide tiles on, clusters sharing B by multicast win (L2 → SM traffic is what limits the wide kernel) unless
-        // their 256-row pairs pad M by more than an eighth; in between, single blocks: wide, 128×192 or 192×192
-        // tiles, whichever schedule ends first ([`Variant::wide`]). In both
-        // wide regions stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
+        // their 256-row pairs compute more than an eighth more rows than 128-row tiles; in between, single blocks:
+        // wide, 128×192 or 192×192 tiles, whichever schedule ends first ([`Variant::wide`]). In both wide regions
+        // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
         // and short, 128×128 ping-pong tiles, whose epilogues hide under main
         // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
         // where it fits in one row of wide tiles, their stream-K on 64×128 tiles. The measurements behind each rule:
@@ -286,34 +286,32 @@ impl Variant {
     /// ([`STREAM_K_MAX_FEW_ROWS_M`]).
     /// For one row of tiles (M ≤ 128), stream-K on 64×128 tiles where the idle-time rule takes stream-K. cuBLAS fits
     /// its tile widths to the SMs this way (1536³: 192×96 tiles, 128 of them; 2504³: 128×216). Measured on an H100
-    /// (docs/perf-notes.md, "Session 60" and "Session 62"): where this estimate takes the 128×192 tiles
-    /// data-parallel, 1.02–1.93× the wide or stream-K tiles it passes over; where it takes their stream-K (the
-    /// N = 576 projections from M = 3000 on), 1.67× on 3000×576×7168. Near ties go either way: 1280×3840×4096 and
-    /// 3000×1536×7168 (88 against 89, 138 against 139 k-tiles per SM) take the 128×192 stream-K at 0.97× and 0.89×
-    /// the wide stream-K; a margin for challengers lost more elsewhere (333×8192×28672's 128×192 tiles).
+    /// (docs/perf-notes.md, "Session 60", "Session 62" and "Session 63"): where this estimate takes the 128×192
+    /// tiles data-parallel, 1.02–1.93× the wide or stream-K tiles it passes over; where it takes their stream-K
+    /// (3000×576×7168 and the like), 1.67× on 3000×576×7168; where it takes the 192×192 tiles (8192×576×7168,
+    /// 3000×1536×7168), 1.07–1.20× the 128×192 stream-K. The near tie 1280×3840×4096 (88 against 89 k-tiles per
+    /// SM) takes the 128×192 stream-K at 0.97× the wide stream-K: the 128-row tiles' own challengers get no margin,
+    /// which lost more elsewhere (333×8192×28672's 128×192 tiles).
     fn wide(shape: GemmShape, sms: usize) -> Variant {
         Variant::wide_among(shape, sms, true, true)
     }
 
-    /// [`Variant::wide`], with the 128×192 tiles among the choices or not (`narrower`: the types without their
-    /// kernel), and stream-K or not (`stream_k`: Auto kept off it, [`Variant::data_parallel_for`]).
+    /// [`Variant::wide`], with the 128×192 and 192×192 tiles among the choices or not (`narrower`: the types without
+    /// their kernels), and stream-K or not (`stream_k`: Auto kept off it, [`Variant::data_parallel_for`]).
     fn wide_among(shape: GemmShape, sms: usize, narrower: bool, stream_k: bool) -> Variant {
         let wide_tiles = Variant::wide_tiles(shape);
         let k_tiles = shape.k.div_ceil(GEMM_SM90_128X256.tile_k as usize);
         let rows = |tile_m: u32| shape.m.div_ceil(tile_m as usize);
         let many_waves = wide_tiles >= 2 * sms;
         // The clusters' 256-row pairs, unless they compute more than an eighth more rows than 128-row tiles (M = 333:
-        // 512 rows against 384).
+        // 512 rows against 384). One row of tiles (M ≤ 128) never pairs: 256 rows against 128.
         let pair_rows = 2 * rows(2 * GEMM_SM90_128X256.tile_m);
-        if many_waves
-            && shape.m > GEMM_SM90_128X256.tile_m as usize
-            && 8 * pair_rows <= 9 * rows(GEMM_SM90_128X256.tile_m)
-        {
+        if many_waves && 8 * pair_rows <= 9 * rows(GEMM_SM90_128X256.tile_m) {
             return Variant::wide_clusters(shape, sms);
         }
         // No stream-K under two waves of tiles 2 to 4 rows deep ([`STREAM_K_MAX_FEW_ROWS_M`]).
         let few_rows = shape.m > GEMM_SM90_128X256.tile_m as usize && shape.m <= STREAM_K_MAX_FEW_ROWS_M;
-        let stream_k = stream_k && !(few_rows && !many_waves);
+        let stream_k = stream_k && (many_waves || !few_rows);
         // Each tiling's data-parallel end and, where its last wave idles for long, its stream-K end, in k-tiles of
         // its own tile per SM.
         let ends = |tiles: usize| {
@@ -377,8 +375,9 @@ impl Variant {
     }
 
     /// [`Variant::resolve`]'s choice where A's or B's rows start off 128-byte boundaries
-    /// ([`operand_rows_straddle_lines`]): instead of ping-pong 128×128 tiles or single blocks (wide or 128×192), the
-    /// wide tiles in clusters sharing B ([`Variant::wide_clusters`]), above one row of them. A TMA box row of such an operand spans
+    /// ([`operand_rows_straddle_lines`]): instead of ping-pong 128×128 tiles or single blocks (wide, 128×192 or
+    /// 192×192), the wide tiles in clusters sharing B ([`Variant::wide_clusters`]), above one row of them, even where
+    /// their 256-row pairs pad M more than [`Variant::wide`] allows (not measured with straddling rows). A TMA box row of such an operand spans
     /// two L2 lines, and blocks that load many of them per unit of work slow down by up to 2×; the wide tile loads
     /// the fewest rows per FLOP and the cluster halves B's. Measured on an H100 (docs/perf-notes.md, "Session 59"):
     /// where both operands' rows straddle lines, outside the few-tile region, ping-pong at 0.41–0.75 of cuBLAS and
@@ -403,8 +402,8 @@ impl Variant {
     /// What [`Variant::Auto`] runs instead of `self` when kept off stream-K ([`GemmOptions::auto_stream_k`], or a
     /// grid that is not resident at once): the 128×192 tiles' stream-K of a few-tile problem gives way to the 128×128
     /// tiles it was weighed against ([`Variant::square_or_split_wide192`]); the single wide blocks' stream-K to
-    /// whichever data-parallel tiles [`Variant::wide`] estimates to end first (the 128×192 ones where their kernel
-    /// exists); any other stream-K choice to its own tiles ([`Variant::data_parallel`]).
+    /// whichever data-parallel tiles [`Variant::wide`] estimates to end first (the 128×192 and 192×192 ones where
+    /// their kernels exist); any other stream-K choice to its own tiles ([`Variant::data_parallel`]).
     pub fn data_parallel_for(
         self,
         shape: GemmShape,
@@ -416,7 +415,8 @@ impl Variant {
         match self {
             Variant::Wide192StreamK if Variant::few_tiles(shape, sm_count as usize) => Variant::Square,
             Variant::StreamK | Variant::Wide192StreamK => {
-                let narrower = Variant::Wide192.available(input, output, layout);
+                let narrower = Variant::Wide192.available(input, output, layout)
+                    && Variant::Square192.available(input, output, layout);
                 Variant::wide_among(shape, sm_count as usize, narrower, false).data_parallel()
             }
             other => other.data_parallel(),
@@ -1328,7 +1328,7 @@ mod tests {
         assert_eq!(pick(16, 36864, 7168), Variant::Flat);
         assert_eq!(pick(16, 20480, 8192), Variant::FlatStreamK);
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
-        // Two rows: 192 wide tiles leave 34 idle k-tiles per SM (stream-K: 110 k-tiles in all), 256 of 128×192 take two
+        // Two rows: 192 wide tiles in two waves (128; stream-K is not weighed for 2 to 4 rows), 256 of 128×192 take two
         // waves (96), 128 of 192×192 one (72, in wide k-tiles).
         assert_eq!(pick(129, 24576, 4096), Variant::Square192);
         // 8192×576×7168: 129 tiles of 192×192, one wave of 112 k-tiles (126), against 192 of 128×192 split by
@@ -1554,6 +1554,10 @@ mod tests {
             (2000, 2000, 2000),
             (3001, 5000, 2008),
             (1234, 5680, 2344),
+            // The 192×192 tiles (bf16 → bf16 only), the few-row rule and the unpaired clusters.
+            (8192, 576, 7168),
+            (333, 7168, 18432),
+            (333, 28672, 5120),
         ];
         for (input, output) in [("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16"), ("f16", "f32")] {
             for layout in GemmLayout::ALL {

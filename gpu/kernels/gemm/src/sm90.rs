@@ -8,7 +8,8 @@
 //! - warpgroup 0, the producer, drops to 40 registers; its first warp walks the tiles and k-tiles, waits for a
 //!   free stage of the shared-memory ring (`empty` barrier), and one elected lane has TMA load the A and B boxes
 //!   into it, 128-byte swizzled, signalling the stage's `full` barrier with their byte count;
-//! - the consumers (warpgroups 1 and 2, or 1 alone) rise to 232 registers; each owns its share of the tile's rows,
+//! - the consumers (warpgroups 1 to 3) rise to what the producer leaves them: 232 registers with one or two, 152 with
+//!   three (`GemmTile::consumer_registers`); each owns its share of the tile's rows,
 //!   waits for `full`, issues four k16 steps of m64nNk16 wgmma (one per 64 of its rows) from shared-memory
 //!   descriptors, keeps one wgmma group in flight and frees the stage that the previous group read;
 //! - after the last k-tile the consumers scale their fragments and convert them to D's type, while the producer is
@@ -37,7 +38,8 @@
 //! TMA coordinates, the descriptors and the wgmma flag differ, all fixed at compile time by `MN_MAJOR_A` and
 //! `MN_MAJOR_B`.
 //!
-//! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×64
+//! Configurations: 128×256 tiles (N = 256 per wgmma, 128 accumulators per thread) for large problems, 128×192 tiles
+//! (two consumers of m64n192k16) and 192×192 tiles (three, 512 threads) where their waves fit the SMs better, 128×64
 //! tiles with a deeper ring and one consumer for problems with few large tiles, 64×128 tiles with the same ring and
 //! one consumer (m64n128k16) for problems of few rows, 128×128 tiles with one consumer (two m64n128k16 per k16
 //! step, 128 accumulators per thread) for few rows that the 64-row tile would read B twice for, and 128×128 tiles
@@ -966,7 +968,7 @@ macro_rules! gemm_kernel {
             oxtile_abi::gemm_sm90_params! { gemm_kernel_fn, ($name, $config, $majorness, $order) }
             // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
             oxtile_device::launch_bounds!(name = $name, max_threads = $bound, min_blocks = 1);
-            assert!(CONFIG.tile.launch_bound() == $bound);
+            assert!(CONFIG.tile.launch_bound() == $bound, "the launch bound literal is not the tile's");
             check_config::<$config>(CONFIG);
         };
     };
@@ -1062,7 +1064,7 @@ const fn check_config<C: Config>(config: oxtile_abi::GemmConfig) {
         (row.schedule, device.schedule),
         (GemmSchedule::Cooperative, GemmSchedule::Cooperative) | (GemmSchedule::PingPong, GemmSchedule::PingPong)
     ));
-    assert!(row.threads() <= GemmTile::MAX_THREADS);
+    assert!(row.threads() <= row.launch_bound());
     // The symmetric epilogue's transposed parts fill a staging buffer's warp quarters ([`Staging::warp_part`]).
     assert!(!config.symmetric || (device.stores_through_tma() && device.staging_buffers == STAGING_BUFFERS));
 }
