@@ -55,8 +55,7 @@ use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
     GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
-    GEMM_SM90_192X192,
-    GEMM_SM90_128X256, GemmSchedule, GemmShare, GemmTile,
+    GEMM_SM90_128X256, GEMM_SM90_192X192, GemmSchedule, GemmShare, GemmTile,
 };
 use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
