@@ -242,12 +242,19 @@ impl Variant {
     /// The 64×128 tiles for `shape` on `sms` SMs: stream-K ([`Variant::FlatStreamK`]) or not ([`Variant::Flat`]) by
     /// the wide tiles' idle-time rule on these tiles' own waves, with their own thresholds: one row of them streams
     /// B and gains from more SMs only where many would idle ([`FLAT_STREAM_K_MIN_IDLE_K_TILES`]); more rows, up to
-    /// half a wave, gain sooner ([`FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES`]).
+    /// half a wave, gain sooner ([`FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES`]); more rows and more tiles never: the
+    /// stream-K ranges then start across K, and each column's tiles read B out of step, once per row (77×5120×14336,
+    /// 80 tiles: −27% against the same tiles data-parallel, docs/perf-notes.md "Session 29"; 77 and 128×5120×25600 ran
+    /// 159–161 µs split, 0.61–0.65 of cuBLAS, where the data-parallel tiles ran K = 14336 in 55–60 µs, 1.03–1.10,
+    /// "Session 63").
     fn flat(shape: GemmShape, sms: usize) -> Variant {
         let (flat_tiles, flat_k_tiles) =
             (tiles_of(shape, GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
+        if !Variant::one_flat_row(shape) && 2 * flat_tiles > sms {
+            return Variant::Flat;
+        }
         let idle = idle_k_tiles(flat_tiles, flat_k_tiles, sms);
-        let threshold = if Variant::one_flat_row(shape) || 2 * flat_tiles > sms {
+        let threshold = if Variant::one_flat_row(shape) {
             FLAT_STREAM_K_MIN_IDLE_K_TILES
         } else {
             FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
@@ -1327,6 +1334,11 @@ mod tests {
         assert_eq!(pick(1, 57344, 8192), Variant::Flat);
         assert_eq!(pick(16, 36864, 7168), Variant::Flat);
         assert_eq!(pick(16, 20480, 8192), Variant::FlatStreamK);
+        // More than one row and more than half a wave of 64×128 tiles: never their stream-K (77×5120×25600: 80 tiles,
+        // 157 idle k-tiles per SM); up to half a wave, by the rows' threshold (128×4096×12288: 64 tiles, 99).
+        assert_eq!(pick(77, 5120, 25600), Variant::Flat);
+        assert_eq!(pick(128, 5120, 25600), Variant::Flat);
+        assert_eq!(pick(128, 4096, 12288), Variant::FlatStreamK);
         assert_eq!(pick(16, 28672, 4096), Variant::Wide);
         // Two rows: 192 wide tiles in two waves (128; stream-K is not weighed for 2 to 4 rows), 256 of 128×192 take two
         // waves (96), 128 of 192×192 one (72, in wide k-tiles).
