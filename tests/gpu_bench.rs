@@ -402,9 +402,15 @@ fn oxtile_gemm_is_timed_and_cross_checked_in_every_layout() {
                 // only; elsewhere their rows say so.
                 let absent_here = match row.implementation.as_str() {
                     "oxtile-wide-c2-unshared" => (dtype, layout) != (Dtype::Bf16, GemmLayout::Tn),
+                    // Pairs sharing K-major A: bf16 in tn and tt only.
+                    "oxtile-square-192-c2" => {
+                        dtype != Dtype::Bf16 || !matches!(layout, GemmLayout::Tn | GemmLayout::Tt)
+                    }
                     "oxtile-pingpong-c2" | "oxtile-streamk-c2" | "oxtile-narrow-c2" | "oxtile-flat-sk"
                     | "oxtile-square" | "oxtile-square-c2" | "oxtile-square-sk" | "oxtile-wide-192"
-                    | "oxtile-wide-192-sk" | "oxtile-square-192" => dtype != Dtype::Bf16,
+                    | "oxtile-wide-192-sk" | "oxtile-square-192" | "oxtile-flat-64" | "oxtile-flat-64-sk" => {
+                        dtype != Dtype::Bf16
+                    }
                     // M = 296: more rows than the skinny kernel takes.
                     "oxtile-skinny" => true,
                     _ => false,

@@ -680,6 +680,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_registered_gemm_shares_whole_boxes_of_its_layouts_operands() {
+        // The device crate checks the same for each kernel it instantiates (`check_config`).
+        for gemm in GEMM_SM90.iter() {
+            let config = gemm.variant.config().expect("a registered GEMM has a row");
+            let (a_mn_major, b_mn_major) = (
+                gemm.layout.a_order() == crate::types::Order::ColMajor,
+                gemm.layout.b_order() == crate::types::Order::RowMajor,
+            );
+            config.check_layout(a_mn_major, b_mn_major);
+        }
+    }
+
+    #[test]
     fn every_registered_kernel_is_in_its_module() {
         for kernel in ALL {
             let entry = format!(".entry {}(", kernel.name);

@@ -61,29 +61,38 @@ impl GemmConfig {
 
     /// What the kernels assume of every row, checked where each crate expands the table: a block alone shares
     /// nothing; stream-K in clusters runs cooperative tiles sharing B (both blocks load every unit's k-tiles); the
-    /// launch bound covers the block; and a shared tile splits into whole boxes per block.
+    /// launch bound covers the block; and a shared tile splits into whole 128-byte swizzle atoms (8 rows) per block.
+    /// What the shares ask of an MN-major operand is [`GemmConfig::check_layout`]'s.
     pub const fn check(&self) {
         assert!(self.cluster == 1 || self.cluster == 2);
         assert!(self.cluster > 1 || matches!(self.share, GemmShare::None));
         let cooperative = matches!(self.tile.schedule, crate::GemmSchedule::Cooperative);
         assert!(!self.stream_k || self.cluster == 1 || (cooperative && matches!(self.share, GemmShare::B)));
         assert!(self.threads() <= self.tile.launch_bound());
-        // A block's share of a tile its cluster shares is whole 64-index boxes: an MN-major operand is loaded in
-        // boxes of 64 M/N indices, and a share of 96 (128×192 tiles sharing B) would load one box and wait on the
-        // bytes of one and a half, forever (docs/perf-notes.md, "Session 60").
-        assert!(
-            (self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::MN_BOX),
-            "a block's share of a shared B tile is not whole 64-index boxes"
-        );
-        assert!(
-            (self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::MN_BOX),
-            "a block's share of a shared A tile is not whole 64-index boxes"
-        );
+        // A K-major share starts a box of its own rows in shared memory, on a 1024-byte swizzle atom.
+        assert!((self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::SWIZZLE_ATOM_ROWS));
+        assert!((self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::SWIZZLE_ATOM_ROWS));
         // The symmetric GEMM: square tiles (a tile's transpose is a tile of the same order), one block each (the
         // cluster pairings share an operand between tiles the triangle does not pair).
         assert!(
             !self.symmetric
                 || (self.tile.tile_m == self.tile.tile_n && self.cluster == 1 && self.tile.stores_through_tma())
+        );
+    }
+
+    /// What a row's shares ask of a layout, checked for each layout a kernel of the row is instantiated in (A and B
+    /// MN-major or not): a block's share of an MN-major operand tile its cluster shares is whole 64-index boxes. Such
+    /// an operand is loaded in boxes of 64 M/N indices, and a share of 96 (128×192 tiles sharing B) would load one
+    /// box and wait on the bytes of one and a half, forever (docs/perf-notes.md, "Session 60"); a K-major share is
+    /// one box of its own rows, so 96 rows of K-major A are one box.
+    pub const fn check_layout(&self, a_mn_major: bool, b_mn_major: bool) {
+        assert!(
+            !b_mn_major || (self.tile.tile_n / self.b_sharers()).is_multiple_of(GemmTile::MN_BOX),
+            "a block's share of a shared MN-major B tile is not whole 64-index boxes"
+        );
+        assert!(
+            !a_mn_major || (self.tile.tile_m / self.a_sharers()).is_multiple_of(GemmTile::MN_BOX),
+            "a block's share of a shared MN-major A tile is not whole 64-index boxes"
         );
     }
 }
@@ -128,6 +137,10 @@ macro_rules! for_each_gemm_sm90 {
             /// 128-row tiles do not (`Variant::resolve`), such as 8192×576×7168 (129 tiles, one wave). bf16 → bf16
             /// only; its stream-K measured no faster than the 128-row tiles' (docs/perf-notes.md, "Session 63").
             Square192 { label: "square-192", kernel: "192x192", tile: GEMM_SM90_192X192, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
+            /// `Square192` in clusters of two blocks side by side along N, the A tile shared by TMA multicast (each
+            /// block loads 96 of its rows: K-major A only, so layouts tn and tt). bf16 → bf16 only; a tune candidate,
+            /// not yet `Variant::Auto`'s choice.
+            Square192Cluster2 { label: "square-192-c2", kernel: "192x192_c2", tile: GEMM_SM90_192X192, cluster: 2, share: a, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt] }
             /// 128×64 tiles with an 8-stage ring: problems with too few 128×256 tiles to fill the GPU.
             Narrow { label: "narrow", kernel: "128x64", tile: GEMM_SM90_128X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16, bf16 -> f32, f16 -> f16, f16 -> f32], layouts: [tn, tt, nt, nn] }
             /// `Narrow` in clusters of two blocks side by side along N, the A tile shared by TMA multicast (a third
@@ -142,6 +155,13 @@ macro_rules! for_each_gemm_sm90 {
             /// whose 64×128 tiles leave SMs idle for long (128×4096×14336: 64 tiles on 132 SMs, each 224 k-tiles
             /// deep). bf16 → bf16 only.
             FlatStreamK { label: "flat-sk", kernel: "64x128_sk", tile: GEMM_SM90_64X128, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
+            /// 64×64 tiles, one consumer issuing m64n64k16, a 12-stage ring: the data-parallel row of
+            /// `FlatNarrowStreamK`, and a tune candidate. bf16 → bf16 only.
+            FlatNarrow { label: "flat-64", kernel: "64x64", tile: GEMM_SM90_64X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
+            /// `FlatNarrow`'s tiles split over K: few-row problems with few columns and deep K, where the 64×128
+            /// tiles' split-K engages too few SMs (64×576×7168: 5 column tiles); `Variant::Auto` takes it where it
+            /// would take `FlatStreamK` and these tiles are at most half as many as SMs. bf16 → bf16 only.
+            FlatNarrowStreamK { label: "flat-64-sk", kernel: "64x64_sk", tile: GEMM_SM90_64X64, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256)
             /// where the 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.
             Square { label: "square", kernel: "128x128", tile: GEMM_SM90_128X128, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
@@ -281,7 +301,7 @@ macro_rules! __gemm_sm90_kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{GEMM_SM90_128X128, GEMM_SM90_128X192, GEMM_SM90_128X256};
+    use crate::{GEMM_SM90_128X128, GEMM_SM90_128X192, GEMM_SM90_128X256, GEMM_SM90_192X192};
 
     fn config(tile: GemmTile, cluster: u32, share: GemmShare) -> GemmConfig {
         GemmConfig { tile, cluster, share, stream_k: false, symmetric: false }
@@ -294,9 +314,20 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "a block's share of a shared B tile is not whole 64-index boxes")]
-    fn a_cluster_sharing_half_a_192_column_tile_is_refused() {
+    #[should_panic(expected = "a block's share of a shared MN-major B tile is not whole 64-index boxes")]
+    fn a_cluster_sharing_half_a_192_column_mn_major_tile_is_refused() {
         // Each block's share of B would be 96 columns: one and a half MN-major boxes.
-        config(GEMM_SM90_128X192, 2, GemmShare::B).check();
+        let pairs = config(GEMM_SM90_128X192, 2, GemmShare::B);
+        pairs.check();
+        pairs.check_layout(false, true);
+    }
+
+    #[test]
+    fn a_cluster_sharing_half_a_192_row_k_major_tile_is_whole_boxes() {
+        // 96 rows of K-major A: one box of 96 rows, 12 swizzle atoms.
+        let pairs = config(GEMM_SM90_192X192, 2, GemmShare::A);
+        pairs.check();
+        pairs.check_layout(false, false);
+        pairs.check_layout(false, true);
     }
 }

@@ -56,6 +56,8 @@ impl GemmTile {
     /// M/N extent of the TMA box of an MN-major operand (A column-major, B row-major): one 128-byte swizzled row
     /// of 16-bit elements. Its k extent is `tile_k`, so an operand tile takes `tile_mn / MN_BOX` boxes.
     pub const MN_BOX: u32 = 64;
+    /// Rows of one 128-byte swizzle atom (1024 bytes): a K-major box's rows come in whole atoms.
+    pub const SWIZZLE_ATOM_ROWS: u32 = 8;
     /// Each mbarrier is 8 bytes; the ring has a full and an empty barrier per stage.
     const BARRIER_BYTES: u32 = 8;
     /// Bytes of one row of an epilogue staging buffer: one 128-byte swizzle row, the TMA box's inner extent
@@ -229,6 +231,14 @@ pub const GEMM_SM90_64X128: GemmTile = GemmTile {
     staging_buffers: 2,
 };
 
+/// Hopper GEMM for few-row problems with few columns and deep K (DeepSeek-V3's N = 576 and 1536 projections at
+/// K = 7168, M ≤ 128), split over K: 64×64×64 tiles, 12 stages, one consumer warpgroup issuing m64n64k16 wgmma.
+/// Against the 64×128 tile it covers N in twice the tiles, so its split-K engages twice the SMs with pieces of the same
+/// depth (64×576×7168: 72 blocks against 40), and each keeps 12 stages of 16 KiB in flight against 8 of 24 KiB;
+/// cuBLAS splits such shapes over K on 64×32 and 64×8 tiles (docs/perf-notes.md, "Session 62"). Shared memory:
+/// 12 × 16 KiB of ring + 2 × 8 KiB of staging + 192 bytes of barriers = 213,184 bytes.
+pub const GEMM_SM90_64X64: GemmTile = GemmTile { tile_n: 64, stages: 12, ..GEMM_SM90_64X128 };
+
 /// Hopper GEMM for problems of few rows that a 64-row tile would read B twice for (64 < M ≤ 256): 128×128×64 tiles, 6
 /// stages, one consumer warpgroup issuing two m64n128k16 wgmma per k16 step (one consumer rather than two of 64 rows
 /// each: as fast data-parallel, faster split by stream-K; docs/perf-notes.md, GEMM sm90 v17). Against the 64×128 tile
@@ -264,6 +274,14 @@ const _: () = assert!(GEMM_SM90_128X192.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK)
 const _: () = assert!(GEMM_SM90_192X192.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_64X128.smem_bytes() == GEMM_SM90_128X64.smem_bytes());
+const _: () = assert!(GEMM_SM90_64X64.smem_bytes() == 12 * 16 * 1024 + 2 * 8 * 1024 + 192);
+const _: () = assert!(GEMM_SM90_64X64.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
+// The 64×64 tile: A and B one MN-major box each, stages on swizzle atoms.
+const _: () = assert!(
+    GEMM_SM90_64X64.tile_m == GemmTile::MN_BOX
+        && GEMM_SM90_64X64.tile_n == GemmTile::MN_BOX
+        && GEMM_SM90_64X64.stage_bytes().is_multiple_of(1024)
+);
 const _: () = assert!(GEMM_SM90_128X128_PINGPONG.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 const _: () = assert!(GEMM_SM90_128X128.smem_bytes() <= SM90_MAX_SMEM_PER_BLOCK);
 // The budgets above, to the byte: a change to a tile or to the staging shows up here first.
@@ -286,6 +304,7 @@ const _: () = {
         GEMM_SM90_192X192,
         GEMM_SM90_128X64,
         GEMM_SM90_64X128,
+        GEMM_SM90_64X64,
         GEMM_SM90_128X128,
         GEMM_SM90_128X128_PINGPONG,
     ];

@@ -24,8 +24,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
 use oxtile_abi::skinny::SkinnySplit;
 use oxtile_abi::stream_k::StreamK;
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
-    GEMM_SM90_128X256, GEMM_SM90_192X192, GemmParams, GemmTile, TensorMapBytes,
+    GEMM_SM90_64X64, GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG,
+    GEMM_SM90_128X192, GEMM_SM90_128X256, GEMM_SM90_192X192, GemmParams, GemmTile, TensorMapBytes,
 };
 
 use super::gemm_skinny::{self, SkinnyPlan};
@@ -246,7 +246,11 @@ impl Variant {
     /// stream-K ranges then start across K, and each column's tiles read B out of step, once per row (77×5120×14336,
     /// 80 tiles: −27% against the same tiles data-parallel, docs/perf-notes.md "Session 29"; 77 and 128×5120×25600 ran
     /// 159–161 µs split, 0.61–0.65 of cuBLAS, where the data-parallel tiles ran K = 14336 in 55–60 µs, 1.03–1.10,
-    /// "Session 63").
+    /// "Session 63"). Where stream-K is taken and the 64×64 tiles are at most half as many as SMs, those tiles split
+    /// over K instead ([`Variant::FlatNarrowStreamK`]): twice the tiles, so more SMs at work on the same B, each
+    /// k-tile two thirds of the bytes, its ring 12 stages deep. On an H100 (docs/perf-notes.md, "Session 64") that
+    /// ran 1.08–1.24× the 64×128 split-K on every such row measured (32 ≤ M ≤ 333, N = 576 and 1536, K = 7168: 9 to
+    /// 54 tiles), and lost with more tiles than half the SMs (256 and 512×1536×7168: 96 and 192 tiles, 0.72–0.82×).
     fn flat(shape: GemmShape, sms: usize) -> Variant {
         let (flat_tiles, flat_k_tiles) =
             (tiles_of(shape, GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
@@ -259,7 +263,13 @@ impl Variant {
         } else {
             FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
         };
-        if idle >= threshold { Variant::FlatStreamK } else { Variant::Flat }
+        if idle < threshold {
+            Variant::Flat
+        } else if 2 * tiles_of(shape, GEMM_SM90_64X64) <= sms {
+            Variant::FlatNarrowStreamK
+        } else {
+            Variant::FlatStreamK
+        }
     }
 
     /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
@@ -457,6 +467,9 @@ impl Variant {
                 Variant::WideCluster2
             }
             Variant::StreamK if !Variant::StreamK.available(input, output, layout) => Variant::Wide,
+            Variant::FlatNarrowStreamK if !Variant::FlatNarrowStreamK.available(input, output, layout) => {
+                Variant::FlatStreamK.resolve_for(shape, sm_count, (input, output), layout)
+            }
             Variant::FlatStreamK if !Variant::FlatStreamK.available(input, output, layout) => {
                 Variant::Flat.resolve_for(shape, sm_count, (input, output), layout)
             }
@@ -1280,7 +1293,9 @@ mod tests {
         // One row of 128×64 tiles: 64×128 ones instead, stream-K where they leave SMs idle for long: 64 tiles on 132
         // SMs 224 k-tiles deep (115 idle k-tiles per SM), 32 tiles (170); not 64 tiles 128 deep (66), nor 128 (3.9).
         assert_eq!(pick(128, 4096, 14336), Variant::FlatStreamK);
-        assert_eq!(pick(64, 4096, 14336), Variant::FlatStreamK);
+        // ... on 64×64 tiles where they are at most half as many as SMs: 64 of them here, 128 above.
+        assert_eq!(pick(64, 4096, 14336), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(64, 4352, 14336), Variant::FlatStreamK);
         assert_eq!(pick(64, 8192, 8192), Variant::Flat);
         assert_eq!(pick(96, 4096, 4096), Variant::Flat);
         assert_eq!(pick(128, 8192, 8192), Variant::Flat);
@@ -1289,10 +1304,11 @@ mod tests {
         assert_eq!(pick(256, 4096, 4096), Variant::Flat);
         // Above one row of them, from 64 idle k-tiles: 48 tiles 112 deep (71), 30 (86), 24 (91), 20 (95); one row
         // still from 100: not 32 tiles 112 deep (84), nor 64 deep (48), nor 40 tiles 128 deep (89).
+        // Split on 64×64 tiles where those are at most 66: 54 (333×576), 48 (128×1536), 36 (256×576); not 96.
         assert_eq!(pick(256, 1536, 7168), Variant::FlatStreamK);
-        assert_eq!(pick(333, 576, 7168), Variant::FlatStreamK);
-        assert_eq!(pick(128, 1536, 7168), Variant::FlatStreamK);
-        assert_eq!(pick(256, 576, 7168), Variant::FlatStreamK);
+        assert_eq!(pick(333, 576, 7168), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(128, 1536, 7168), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(256, 576, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(16, 4096, 7168), Variant::Flat);
         assert_eq!(pick(64, 4096, 4096), Variant::Flat);
         assert_eq!(pick(1, 5120, 8192), Variant::Flat);
@@ -1456,6 +1472,14 @@ mod tests {
         assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "bf16"), GemmLayout::Nn), Variant::FlatStreamK);
         assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
         assert_eq!(Variant::Auto.resolve_for(idle_rows, 132, ("bf16", "f32"), GemmLayout::Nn), Variant::Flat);
+        // So is it on 64×64 tiles: the 64×128 tiles' choice for the other types.
+        let few_columns = GemmShape::new(128, 1536, 7168);
+        assert_eq!(
+            Variant::Auto.resolve_for(few_columns, 132, ("bf16", "bf16"), GemmLayout::Nn),
+            Variant::FlatNarrowStreamK
+        );
+        assert_eq!(Variant::Auto.resolve_for(few_columns, 132, ("f16", "f16"), GemmLayout::Nn), Variant::Flat);
+        assert_eq!(Variant::Auto.resolve_for(few_columns, 132, ("bf16", "f32"), GemmLayout::Nn), Variant::Flat);
     }
 
     #[test]

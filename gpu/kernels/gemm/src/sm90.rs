@@ -54,8 +54,8 @@ use oxtile_abi::raster::{Tile, TileOrder, TileScheduler, TriangularScheduler};
 use oxtile_abi::stream_k::{FLAGS_PER_CONSUMER, Role, StreamK, Unit};
 use oxtile_abi::symmetric;
 use oxtile_abi::{
-    GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG, GEMM_SM90_128X192,
-    GEMM_SM90_128X256, GEMM_SM90_192X192, GemmSchedule, GemmShare, GemmTile,
+    GEMM_SM90_64X64, GEMM_SM90_64X128, GEMM_SM90_128X64, GEMM_SM90_128X128, GEMM_SM90_128X128_PINGPONG,
+    GEMM_SM90_128X192, GEMM_SM90_128X256, GEMM_SM90_192X192, GemmSchedule, GemmShare, GemmTile,
 };
 use oxtile_layout::{StaticComposedLayout, StaticLayout};
 use seq_macro::seq;
@@ -716,6 +716,10 @@ config!(
     Flat, GEMM_SM90_64X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 1
 );
 config!(
+    /// 64×64 tiles, one consumer: m64n64k16.
+    FlatNarrow, GEMM_SM90_64X64, mma_n64, fragment = 32, column_blocks = 8, row_blocks = 1
+);
+config!(
     /// 128×128 tiles, one consumer for all 128 rows: two m64n128k16 per k16 step.
     Square, GEMM_SM90_128X128, mma_n128, fragment = 64, column_blocks = 16, row_blocks = 2
 );
@@ -861,6 +865,7 @@ macro_rules! tile_config {
     (GEMM_SM90_192X192, $input:ty, $output:ty) => { Square192<$input, $output> };
     (GEMM_SM90_128X64, $input:ty, $output:ty) => { Narrow<$input, $output> };
     (GEMM_SM90_64X128, $input:ty, $output:ty) => { Flat<$input, $output> };
+    (GEMM_SM90_64X64, $input:ty, $output:ty) => { FlatNarrow<$input, $output> };
     (GEMM_SM90_128X128, $input:ty, $output:ty) => { Square<$input, $output> };
     (GEMM_SM90_128X128_PINGPONG, $input:ty, $output:ty) => { PingPong<$input, $output> };
 }
@@ -968,7 +973,7 @@ macro_rules! gemm_kernel {
             // The builder reads the bound from the marker's name, so it is a literal here, asserted to be the tile's.
             oxtile_device::launch_bounds!(name = $name, max_threads = $bound, min_blocks = 1);
             assert!(CONFIG.tile.launch_bound() == $bound, "the launch bound literal is not the tile's");
-            check_config::<$config>(CONFIG);
+            check_config::<$config>(CONFIG, $majorness);
         };
     };
 }
@@ -1052,10 +1057,13 @@ const fn share_value(share: GemmShare) -> u32 {
     }
 }
 
-/// Checks a table row against the device configuration its tile maps to, at compile time: the same tile, and the
-/// row's own invariants ([`oxtile_abi::GemmConfig::check`]); the launch bound covers its block.
-const fn check_config<C: Config>(config: oxtile_abi::GemmConfig) {
+/// Checks a table row against the device configuration its tile maps to, at compile time: the same tile, the row's
+/// own invariants ([`oxtile_abi::GemmConfig::check`]) and those of its shares in this kernel's operand majorness
+/// (`majorness`: A's and B's, [`K`] or [`MN`]; [`oxtile_abi::GemmConfig::check_layout`]); the launch bound covers its
+/// block.
+const fn check_config<C: Config>(config: oxtile_abi::GemmConfig, majorness: (u32, u32)) {
     config.check();
+    config.check_layout(majorness.0 == MN, majorness.1 == MN);
     let (row, device) = (config.tile, C::TILE);
     assert!(row.tile_m == device.tile_m && row.tile_n == device.tile_n && row.tile_k == device.tile_k);
     assert!(row.stages == device.stages && row.consumers == device.consumers);
