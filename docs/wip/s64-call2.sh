@@ -3,7 +3,8 @@
 # `gemm`); (2) the rule's rows (docs/wip/s64-narrow-rows.txt, tn and tt) with Auto beside every few-row kernel and
 # the peers; (3) issue 25's table in one process: the wheel (gpu-pack/wheel) installed into a folder of its own,
 # `python -m oxtile.bench attn` over torch_reference.py's suite plus head dim 256 (oxtile, cuDNN and the flash
-# backend taking turns, held timing); (4) our ablations per shape, in-process (`oxtile bench attn`).
+# backend taking turns, held timing); (4) consumers at 240 registers against main (gpu-pack/r240, the patch
+# docs/wip/attn-registers-240.patch), head dims 128 and 256; (5) our ablations per shape, in-process.
 #   bash docs/wip/s64-call2.sh      (the run tool: carry ["gpu-pack"])
 set -uo pipefail
 start=$SECONDS
@@ -25,6 +26,12 @@ d256="8,16,2048,256,full 8,16,2048,256,causal 2,16,8192,256,full 2,16,8192,256,c
 (cd /tmp && PYTHONPATH=/tmp/oxtile-py timeout 200 python3 -m oxtile.bench attn $suite $d256 --rounds 6 --iters 10) \
   > "$OUT/attn-inprocess.txt" 2>&1
 echo "rc=$? at $((SECONDS - start)) s"; tail -5 "$OUT/attn-inprocess.txt"
+echo "=== consumers at 240 registers (attn-registers-240.patch) against main at $((SECONDS - start)) s"
+(cd gpu-pack && xz -dc r240.tar.xz | tar -xf -)
+AB_OUT=$OUT/ab240 timeout 150 bash scripts/gpu-ab.sh --attn gpu-pack/s64/oxtile gpu-pack/r240/oxtile 2 --shapes \
+  16,16,2048,128,full 8,16,4096,128,full 8,16,4096,128,causal 2,16,16384,128,full 32,16,1024,128,full \
+  8,16,2048,256,full 2,16,8192,256,causal --rounds 2 --runs 30 > "$OUT/ab240.txt" 2>&1
+echo "rc=$? at $((SECONDS - start)) s"; tail -12 "$OUT/ab240.txt"
 echo "=== ablations at $((SECONDS - start)) s"
 left=$((${END:-560} - (SECONDS - start)))
 timeout "$left" gpu-pack/s64/oxtile bench attn --shapes $suite $d256 --no-stats --rounds 3 --runs 30 \
