@@ -12,7 +12,7 @@ root=$(pwd)
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 cd gpu-pack && xz -dc s64.tar.xz | tar -xf - && cd s64
 echo "=== tests/gemm"
-timeout "${TESTS_LIMIT:-150}" ./gemm --include-ignored --test-threads=2 > "$OUT/tests-gemm.log" 2>&1
+timeout "${TESTS_LIMIT:-100}" ./gemm --include-ignored --test-threads=2 stream_k_on_few_row auto_ persistent_grids bf16_matches_reference > "$OUT/tests-gemm.log" 2>&1
 echo "rc=$? at $((SECONDS - start)) s"; grep -E "test result|panicked|FAILED" "$OUT/tests-gemm.log" | head -8
 cd "$root"
 echo "=== narrow rows at $((SECONDS - start)) s"
@@ -33,7 +33,7 @@ AB_OUT=$OUT/ab240 timeout 150 bash scripts/gpu-ab.sh --attn gpu-pack/s64/oxtile 
   8,16,2048,256,full 2,16,8192,256,causal --rounds 2 --runs 30 > "$OUT/ab240.txt" 2>&1
 echo "rc=$? at $((SECONDS - start)) s"; tail -12 "$OUT/ab240.txt"
 echo "=== ablations at $((SECONDS - start)) s"
-left=$((${END:-560} - (SECONDS - start)))
+left=$((${END:-450} - (SECONDS - start)))
 timeout "$left" gpu-pack/s64/oxtile bench attn --shapes $suite $d256 --no-stats --rounds 3 --runs 30 \
   --json "$OUT/attn-ablations.json" > "$OUT/attn-ablations.txt" 2>&1
 echo "rc=$? at $((SECONDS - start)) s"
