@@ -10,16 +10,16 @@ root=$(pwd)
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 cd gpu-pack && xz -dc s64b.tar.xz | tar -xf - && cd s64b
 echo "=== tests/gemm"
-timeout 120 ./gemm --include-ignored --test-threads=2 skinny stream_k_plans_reset stream_k_on_few_row persistent_grids \
+timeout "${TESTS_LIMIT:-120}" ./gemm --include-ignored --test-threads=2 skinny stream_k_plans_reset stream_k_on_few_row persistent_grids \
   > "$OUT/tests-gemm.log" 2>&1
 echo "rc=$? at $((SECONDS - start)) s"; grep -E "test result|panicked|FAILED" "$OUT/tests-gemm.log" | head -8
 echo "=== sanitizers"
-bash "$root/docs/wip/sanitizers.sh" ./gemm 90 stream_k_plans_reset_their_flags_for_the_next_launch
+bash "$root/docs/wip/sanitizers.sh" ./gemm "${SAN_LIMIT:-90}" stream_k_plans_reset_their_flags_for_the_next_launch
 cd "$root"
 echo "=== rows at $((SECONDS - start)) s"
 WORK=$OUT/rows-skinny SWEEP_FILE=docs/wip/s64-skinny-rows.txt RUNS=20 ROUNDS=4 CLASSES="model-decode" \
   ONLY="oxtile,oxtile-skinny,oxtile-flat,oxtile-flat-64-sk,oxtile-flat-sk,cublasLt,cublasLt-tuned,cublasGemmEx" \
-  bash docs/wip/gemm-sweep-run.sh s64b 1 120 tn,tt 2>&1
+  bash docs/wip/gemm-sweep-run.sh s64b 1 "${ROWS_LIMIT:-120}" tn,tt 2>&1
 left=$((${END:-400} - (SECONDS - start)))
 echo "=== attention in one process at $((SECONDS - start)) s, $left s left"
 if [ "$left" -gt 60 ]; then
