@@ -2,6 +2,7 @@
 
     python -m oxtile.bench attn                      # default shapes; B,H,S,D,full|causal (B,Hq:Hkv,S,D for GQA)
     python -m oxtile.bench attn 8,16,4096,128,full 8,16,4096,128,causal
+    python -m oxtile.bench attn --suite --json attn.json  # issue 25's table: the attention suite, head dim 256 too
     python -m oxtile.bench gemm 8192x8192x8192 --layout tt,tn --dtype bf16
 
 Attention: oxtile.attention on q, k, v [B, S, H, D], against torch's scaled_dot_product_attention with the cuDNN
@@ -19,6 +20,8 @@ timing, each contender's output is compared with torch's (max |difference| over 
 """
 
 import argparse
+import json
+import math
 import statistics
 import sys
 
@@ -29,6 +32,11 @@ import oxtile
 
 ATTN_SHAPES = ["8,16,4096,128,full", "8,16,4096,128,causal", "16,16,2048,128,full", "4,32:8,8192,128,causal",
                "8,32,4096,64,full", "4,16,8192,256,full", "4,16,8192,256,causal"]
+# The attention suite of ../shared/bench/torch_reference.py (16384·2 / S sequences of S keys, head dims 128 and 64,
+# full and causal) and issue 25's head-dim-256 rows: `--suite`.
+ATTN_SUITE = ([f"{32768 // s},16,{s},128,{m}" for s in (512, 1024, 2048, 4096, 8192, 16384) for m in ("full", "causal")]
+              + [f"{32768 // s},32,{s},64,{m}" for s in (512, 2048, 8192) for m in ("full", "causal")]
+              + [f"{16384 // s},16,{s},256,{m}" for s in (2048, 8192) for m in ("full", "causal")])
 GEMM_SHAPES = ["8192x8192x8192", "4096x4096x4096", "8192x4096x14336", "128x8192x8192"]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "f16": torch.float16}
 
@@ -86,7 +94,7 @@ def bench_attn(args) -> list:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     rows = []
-    for spec in args.shapes or ATTN_SHAPES:
+    for spec in args.shapes or (ATTN_SUITE if args.suite else ATTN_SHAPES):
         b, hq, hkv, s, d, causal = parse_attn(spec)
         dtype = DTYPES[args.dtype]
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -165,12 +173,39 @@ def print_table(rows: list, title: str) -> None:
           "from the first torch contender's output over its max |value|.")
 
 
+def summarize(rows: list, key=lambda shape: "") -> list:
+    """Per group of shapes (`key(shape)`, e.g. the head dimension) and per peer, the geomean and the lowest of the
+    peer's time over oxtile's (above 1: oxtile is faster), over the shapes both ran: (group, peer, n, geomean, lowest
+    shape, lowest)."""
+    ours = {r["shape"]: r["ms"] for r in rows if r["impl"] == "oxtile" and "ms" in r}
+    ratios = {}
+    for r in rows:
+        if r["impl"] != "oxtile" and "ms" in r and r["shape"] in ours:
+            for group in dict.fromkeys(["all", key(r["shape"])]):
+                if group:
+                    ratios.setdefault((group, r["impl"]), []).append((r["ms"] / ours[r["shape"]], r["shape"]))
+    summary = []
+    for (group, peer), values in ratios.items():
+        geomean = math.exp(sum(math.log(v) for v, _ in values) / len(values))
+        lowest, shape = min(values)
+        summary.append((group, peer, len(values), geomean, shape, lowest))
+    return summary
+
+
+def head_dim(spec: str) -> str:
+    """The head dimension of an attention shape B,H,S,D,mode, as the group `summarize` prints it under."""
+    return f"d{spec.split(',')[3]}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oxtile.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=["attn", "gemm"])
     parser.add_argument("shapes", nargs="*", help="attn: B,H,S,D,full|causal (H or Hq:Hkv); gemm: MxNxK")
     parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     parser.add_argument("--layout", default="tt", help="gemm: BLAS letters per operand, comma-separated (tt,tn,nt,nn)")
+    parser.add_argument("--suite", action="store_true",
+                        help="attn: the attention suite of torch_reference.py plus head dim 256 (issue 25's table)")
+    parser.add_argument("--json", help="write every row (shape, impl, ms, TFLOP/s, difference) to this file")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=10, help="calls per contender per round")
     parser.add_argument("--sleep-cycles", type=int, default=20_000_000,
@@ -184,6 +219,12 @@ def main(argv=None) -> int:
     title = (f"# oxtile {oxtile.__version__}, torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}) on "
              f"{info['name']}, {args.dtype}, held timing: {args.rounds} rounds x {args.iters} calls per contender")
     print_table(rows, title)
+    key = head_dim if args.what == "attn" else (lambda shape: shape.split()[-1])
+    for group, peer, n, geomean, shape, lowest in summarize(rows, key):
+        print(f"{group:>5} vs {peer:8} over {n:3} shapes: geomean {geomean:.3f}, lowest {lowest:.3f} ({shape})")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"title": title, "rows": rows}, out, indent=1)
     return 0
 
 

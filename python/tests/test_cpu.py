@@ -185,3 +185,24 @@ def test_the_lse_is_returned_without_a_gradient_so_compiled_training_traces():
     compiled = aot_function(lambda q, k, v: oxtile.attention(q, k, v, causal=True, return_lse=True), nop)
     o, lse = compiled(q, q, q)
     assert o.requires_grad and not lse.requires_grad
+
+
+def test_bench_suite_and_summary():
+    from oxtile import bench
+
+    # torch_reference.py's 18 attention rows (head dims 128 and 64) and issue 25's four at head dim 256.
+    assert len(bench.ATTN_SUITE) == 22 and len(set(bench.ATTN_SUITE)) == 22
+    assert {bench.head_dim(s) for s in bench.ATTN_SUITE} == {"d64", "d128", "d256"}
+    assert "2,16,16384,128,causal" in bench.ATTN_SUITE and "2,16,8192,256,full" in bench.ATTN_SUITE
+    rows = [{"shape": "1,1,512,64,full", "impl": "oxtile", "ms": 2.0},
+            {"shape": "1,1,512,64,full", "impl": "cudnn", "ms": 1.0},
+            {"shape": "1,1,512,128,full", "impl": "oxtile", "ms": 1.0},
+            {"shape": "1,1,512,128,full", "impl": "cudnn", "ms": 2.0},
+            {"shape": "1,1,512,128,causal", "impl": "cudnn", "ms": 2.0},  # oxtile missing: not counted
+            {"shape": "1,1,512,128,full", "impl": "flash", "error": "refused"}]
+    summary = {(group, peer): (n, geomean, shape, lowest)
+               for group, peer, n, geomean, shape, lowest in bench.summarize(rows, bench.head_dim)}
+    assert set(summary) == {("all", "cudnn"), ("d64", "cudnn"), ("d128", "cudnn")}
+    n, geomean, shape, lowest = summary[("all", "cudnn")]
+    assert (n, shape, lowest) == (2, "1,1,512,64,full", 0.5) and math.isclose(geomean, 1.0)
+    assert summary[("d128", "cudnn")][:2] == (1, 2.0)
