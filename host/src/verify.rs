@@ -139,8 +139,7 @@ pub fn plan(sweep: Sweep, seed: u64) -> Vec<PlannedCheck> {
         }));
     }
     // Every layout: every shape it takes with each tile configuration that has a kernel in it (bf16; the quick sweep
-    // only the odd shape),
-    // then f32 output, f16 and the epilogue's scalars on the odd shape.
+    // only the odd shape), then f32 output, f16 and the epilogue's scalars on the odd shape.
     for (l, layout) in GemmLayout::ALL.into_iter().enumerate() {
         let seed = seed + 1000 * (l as u64 + 1);
         let odd = odd_shape(layout);

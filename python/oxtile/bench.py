@@ -211,6 +211,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sleep-cycles", type=int, default=20_000_000,
                         help="length of the holding sleep kernel in GPU clock cycles (lengthened if too short)")
     args = parser.parse_args(argv)
+    if args.suite and (args.what != "attn" or args.shapes):
+        parser.error("--suite is the attention table: give it to attn, without shapes")
     if not torch.cuda.is_available():
         print("oxtile.bench needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 2
@@ -220,11 +222,16 @@ def main(argv=None) -> int:
              f"{info['name']}, {args.dtype}, held timing: {args.rounds} rounds x {args.iters} calls per contender")
     print_table(rows, title)
     key = head_dim if args.what == "attn" else (lambda shape: shape.split()[-1])
-    for group, peer, n, geomean, shape, lowest in summarize(rows, key):
-        print(f"{group:>5} vs {peer:8} over {n:3} shapes: geomean {geomean:.3f}, lowest {lowest:.3f} ({shape})")
+    summary = summarize(rows, key)
+    groups = {group for group, *_ in summary if group != "all"}
+    for group, peer, n, geomean, shape, lowest in summary:
+        if group == "all" or len(groups) > 1:
+            print(f"{group:>5} vs {peer:8} over {n:3} shapes: geomean {geomean:.3f}, lowest {lowest:.3f} ({shape})")
     if args.json:
+        # JSON has no NaN: a difference with no torch output to compare with is null.
+        clean = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in rows]
         with open(args.json, "w") as out:
-            json.dump({"title": title, "rows": rows}, out, indent=1)
+            json.dump({"title": title, "rows": clean}, out, indent=1)
     return 0
 
 

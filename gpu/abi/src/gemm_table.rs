@@ -156,7 +156,8 @@ macro_rules! for_each_gemm_sm90 {
             /// deep). bf16 → bf16 only.
             FlatStreamK { label: "flat-sk", kernel: "64x128_sk", tile: GEMM_SM90_64X128, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 64×64 tiles, one consumer issuing m64n64k16, a 12-stage ring: the data-parallel row of
-            /// `FlatNarrowStreamK`, and a tune candidate. bf16 → bf16 only.
+            /// `FlatNarrowStreamK` (what Auto runs for it where it keeps off stream-K), and a tune candidate. bf16 →
+            /// bf16 only.
             FlatNarrow { label: "flat-64", kernel: "64x64", tile: GEMM_SM90_64X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// `FlatNarrow`'s tiles split over K: few-row problems with few columns and deep K, where the 64×128
             /// tiles' split-K engages too few SMs (64×576×7168: 5 column tiles); `Variant::Auto` takes it where it

@@ -190,7 +190,8 @@ impl Variant {
         // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
         // and short, 128×128 ping-pong tiles, whose epilogues hide under main
         // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
-        // where it fits in one row of wide tiles, their stream-K on 64×128 tiles. The measurements behind each rule:
+        // where it fits in one row of wide tiles, their stream-K on 64×128 tiles, or on 64×64 tiles where those are at
+        // most half as many as SMs ([`Variant::flat`]). The measurements behind each rule:
         // docs/perf-notes.md, "The GEMM heuristic's measurements", "Session 28" and "Session 60".
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
@@ -249,8 +250,8 @@ impl Variant {
     /// "Session 63"). Where stream-K is taken and the 64×64 tiles are at most half as many as SMs, those tiles split
     /// over K instead ([`Variant::FlatNarrowStreamK`]): twice the tiles, so more SMs at work on the same B, each
     /// k-tile two thirds of the bytes, its ring 12 stages deep. On an H100 (docs/perf-notes.md, "Session 64") that
-    /// ran 1.08–1.24× the 64×128 split-K on every such row measured (32 ≤ M ≤ 333, N = 576 and 1536, K = 7168: 9 to
-    /// 54 tiles), and lost with more tiles than half the SMs (256 and 512×1536×7168: 96 and 192 tiles, 0.72–0.82×).
+    /// ran 1.07–1.23× the 64×128 split-K on every such row measured (32 ≤ M ≤ 333, N = 576 and 1536, K = 7168: 9 to
+    /// 54 tiles), and lost with more tiles than half the SMs (256 and 512×1536×7168: 96 and 192 tiles, 0.70–0.82×).
     fn flat(shape: GemmShape, sms: usize) -> Variant {
         let (flat_tiles, flat_k_tiles) =
             (tiles_of(shape, GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
@@ -444,7 +445,8 @@ impl Variant {
     /// start off 128-byte boundaries, the wide tiles in clusters instead of ping-pong or single blocks (from one
     /// row of tiles on; `for_unaligned_rows`, docs/perf-notes.md "Session 59"); then, where the heuristic's choice has no
     /// kernel for them, the nearest that has: the same tiles without stream-K (stream-K in clusters and
-    /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the ping-pong 128×128 tile for the
+    /// on the 64×128 tile is bf16 → bf16 only, single-block stream-K not f16 → f32), the 64×128 tiles' choice for the
+    /// 64×64 split-K (bf16 → bf16 only), the ping-pong 128×128 tile for the
     /// cooperative one (bf16 → bf16 only), the 64×128 tile for split 128×128 ones and, where no ping-pong kernel exists
     /// (f32 outputs), for the ping-pong ones of few-tile problems, and the wide tiles for those of many-tile problems;
     /// for the 128×192 tile (bf16 → bf16 only), the wide tiles' choice without it.
@@ -1833,6 +1835,14 @@ mod tests {
         assert_eq!(Variant::StreamK.data_parallel_for(shape, 132, ("f16", "f16"), GemmLayout::Tn), Variant::Wide);
         assert_eq!(Variant::FlatStreamK.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::Flat);
         assert_eq!(Variant::StreamKCluster2.data_parallel_for(shape, 132, bf16, GemmLayout::Tn), Variant::WideCluster2);
+        // The 64×64 split kept off stream-K: the same tiles data-parallel (1.07–1.20× the 64×128 tiles' speed on the
+        // 44 rows of at most 66 such tiles in docs/perf-notes.md "Session 64", an H100).
+        let few_columns = GemmShape::new(128, 1536, 7168);
+        assert_eq!(Variant::Auto.resolve_for(few_columns, 132, bf16, GemmLayout::Tn), Variant::FlatNarrowStreamK);
+        assert_eq!(
+            Variant::FlatNarrowStreamK.data_parallel_for(few_columns, 132, bf16, GemmLayout::Tn),
+            Variant::FlatNarrow
+        );
     }
 
     #[test]
