@@ -382,8 +382,9 @@ fn skinny_kernel_matches_reference_for_decode_sized_problems() {
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
 
     // The counters all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed
-    // over the warps and the split's blocks in their order). Auto runs the skinny kernel there (split 16 ways).
-    let shape = GemmShape::new(3, 576, 7168);
+    // over the warps and the split's blocks in their order). Auto runs the skinny kernel there (split 6 ways; K too
+    // short for the 64×64 tiles' split).
+    let shape = GemmShape::new(3, 576, 1536);
     let a = gpu.stream().alloc_zeros::<bf16>(shape.m * shape.k).unwrap();
     let b = gpu.stream().alloc_zeros::<bf16>(shape.k * shape.n).unwrap();
     let split = GemmPlan::<bf16, bf16>::new(&gpu, shape, GemmOptions::default(), &a, &b).unwrap().skinny_split();
@@ -403,8 +404,11 @@ fn auto_runs_the_skinny_kernel_only_where_it_applies() {
         (plan.kernel().name, plan.skinny_split())
     };
     let tn = GemmOptions::default();
-    let (kernel, split) = plan(GemmShape::new(16, 576, 7168), tn);
+    let (kernel, split) = plan(GemmShape::new(16, 576, 1536), tn);
     assert!(kernel.contains("skinny") && split.is_some_and(|s| s.splits > 1), "{kernel} {split:?}");
+    // K deep enough to split 64×64 tiles: those, not the skinny kernel (`Variant::splits_narrow_tiles`).
+    let (kernel, split) = plan(GemmShape::new(16, 576, 7168), tn);
+    assert!(kernel.contains("64x64_sk") && split.is_none(), "{kernel} {split:?}");
     let everywhere = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..tn };
     let (kernel, split) = plan(GemmShape::new(1, 57344, 8192), everywhere);
     assert!(kernel.contains("skinny") && split.is_some_and(|s| s.splits == 1), "{kernel} {split:?}");
@@ -429,7 +433,7 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     let gpu = gpu();
     let seed = fresh_seed();
     let mut reports = Vec::new();
-    let shapes = [(2048, 2048, 2048), (1000, 1000, 1000), (333, 777, 264), (128, 8192, 8192)];
+    let shapes = [(2048, 2048, 2048), (1000, 1000, 1000), (333, 777, 264), (128, 8192, 8192), (64, 576, 7168)];
     let small = |&(_, (m, n, k)): &(usize, (usize, usize, usize))| m * n * k <= SANITIZER_MAX_MULTIPLY_ADDS;
     for (i, (m, n, k)) in shapes.into_iter().enumerate().filter(|case| !under_sanitizer() || small(case)) {
         let shape = GemmShape::new(m, n, k);
@@ -444,6 +448,8 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 9, 3).unwrap());
             let options = GemmOptions { variant: Variant::SquareStreamK, ..options };
             reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 11, 3).unwrap());
+            let options = GemmOptions { variant: Variant::FlatNarrowStreamK, ..options };
+            reports.extend(verify::gemm_check_launches::<bf16, bf16>(&gpu, shape, options, seed + 13, 3).unwrap());
         }
     }
     let table = CheckReport::table(&reports);
@@ -454,6 +460,10 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     // the partials in block order, so a launch is deterministic).
     let variants = [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK, Variant::SquareStreamK];
     launches_reset_their_flags_and_agree(&gpu, GemmShape::new(2048, 2048, 2048), &variants, seed);
+    // The 64×64 tiles split over K (Auto's choice here), and the same tiles' stream-K over every SM.
+    let narrow = [Variant::Auto, Variant::FlatNarrowStreamK];
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(64, 576, 7168), &narrow, seed);
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(128, 8192, 8192), &narrow[1..], seed);
 }
 
 /// Three launches of a bf16 plan of each of `variants` for `shape` on the same inputs: the stream-K flags all 0 after

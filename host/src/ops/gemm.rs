@@ -247,12 +247,11 @@ impl Variant {
     /// stream-K ranges then start across K, and each column's tiles read B out of step, once per row (77×5120×14336,
     /// 80 tiles: −27% against the same tiles data-parallel, docs/perf-notes.md "Session 29"; 77 and 128×5120×25600 ran
     /// 159–161 µs split, 0.61–0.65 of cuBLAS, where the data-parallel tiles ran K = 14336 in 55–60 µs, 1.03–1.10,
-    /// "Session 63"). Where stream-K is taken and the 64×64 tiles are at most half as many as SMs, those tiles split
-    /// over K instead ([`Variant::FlatNarrowStreamK`]): twice the tiles, so more SMs at work on the same B, each
-    /// k-tile two thirds of the bytes, its ring 12 stages deep. On an H100 (docs/perf-notes.md, "Session 64") that
-    /// ran 1.07–1.23× the 64×128 split-K on every such row measured (32 ≤ M ≤ 333, N = 576 and 1536, K = 7168: 9 to
-    /// 54 tiles), and lost with more tiles than half the SMs (256 and 512×1536×7168: 96 and 192 tiles, 0.70–0.82×).
+    /// "Session 63"). Before all of these, the 64×64 tiles split over K where [`Variant::splits_narrow_tiles`] says.
     fn flat(shape: GemmShape, sms: usize) -> Variant {
+        if Variant::splits_narrow_tiles(shape, sms) {
+            return Variant::FlatNarrowStreamK;
+        }
         let (flat_tiles, flat_k_tiles) =
             (tiles_of(shape, GEMM_SM90_64X128), shape.k.div_ceil(GEMM_SM90_64X128.tile_k as usize));
         if !Variant::one_flat_row(shape) && 2 * flat_tiles > sms {
@@ -264,13 +263,23 @@ impl Variant {
         } else {
             FLAT_ROWS_STREAM_K_MIN_IDLE_K_TILES
         };
-        if idle < threshold {
-            Variant::Flat
-        } else if 2 * tiles_of(shape, GEMM_SM90_64X64) <= sms {
-            Variant::FlatNarrowStreamK
-        } else {
-            Variant::FlatStreamK
-        }
+        if idle >= threshold { Variant::FlatStreamK } else { Variant::Flat }
+    }
+
+    /// Whether [`Variant::Auto`] splits `shape`'s 64×64 tiles over K on `sms` SMs ([`Variant::FlatNarrowStreamK`]),
+    /// ahead of the 64×128 tiles ([`Variant::flat`]) and of the skinny kernel: where those tiles are at most half as
+    /// many as SMs, so that each is cut into the same number of pieces and every piece walks K in step with its
+    /// column's (B read once), and K holds two pieces of [`MIN_SPLIT_K_PIECE_K_TILES`]. Twice the 64×128 tiles engage
+    /// twice the blocks on the same B, each k-tile two thirds of the bytes, through a 12-stage ring. Measured
+    /// (docs/perf-notes.md, "Session 64"; tn and tt, ratio to the fastest cuBLAS peer): on an H100 over 20 rows of
+    /// 32 ≤ M ≤ 333 × {576, 1536} × 7168, 0.971 against the 64×128 split's 0.862; on an H200 ahead of the 64×128
+    /// split on all 72 few-row rows timed (M ≤ 333, N ≤ 4096, K 4096–14336), 64×4096×4096 0.89–0.93 against the
+    /// data-parallel 64×128 tiles' 0.81–0.82, and against the skinny kernel (M ≤ 16) 0.910 / 0.966 against 0.863 /
+    /// 0.901 on the two machines (ahead on 52 of 62 rows). With more tiles it lost (256 and 512×1536×7168, 96 and 192
+    /// tiles: 0.54–0.74 against the 64×128 split's 0.65–0.97).
+    fn splits_narrow_tiles(shape: GemmShape, sms: usize) -> bool {
+        let k_tiles = shape.k.div_ceil(GEMM_SM90_64X64.tile_k as usize);
+        2 * tiles_of(shape, GEMM_SM90_64X64) <= sms && k_tiles >= 2 * MIN_SPLIT_K_PIECE_K_TILES
     }
 
     /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
@@ -622,7 +631,9 @@ pub struct GemmOptions {
 /// Where [`Variant::Auto`] runs the skinny kernel ([`gemm_skinny`]) instead of the wgmma tiles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SkinnyChoice {
-    /// Where it applies and pays ([`gemm_skinny::pays`]).
+    /// Where it applies and pays ([`gemm_skinny::pays`]), except where the 64×64 tiles split over K
+    /// ([`Variant::splits_narrow_tiles`], where that kernel exists for the types and layout): it then ran ahead of
+    /// the skinny kernel on 52 of 62 rows (docs/perf-notes.md, "Session 64"), so the skinny kernel keeps short K.
     #[default]
     WherePays,
     /// Wherever it applies: its tests, and measuring it against the tiles where the rule does not take it.
@@ -781,7 +792,11 @@ fn auto_runs_skinny(shape: GemmShape, options: GemmOptions, types: (&str, &str),
     options.variant == Variant::Auto
         && gemm_skinny::applies(shape, options.layout, types)
         && match options.skinny {
-            SkinnyChoice::WherePays => gemm_skinny::pays(shape, options.layout, sm_count),
+            SkinnyChoice::WherePays => {
+                gemm_skinny::pays(shape, options.layout, sm_count)
+                    && !(Variant::splits_narrow_tiles(shape, sm_count as usize)
+                        && Variant::FlatNarrowStreamK.available(types.0, types.1, options.layout))
+            }
             SkinnyChoice::WhereApplies => true,
             SkinnyChoice::Never => false,
         }
@@ -1311,8 +1326,12 @@ mod tests {
         assert_eq!(pick(333, 576, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(128, 1536, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(256, 576, 7168), Variant::FlatNarrowStreamK);
-        assert_eq!(pick(16, 4096, 7168), Variant::Flat);
-        assert_eq!(pick(64, 4096, 4096), Variant::Flat);
+        // One row of 64 tiles of 64×64, two pieces of at least 14 k-tiles each: split (not 32 tiles of 64×128, which
+        // leave too few SMs idle for their stream-K); with under 28 k-tiles, or 80 tiles, the 64×128 tiles.
+        assert_eq!(pick(16, 4096, 7168), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(64, 4096, 4096), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(64, 4096, 1792), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(64, 4096, 1728), Variant::Flat);
         assert_eq!(pick(1, 5120, 8192), Variant::Flat);
         // More rows but 80 tiles (over half the SMs: stream-K ranges, not split-K), 88 idle k-tiles.
         assert_eq!(pick(77, 5120, 14336), Variant::Flat);
@@ -1764,10 +1783,15 @@ mod tests {
         let tn = GemmOptions { layout: GemmLayout::Tn, ..GemmOptions::default() };
         let bf16 = ("bf16", "bf16");
         let plan = |(m, n, k), options| planned_kernel(GemmShape::new(m, n, k), options, bf16, 132);
-        // Decode-sized and few columns: the skinny kernel, unless the options keep Auto off it.
-        assert_eq!(plan((1, 4096, 4096), tn), Some("gemm_bf16_tn_skinny_sm90"));
+        // Decode-sized, few columns and K too short to split 64×64 tiles: the skinny kernel, unless the options keep
+        // Auto off it; with K deep enough, those tiles split.
+        assert_eq!(plan((1, 4096, 1024), tn), Some("gemm_bf16_tn_skinny_sm90"));
         let never = GemmOptions { skinny: SkinnyChoice::Never, ..tn };
-        assert_eq!(plan((1, 4096, 4096), never), Some("gemm_bf16_tn_64x128_sm90"));
+        assert_eq!(plan((1, 4096, 1024), never), Some("gemm_bf16_tn_64x128_sm90"));
+        assert_eq!(plan((1, 4096, 4096), tn), Some("gemm_bf16_tn_64x64_sk_sm90"));
+        // The 64×64 split is bf16 → bf16 only: f16 keeps the skinny kernel there.
+        let f16 = planned_kernel(GemmShape::new(1, 4096, 4096), tn, ("f16", "f16"), 132);
+        assert_eq!(f16, Some("gemm_f16_tn_skinny_sm90"));
         // Nor where an operand's rows are staged (K = 4095: 8190-byte rows in tn).
         assert_ne!(plan((1, 4096, 4095), tn), Some("gemm_bf16_tn_skinny_sm90"));
         // Auto's tiles, and what it runs kept off stream-K.

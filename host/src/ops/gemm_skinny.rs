@@ -40,7 +40,8 @@ pub const COLUMN_MAJOR_B_MAX_K: usize = 8192;
 ///
 /// Measured on the H200 (docs/perf-notes.md, "Session 30"; ratio to the best cuBLAS peer, M ≤ 16): N = 576 and 1536
 /// at K = 7168 0.68–0.77 → 0.74–0.97 (the tiles split K); N = 4096 0.83–0.93 → 0.89–0.98; N = 5120–10240 in layout tn
-/// mostly lower with the skinny kernel (0.76–0.90 against 0.85–1.02), so not taken there.
+/// mostly lower with the skinny kernel (0.76–0.90 against 0.85–1.02), so not taken there. Since then the 64×64 tiles
+/// split over K beat it over most of this region (`SkinnyChoice::WherePays` says where Auto takes them instead).
 pub fn pays(shape: GemmShape, layout: GemmLayout, sms: u32) -> bool {
     let few_tiles = 4 * shape.n.div_ceil(GEMM_SM90_64X128.tile_n as usize) <= sms as usize;
     few_tiles && (layout.b_order() == Order::RowMajor || shape.k <= COLUMN_MAJOR_B_MAX_K)
