@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 65, call 4 (call 3 cut to the device time left): the attention forward's per-item phases, finer (pack
-# `instr`, docs/wip/attn-item-phases-instr.patch), then the A/B of `e12` (docs/wip/attn-work-slot-q2.patch: work items
-# published decoded, head dim 128 with two Q buffers and O staged in Q) against main (pack `base`) on ten rows,
-# alternating processes, every row checked against the GPU reference; tests/attention of e12 if time is left.
+# `instr`, docs/wip/attn-item-phases-instr.patch), then the A/B of `e12` (attn-work-slot.patch's first form, whose
+# head dim 256 spilled 16 bytes, plus attn-d128-two-q.patch: work items published decoded, head dim 128 with two Q
+# buffers and O staged in Q) against main 59e802a (pack `base`) on ten rows, alternating processes, every row checked
+# against the GPU reference; tests/attention of e12 if time is left. Never ran: no machine after call 2.
 #   bash docs/wip/s65-call4.sh      (the run tool: carry ["gpu-pack"])
 set -uo pipefail
 start=$SECONDS
