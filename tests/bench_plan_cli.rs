@@ -20,7 +20,7 @@ fn plan(args: &[&str]) -> String {
 
 #[test]
 fn the_plan_lists_the_kernel_of_each_shape_and_layout_without_a_gpu() {
-    let text = plan(&["--shapes", "1x4096x4096,256x5120x25600", "--layout", "tn,tt"]);
+    let text = plan(&["--shapes", "1x4096x1024,256x5120x25600", "--layout", "tn,tt"]);
     let kernel_of = |shape: &str, layout: &str| {
         let line = text
             .lines()
@@ -28,7 +28,7 @@ fn the_plan_lists_the_kernel_of_each_shape_and_layout_without_a_gpu() {
             .unwrap_or_else(|| panic!("no line for {shape} {layout} in\n{text}"));
         line.split_whitespace().nth(3).unwrap().to_string()
     };
-    assert_eq!(kernel_of("1x4096x4096", "tn"), "gemm_bf16_tn_skinny_sm90");
+    assert_eq!(kernel_of("1x4096x1024", "tn"), "gemm_bf16_tn_skinny_sm90");
     assert_eq!(kernel_of("256x5120x25600", "tt"), "gemm_bf16_tt_128x192_sk_sm90");
     // Then the count per kernel: four problems, four kernels.
     assert_eq!(text.lines().filter(|l| l.starts_with("#    1 gemm_")).count(), 4, "{text}");
@@ -36,12 +36,12 @@ fn the_plan_lists_the_kernel_of_each_shape_and_layout_without_a_gpu() {
 
 #[test]
 fn the_plan_fits_the_choice_to_the_sm_count_it_is_given() {
-    // 1×4096×4096: the skinny kernel pays where 32 tiles of 64×128 would keep at most a quarter of the SMs streaming
-    // (132), not on 64 SMs.
-    let on = |sms: &str| plan(&["--shapes", "1x4096x4096", "--layout", "tn", "--sms", sms]);
-    assert!(on("132").contains("1x4096x4096        bf16  tn  gemm_bf16_tn_skinny_sm90"), "{}", on("132"));
+    // 1×4096×1024: the skinny kernel pays where 32 tiles of 64×128 would keep at most a quarter of the SMs streaming
+    // (132), not on 64 SMs (K too short for the 64×64 tiles' split on either).
+    let on = |sms: &str| plan(&["--shapes", "1x4096x1024", "--layout", "tn", "--sms", sms]);
+    assert!(on("132").contains("1x4096x1024        bf16  tn  gemm_bf16_tn_skinny_sm90"), "{}", on("132"));
     let text = on("64");
-    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("1x4096x4096")), "{text}");
+    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with("1x4096x1024")), "{text}");
     assert!(!text.contains("skinny"), "{text}");
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 64's third call (issue 30), never run (no machine started): the 64×64 split ahead of the skinny kernel,
+# Session 64's third call (issue 30), run as session 65's first (the patch then landed as 59e802a): the 64×64 split ahead of the skinny kernel,
 # docs/wip/gemm-narrow-over-skinny.patch (pack s64b: main with the patch applied; oxtile, tests/gemm as `gemm`): the GEMM tests it touches, memcheck / racecheck / synccheck over the flag-reset test (the 64×64 split-K
 # launched three times per plan), then the 40 sweep shapes whose kernel it changes (docs/wip/s64-skinny-rows.txt,
 # tn and tt) with Auto, the kernels it replaced and the peers; last, issue 25's in-process table again if time is left.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 65, call 2: where an attention forward work item's time goes (pack `instr`: main 59e802a with cycle counters
 # in the forward's statistics launch, an experiment build, not for main), then the GEMM shape where every variant
-# loses against cuBLAS at 16384 rows but not at 8192 (16384×24576×1536, tn), with the SM clock per row.
+# loses against cuBLAS at 16384 rows (16384×24576×1536 and 8192×24576×1536, tn and tt), with the SM clock per row.
 #   bash docs/wip/s65-call2.sh      (the run tool: carry ["gpu-pack"])
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader

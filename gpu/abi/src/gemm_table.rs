@@ -160,8 +160,9 @@ macro_rules! for_each_gemm_sm90 {
             /// bf16 only.
             FlatNarrow { label: "flat-64", kernel: "64x64", tile: GEMM_SM90_64X64, cluster: 1, share: none, stream_k: false, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// `FlatNarrow`'s tiles split over K: few-row problems with few columns and deep K, where the 64×128
-            /// tiles' split-K engages too few SMs (64×576×7168: 5 column tiles); `Variant::Auto` takes it where it
-            /// would take `FlatStreamK` and these tiles are at most half as many as SMs. bf16 → bf16 only.
+            /// tiles' split-K engages too few SMs (64×576×7168: 5 column tiles); `Variant::Auto` takes it wherever
+            /// these tiles are at most half as many as SMs and K is deep, ahead of the 64×128 tiles and the skinny
+            /// kernel (`Variant::splits_narrow_tiles`). bf16 → bf16 only.
             FlatNarrowStreamK { label: "flat-64-sk", kernel: "64x64_sk", tile: GEMM_SM90_64X64, cluster: 1, share: none, stream_k: true, tune: true, types: [bf16 -> bf16], layouts: [tn, tt, nt, nn] }
             /// 128×128 tiles, one consumer issuing two m64n128k16 per k16 step: problems of few rows (64 < M ≤ 256)
             /// where the 64×128 tile reads B twice and the 128×64 tile reads A once per 64 columns. bf16 → bf16 only.

@@ -190,8 +190,9 @@ impl Variant {
         // stream-K takes over where the last wave would leave the GPU idle for long. Where tiles are many
         // and short, 128×128 ping-pong tiles, whose epilogues hide under main
         // loops (see PING_PONG_MIN_TENTHS_OF_WAVES). Where M fits in 64 rows, 64×128 tiles instead of 128×128 ones;
-        // where it fits in one row of wide tiles, their stream-K on 64×128 tiles, or on 64×64 tiles where those are at
-        // most half as many as SMs ([`Variant::flat`]). The measurements behind each rule:
+        // where it fits in one row of wide tiles, their stream-K on 64×128 tiles ([`Variant::flat`]). Wherever the
+        // 64×64 tiles are at most half as many as SMs and K is deep, those tiles split over K, ahead of every other
+        // few-row choice ([`Variant::splits_narrow_tiles`]). The measurements behind each rule:
         // docs/perf-notes.md, "The GEMM heuristic's measurements", "Session 28" and "Session 60".
         let sms = sm_count as usize;
         if Variant::few_tiles(shape, sms) {
@@ -269,7 +270,10 @@ impl Variant {
     /// Whether [`Variant::Auto`] splits `shape`'s 64×64 tiles over K on `sms` SMs ([`Variant::FlatNarrowStreamK`]),
     /// ahead of the 64×128 tiles ([`Variant::flat`]) and of the skinny kernel: where those tiles are at most half as
     /// many as SMs, so that each is cut into the same number of pieces and every piece walks K in step with its
-    /// column's (B read once), and K holds two pieces of [`MIN_SPLIT_K_PIECE_K_TILES`]. Twice the 64×128 tiles engage
+    /// column's (B read once), and K holds [`MIN_SHARED_PIECES`] pieces of [`MIN_SPLIT_K_PIECE_K_TILES`] (42 k-tiles,
+    /// K > 2624), so that every piece [`stream_k_schedule`] cuts is that deep: with fewer k-tiles and at most a third
+    /// as many tiles as SMs it would fall back to [`stream_k_over`]'s up to [`MAX_SPLIT_K_PIECES`] thin pieces
+    /// (16×576×2048: 8 of 4 k-tiles). Every row measured had K ≥ 4096. Twice the 64×128 tiles engage
     /// twice the blocks on the same B, each k-tile two thirds of the bytes, through a 12-stage ring. Measured
     /// (docs/perf-notes.md, "Session 64"; tn and tt, ratio to the fastest cuBLAS peer): on an H100 over 20 rows of
     /// 32 ≤ M ≤ 333 × {576, 1536} × 7168, 0.971 against the 64×128 split's 0.862; on an H200 ahead of the 64×128
@@ -279,7 +283,7 @@ impl Variant {
     /// tiles: 0.54–0.74 against the 64×128 split's 0.65–0.97).
     fn splits_narrow_tiles(shape: GemmShape, sms: usize) -> bool {
         let k_tiles = shape.k.div_ceil(GEMM_SM90_64X64.tile_k as usize);
-        2 * tiles_of(shape, GEMM_SM90_64X64) <= sms && k_tiles >= 2 * MIN_SPLIT_K_PIECE_K_TILES
+        2 * tiles_of(shape, GEMM_SM90_64X64) <= sms && k_tiles >= MIN_SHARED_PIECES * MIN_SPLIT_K_PIECE_K_TILES
     }
 
     /// Whether `shape` fits in one row of 64×128 tiles (M ≤ 64): the 128-row tiles would then compute at least half
@@ -787,14 +791,16 @@ fn last_box_rows(extent: usize, box_rows: u32) -> u32 {
 
 /// Whether [`Variant::Auto`] runs `shape` (`input` → `output` GEMMs) on the skinny kernel on `sm_count` SMs, given
 /// that TMA could read both operands in place (the skinny kernel reads them where they lie; staged ones take the
-/// tiles): by [`GemmOptions::skinny`].
+/// tiles): by [`GemmOptions::skinny`]; where it pays, unless Auto may split 64×64 tiles over K there
+/// ([`Variant::splits_narrow_tiles`]; kept off stream-K, the skinny kernel stays).
 fn auto_runs_skinny(shape: GemmShape, options: GemmOptions, types: (&str, &str), sm_count: u32) -> bool {
     options.variant == Variant::Auto
         && gemm_skinny::applies(shape, options.layout, types)
         && match options.skinny {
             SkinnyChoice::WherePays => {
                 gemm_skinny::pays(shape, options.layout, sm_count)
-                    && !(Variant::splits_narrow_tiles(shape, sm_count as usize)
+                    && !(options.auto_may_stream_k()
+                        && Variant::splits_narrow_tiles(shape, sm_count as usize)
                         && Variant::FlatNarrowStreamK.available(types.0, types.1, options.layout))
             }
             SkinnyChoice::WhereApplies => true,
@@ -874,7 +880,8 @@ impl<T: GemmElement, O: GemmOutput<T>> GemmPlan<T, O> {
     /// Checks the problem and plans it: for [`Variant::Auto`] the skinny kernel where [`GemmOptions::skinny`] says,
     /// else the tiled kernel of the variant (Auto's: the tune cache's or the heuristic's, [`Variant::resolve_for`]).
     /// The skinny choice goes first: `oxtile tune gemm` times the tiled variants only, and where the skinny rule takes
-    /// a shape every tiled variant measured slower (docs/perf-notes.md, "Session 30").
+    /// a shape every tiled variant measured slower (docs/perf-notes.md, "Session 30") but the 64×64 tiles split over
+    /// K, which the rule leaves those shapes to ([`Variant::splits_narrow_tiles`], "Session 64").
     pub fn new(
         gpu: &Gpu,
         shape: GemmShape,
@@ -1326,12 +1333,12 @@ mod tests {
         assert_eq!(pick(333, 576, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(128, 1536, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(256, 576, 7168), Variant::FlatNarrowStreamK);
-        // One row of 64 tiles of 64×64, two pieces of at least 14 k-tiles each: split (not 32 tiles of 64×128, which
-        // leave too few SMs idle for their stream-K); with under 28 k-tiles, or 80 tiles, the 64×128 tiles.
+        // One row of 64 tiles of 64×64, K deep enough for three pieces of 14 k-tiles: split (not 32 tiles of 64×128,
+        // which leave too few SMs idle for their stream-K); with under 42 k-tiles, or 80 tiles, the 64×128 tiles.
         assert_eq!(pick(16, 4096, 7168), Variant::FlatNarrowStreamK);
         assert_eq!(pick(64, 4096, 4096), Variant::FlatNarrowStreamK);
-        assert_eq!(pick(64, 4096, 1792), Variant::FlatNarrowStreamK);
-        assert_eq!(pick(64, 4096, 1728), Variant::Flat);
+        assert_eq!(pick(64, 4096, 2688), Variant::FlatNarrowStreamK);
+        assert_eq!(pick(64, 4096, 2624), Variant::Flat);
         assert_eq!(pick(1, 5120, 8192), Variant::Flat);
         // More rows but 80 tiles (over half the SMs: stream-K ranges, not split-K), 88 idle k-tiles.
         assert_eq!(pick(77, 5120, 14336), Variant::Flat);
@@ -1788,7 +1795,16 @@ mod tests {
         assert_eq!(plan((1, 4096, 1024), tn), Some("gemm_bf16_tn_skinny_sm90"));
         let never = GemmOptions { skinny: SkinnyChoice::Never, ..tn };
         assert_eq!(plan((1, 4096, 1024), never), Some("gemm_bf16_tn_64x128_sm90"));
-        assert_eq!(plan((1, 4096, 4096), tn), Some("gemm_bf16_tn_64x64_sk_sm90"));
+        // (OXTILE_NO_STREAM_K in the environment keeps every plan of this process off stream-K, and so on the skinny
+        // kernel here.)
+        let narrow_split = if options_allow_stream_k() {
+            Some("gemm_bf16_tn_64x64_sk_sm90")
+        } else {
+            Some("gemm_bf16_tn_skinny_sm90")
+        };
+        assert_eq!(plan((1, 4096, 4096), tn), narrow_split);
+        // K of 41 k-tiles: the split's pieces would be thinner than 14 k-tiles; the skinny kernel stays.
+        assert_eq!(plan((16, 576, 2624), tn), Some("gemm_bf16_tn_skinny_sm90"));
         // The 64×64 split is bf16 → bf16 only: f16 keeps the skinny kernel there.
         let f16 = planned_kernel(GemmShape::new(1, 4096, 4096), tn, ("f16", "f16"), 132);
         assert_eq!(f16, Some("gemm_f16_tn_skinny_sm90"));

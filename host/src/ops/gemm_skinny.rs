@@ -31,8 +31,9 @@ pub fn applies(shape: GemmShape, layout: GemmLayout, (input, output): (&str, &st
 /// 0.86). A row-major B won at every K measured (up to 14336).
 pub const COLUMN_MAJOR_B_MAX_K: usize = 8192;
 
-/// Whether [`Variant::Auto`](super::gemm::Variant::Auto) runs the skinny kernel for `shape` in `layout` (where it
-/// applies) on a GPU of `sms` SMs: where the wgmma tiles would keep at most a quarter of the SMs streaming B (N ≤ 33
+/// Whether the skinny kernel pays for `shape` in `layout` (where it applies) on a GPU of `sms` SMs, which
+/// [`Variant::Auto`](super::gemm::Variant::Auto) runs it by unless the 64×64 tiles split over K there
+/// (`Variant::splits_narrow_tiles`): where the wgmma tiles would keep at most a quarter of the SMs streaming B (N ≤ 33
 /// 64×128 tiles on the H200), and, for a column-major B, K ≤ [`COLUMN_MAJOR_B_MAX_K`]. There the tiles need split-K
 /// over many blocks, whose fixup costs microseconds, while the skinny kernel spreads the columns over every SM and adds
 /// up its splits in one pass. With more tiles, the tiles stream B through TMA faster than the skinny kernel's 16-byte
