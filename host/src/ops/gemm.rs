@@ -636,7 +636,8 @@ pub struct GemmOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SkinnyChoice {
     /// Where it applies and pays ([`gemm_skinny::pays`]), except where the 64×64 tiles split over K
-    /// ([`Variant::splits_narrow_tiles`], where that kernel exists for the types and layout): it then ran ahead of
+    /// ([`Variant::splits_narrow_tiles`], where that kernel exists for the types and layout and Auto may take
+    /// stream-K, [`GemmOptions::auto_may_stream_k`]): it then ran ahead of
     /// the skinny kernel on 52 of 62 rows (docs/perf-notes.md, "Session 64"), so the skinny kernel keeps short K.
     #[default]
     WherePays,
