@@ -325,7 +325,13 @@ fn split_k_pieces_reduce_their_tile_together() {
 
     // The flags all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed over
     // the pieces in their order).
-    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(1, 576, 7168), &[Variant::FlatStreamK], seed);
+    launches_reset_their_flags_and_agree(
+        &gpu,
+        GemmShape::new(1, 576, 7168),
+        GemmOptions::default(),
+        &[Variant::FlatStreamK],
+        seed,
+    );
 }
 
 /// Decode-sized problems for the skinny kernel (M ≤ 16, A row-major), per layout (in tt, N is B's contiguous
@@ -382,14 +388,20 @@ fn skinny_kernel_matches_reference_for_decode_sized_problems() {
     assert!(reports.iter().all(CheckReport::passed), "seed {seed}\n{table}");
 
     // The counters all 0 after every launch, and the launches of one plan equal bit for bit (each element is summed
-    // over the warps and the split's blocks in their order). Auto runs the skinny kernel there (split 6 ways; K too
-    // short for the 64×64 tiles' split).
-    let shape = GemmShape::new(3, 576, 1536);
-    let a = gpu.stream().alloc_zeros::<bf16>(shape.m * shape.k).unwrap();
-    let b = gpu.stream().alloc_zeros::<bf16>(shape.k * shape.n).unwrap();
-    let split = GemmPlan::<bf16, bf16>::new(&gpu, shape, GemmOptions::default(), &a, &b).unwrap().skinny_split();
-    assert!(split.is_some_and(|s| s.splits > 1), "{split:?}");
-    launches_reset_their_flags_and_agree(&gpu, shape, &[Variant::Auto], seed);
+    // over the warps and the split's blocks in their order). Auto runs the skinny kernel at 3×576×1536 (split 6 ways;
+    // K too short for the 64×64 tiles' split); at K = 7168, where Auto splits the 64×64 tiles instead, the skinny
+    // kernel wherever it applies splits each column group the most ways it can (`skinny::MAX_SPLITS`).
+    let everywhere = GemmOptions { skinny: SkinnyChoice::WhereApplies, ..GemmOptions::default() };
+    for (shape, options, splits) in [
+        (GemmShape::new(3, 576, 1536), GemmOptions::default(), 6),
+        (GemmShape::new(3, 576, 7168), everywhere, oxtile_abi::skinny::MAX_SPLITS),
+    ] {
+        let a = gpu.stream().alloc_zeros::<bf16>(shape.m * shape.k).unwrap();
+        let b = gpu.stream().alloc_zeros::<bf16>(shape.k * shape.n).unwrap();
+        let split = GemmPlan::<bf16, bf16>::new(&gpu, shape, options, &a, &b).unwrap().skinny_split();
+        assert!(split.is_some_and(|s| s.splits == splits), "{shape:?}: {split:?}");
+        launches_reset_their_flags_and_agree(&gpu, shape, options, &[Variant::Auto], seed);
+    }
 }
 
 #[test]
@@ -464,22 +476,41 @@ fn stream_k_plans_reset_their_flags_for_the_next_launch() {
     // The flags themselves: all 0 after every launch, and the same plan's outputs equal bit for bit (the reducer adds
     // the partials in block order, so a launch is deterministic).
     let variants = [Variant::StreamK, Variant::StreamKCluster2, Variant::FlatStreamK, Variant::SquareStreamK];
-    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(2048, 2048, 2048), &variants, seed);
+    launches_reset_their_flags_and_agree(
+        &gpu,
+        GemmShape::new(2048, 2048, 2048),
+        GemmOptions::default(),
+        &variants,
+        seed,
+    );
     // The 64×64 tiles split over K (Auto's choice here), and the same tiles' stream-K over every SM.
     let narrow = [Variant::Auto, Variant::FlatNarrowStreamK];
-    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(64, 576, 7168), &narrow, seed);
-    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(128, 8192, 8192), &narrow[1..], seed);
+    launches_reset_their_flags_and_agree(&gpu, GemmShape::new(64, 576, 7168), GemmOptions::default(), &narrow, seed);
+    launches_reset_their_flags_and_agree(
+        &gpu,
+        GemmShape::new(128, 8192, 8192),
+        GemmOptions::default(),
+        &narrow[1..],
+        seed,
+    );
 }
 
-/// Three launches of a bf16 plan of each of `variants` for `shape` on the same inputs: the stream-K flags all 0 after
-/// every launch (the workspace allocated at the first), and the outputs equal bit for bit.
-fn launches_reset_their_flags_and_agree(gpu: &Gpu, shape: GemmShape, variants: &[Variant], seed: u64) {
+/// Three launches of a bf16 plan of each of `variants` (on `options` otherwise) for `shape` on the same inputs: the
+/// stream-K flags or the skinny kernel's counters all 0 after every launch (the workspace allocated at the first),
+/// and the outputs equal bit for bit.
+fn launches_reset_their_flags_and_agree(
+    gpu: &Gpu,
+    shape: GemmShape,
+    options: GemmOptions,
+    variants: &[Variant],
+    seed: u64,
+) {
     let stream = gpu.stream();
     let draw = |len, seed| -> Vec<bf16> { reference::randn(len, 1.0, seed).into_iter().map(bf16::from_f32).collect() };
     let a = stream.clone_htod(&draw(shape.m * shape.k, seed)).unwrap();
     let b = stream.clone_htod(&draw(shape.k * shape.n, seed + 1)).unwrap();
     for &variant in variants {
-        let options = GemmOptions { variant, ..GemmOptions::default() };
+        let options = GemmOptions { variant, ..options };
         let plan = GemmPlan::<bf16, bf16>::new(gpu, shape, options, &a, &b).unwrap();
         assert!(plan.stream_k_flags(gpu).unwrap().is_empty(), "the workspace is allocated at the first launch");
         let mut outputs = Vec::new();
