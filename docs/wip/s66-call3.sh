@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 66's third call, never run (no device time was left after the failed starts): tests/attention of `div`
+# (main de32af2 + docs/wip/attn-divisor.patch: the work items decoded by multiply-high divisions, q_tiles from the
+# host) and compute-sanitizer over three of its tests first; then the A/B of `div` against `base` (main 59e802a's
+# attention, the same kernels as de32af2's) on rows of every head dim, then of `twoq2` (div +
+# attn-d128-two-q-deferred.patch: head dim 128 with two Q buffers and O staged in Q, each buffer handed back at the
+# next item's first Q·Kᵀ) against `div`. Packs `base`, `div` (oxtile, tests/attention as `attention`) and `twoq2`
+# (the same) are in gpu-pack/ (git-ignored); about 150 s of wall time.
+#   bash docs/wip/s66-call3.sh      (the run tool: carry ["gpu-pack"])
+set -uo pipefail
+start=$SECONDS
+nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
+root=$(pwd)
+cd gpu-pack && for p in base div twoq2; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
+echo "=== tests/attention (div) at $((SECONDS - start)) s"
+timeout 60 gpu-pack/div/attention --include-ignored --test-threads=1 > "$OUT/tests-attention.log" 2>&1
+echo "rc=$?"; grep -E "test result|panicked|FAILED" "$OUT/tests-attention.log" | head -8
+echo "=== sanitizers (div) at $((SECONDS - start)) s"
+bash docs/wip/sanitizers.sh gpu-pack/div/attention 60 grouped_and_multi_query_heads \
+  seq_q_and_seq_k_differ_both_ways head_dim_256_with_seq_q_and_seq_k_apart_and_grouped_heads
+ab() {  # name A B shapes...
+  local name=$1 a=$2 b=$3; shift 3
+  echo "=== $name at $((SECONDS - start)) s"
+  AB_OUT=$OUT/$name timeout 90 bash scripts/gpu-ab.sh --attn "$a" "$b" 2 --only oxtile --runs 20 \
+    --shapes "$@" 2>&1 | grep -vE "^#|^===|^op |^attn " | tail -12
+  grep -hE "^attn " $OUT/$name/ab-*.log | awk '{print $NF}' | sort | uniq -c
+}
+ab div gpu-pack/base/oxtile gpu-pack/div/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
+  64,32,512,64,full 64,32,512,64,causal 16,32,2048,64,full 4,32,8192,64,full 8,16,2048,256,causal
+ab twoq2 gpu-pack/div/oxtile gpu-pack/twoq2/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
+  16,16,2048,128,full
+echo "=== done at $((SECONDS - start)) s"
