@@ -4,14 +4,16 @@
 # host) and compute-sanitizer over three of its tests first; then the A/B of `div` against `base` (main 59e802a's
 # attention, the same kernels as de32af2's) on rows of every head dim, then of `twoq2` (div +
 # attn-d128-two-q-deferred.patch: head dim 128 with two Q buffers and O staged in Q, each buffer handed back at the
-# next item's first Q·Kᵀ) against `div`. Packs `base`, `div` (oxtile, tests/attention as `attention`) and `twoq2`
-# (the same) are in gpu-pack/ (git-ignored); about 150 s of wall time.
+# next item's first Q·Kᵀ) against `div`, and of `epi` (div + attn-epilogue-stmatrix.patch: O staged by one
+# `stmatrix.x4` per 16 columns, the row sums inverted by MUFU.RCP alone) against `div`; then tests/attention and the
+# sanitizers of `epi`. Packs `base`, `div`, `twoq2` and `epi` (oxtile, tests/attention as `attention`) are in
+# gpu-pack/ (git-ignored); about 250 s of wall time.
 #   bash docs/wip/s66-call3.sh      (the run tool: carry ["gpu-pack"])
 set -uo pipefail
 start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 root=$(pwd)
-cd gpu-pack && for p in base div twoq2; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
+cd gpu-pack && for p in base div twoq2 epi; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
 echo "=== tests/attention (div) at $((SECONDS - start)) s"
 timeout 60 gpu-pack/div/attention --include-ignored --test-threads=1 > "$OUT/tests-attention.log" 2>&1
 echo "rc=$?"; grep -E "test result|panicked|FAILED" "$OUT/tests-attention.log" | head -8
@@ -27,6 +29,14 @@ ab() {  # name A B shapes...
 }
 ab div gpu-pack/base/oxtile gpu-pack/div/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   64,32,512,64,full 64,32,512,64,causal 16,32,2048,64,full 4,32,8192,64,full 8,16,2048,256,causal
+ab epi gpu-pack/div/oxtile gpu-pack/epi/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
+  64,32,512,64,full 16,32,2048,64,full 8,16,2048,256,causal
 ab twoq2 gpu-pack/div/oxtile gpu-pack/twoq2/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   16,16,2048,128,full
+echo "=== tests/attention (epi) at $((SECONDS - start)) s"
+timeout 60 gpu-pack/epi/attention --include-ignored --test-threads=1 > "$OUT/tests-attention-epi.log" 2>&1
+echo "rc=$?"; grep -E "test result|panicked|FAILED" "$OUT/tests-attention-epi.log" | head -8
+echo "=== sanitizers (epi) at $((SECONDS - start)) s"
+bash docs/wip/sanitizers.sh gpu-pack/epi/attention 60 grouped_and_multi_query_heads \
+  seq_q_and_seq_k_differ_both_ways head_dim_256_with_seq_q_and_seq_k_apart_and_grouped_heads
 echo "=== done at $((SECONDS - start)) s"
