@@ -11,13 +11,7 @@ start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 root=$(pwd)
 cd gpu-pack && for p in base twoq div; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
-ab() {  # name A B shapes...
-  local name=$1 a=$2 b=$3; shift 3
-  echo "=== $name at $((SECONDS - start)) s"
-  AB_OUT=$OUT/$name timeout "${AB_LIMIT:-120}" bash scripts/gpu-ab.sh --attn "$a" "$b" 2 --only oxtile --runs 20 \
-    --shapes "$@" 2>&1 | grep -vE "^#|^===|^op |^attn " | tail -12
-  grep -hE "^attn " $OUT/$name/ab-*.log | awk '{print $NF}' | sort | uniq -c
-}
+source docs/wip/attn-ab-lib.sh   # (as it ran, `ab` was defined here, with a 120 s limit and 12 lines of table)
 ab div gpu-pack/base/oxtile gpu-pack/div/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   16,16,2048,128,causal 64,32,512,64,full 64,32,512,64,causal 16,32,2048,64,full 8,16,2048,256,causal
 ab twoq gpu-pack/base/oxtile gpu-pack/twoq/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \

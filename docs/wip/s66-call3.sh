@@ -14,29 +14,13 @@ start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 root=$(pwd)
 cd gpu-pack && for p in base div twoq2 epi; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
-echo "=== tests/attention (div) at $((SECONDS - start)) s"
-timeout 60 gpu-pack/div/attention --include-ignored --test-threads=1 > "$OUT/tests-attention.log" 2>&1
-echo "rc=$?"; grep -E "test result|panicked|FAILED" "$OUT/tests-attention.log" | head -8
-echo "=== sanitizers (div) at $((SECONDS - start)) s"
-bash docs/wip/sanitizers.sh gpu-pack/div/attention 60 grouped_and_multi_query_heads \
-  seq_q_and_seq_k_differ_both_ways head_dim_256_with_seq_q_and_seq_k_apart_and_grouped_heads
-ab() {  # name A B shapes...
-  local name=$1 a=$2 b=$3; shift 3
-  echo "=== $name at $((SECONDS - start)) s"
-  AB_OUT=$OUT/$name timeout 90 bash scripts/gpu-ab.sh --attn "$a" "$b" 2 --only oxtile --runs 20 \
-    --shapes "$@" 2>&1 | grep -vE "^#|^===|^op |^attn " | tail -12
-  grep -hE "^attn " $OUT/$name/ab-*.log | awk '{print $NF}' | sort | uniq -c
-}
+source docs/wip/attn-ab-lib.sh
+checks div
 ab div gpu-pack/base/oxtile gpu-pack/div/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   64,32,512,64,full 64,32,512,64,causal 16,32,2048,64,full 4,32,8192,64,full 8,16,2048,256,causal
 ab epi gpu-pack/div/oxtile gpu-pack/epi/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   64,32,512,64,full 16,32,2048,64,full 8,16,2048,256,causal
 ab twoq2 gpu-pack/div/oxtile gpu-pack/twoq2/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   16,16,2048,128,full
-echo "=== tests/attention (epi) at $((SECONDS - start)) s"
-timeout 60 gpu-pack/epi/attention --include-ignored --test-threads=1 > "$OUT/tests-attention-epi.log" 2>&1
-echo "rc=$?"; grep -E "test result|panicked|FAILED" "$OUT/tests-attention-epi.log" | head -8
-echo "=== sanitizers (epi) at $((SECONDS - start)) s"
-bash docs/wip/sanitizers.sh gpu-pack/epi/attention 60 grouped_and_multi_query_heads \
-  seq_q_and_seq_k_differ_both_ways head_dim_256_with_seq_q_and_seq_k_apart_and_grouped_heads
+checks epi
 echo "=== done at $((SECONDS - start)) s"
