@@ -5,7 +5,7 @@
 ab() {
   local name=$1 a=$2 b=$3; shift 3
   echo "=== $name at $((SECONDS - start)) s"
-  AB_OUT=$OUT/$name timeout "${AB_LIMIT:-120}" bash scripts/gpu-ab.sh --attn "$a" "$b" 2 --only oxtile --runs 20 \
+  AB_OUT=$OUT/$name timeout "${AB_LIMIT:-100}" bash scripts/gpu-ab.sh --attn "$a" "$b" 2 --only oxtile --runs 20 \
     --shapes "$@" 2>&1 | grep -vE "^#|^===|^op |^attn " | tail -16
   grep -hE "^attn " $OUT/$name/ab-*.log | awk '{print $NF}' | sort | uniq -c
 }

@@ -11,7 +11,8 @@ start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 root=$(pwd)
 cd gpu-pack && for p in base twoq div; do [ -d "$p" ] || xz -dc "$p.tar.xz" | tar -xf -; done && cd "$root"
-source docs/wip/attn-ab-lib.sh   # (as it ran, `ab` was defined here, with a 120 s limit and 12 lines of table)
+source docs/wip/attn-ab-lib.sh   # (as it ran, `ab` was defined here, with a 120 s limit and 12 lines of table;
+                                 # the `twoq` pack, main de32af2 + the deleted attn-d128-two-q.patch, is gone)
 ab div gpu-pack/base/oxtile gpu-pack/div/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
   16,16,2048,128,causal 64,32,512,64,full 64,32,512,64,causal 16,32,2048,64,full 8,16,2048,256,causal
 ab twoq gpu-pack/base/oxtile gpu-pack/twoq/oxtile 64,16,512,128,full 64,16,512,128,causal 32,16,1024,128,full \
