@@ -361,6 +361,22 @@ fn attention_forwards_take_their_row_sums_from_the_tensor_cores_where_the_tile_s
     assert!(with_sums >= 4, "{with_sums} attention kernels take their row sums from the tensor cores");
 }
 
+/// The attention forwards decode their work items by multiply-high divisions with the host's divisors
+/// (`oxtile_abi::divisor`): none of them divides by a run-time value, which in SASS starts from the divisor's
+/// reciprocal seed (`I2F.U32.RP`, then a MUFU.RCP and a dozen integer steps) in front of each item's first product.
+#[test]
+fn attention_forwards_divide_by_no_run_time_value() {
+    let mut checked = 0;
+    for kernel in kernels::ALL.iter().filter(|k| k.name.starts_with("attn_fwd_")) {
+        let s = stats(*kernel);
+        let seeds = s.instructions.iter().filter(|i| inspect::sass::opcode(i).starts_with("I2F.U32.RP")).count();
+        assert_eq!(seeds, 0, "`{}`: {seeds} integer divisions by a run-time value", s.name);
+        checked += 1;
+    }
+    // bf16 and f16 at head dims 64, 128 and 256, and the ablations.
+    assert!(checked >= 6, "{checked} attention forward kernels checked");
+}
+
 /// The tile of a registered attention backward kernel: that of the head dim in its name (`_d{head_dim}_`).
 fn attn_bwd_tile(kernel: Kernel) -> oxtile_abi::AttnBwdTile {
     oxtile_abi::ATTN_BWD_SM90_TILES

@@ -4,6 +4,7 @@
 #![no_std]
 
 pub mod bwd_launch;
+pub mod divisor;
 pub mod dq_order;
 mod gemm_table;
 mod params;
@@ -450,6 +451,14 @@ impl AttnTile {
     /// its own after V, or that Q buffer itself ([`AttnTile::o_in_q`]).
     pub const fn smem_o_offset(&self, q_buffer: u32) -> u32 {
         if self.o_in_q { self.smem_q_offset(q_buffer) } else { self.smem_v_offset(self.stages) }
+    }
+
+    /// Whether a consumer stores a work item's output only under the next item's first Q·Kᵀ, so that the epilogue
+    /// overlaps the tensor cores' work: where the next item's Q has a buffer of its own to arrive in while the
+    /// current one is computed (with one, the producer could load it only once the epilogue has handed Q back), and
+    /// the output one of its own (the first item stages zeros there, with no item before it).
+    pub const fn overlaps_items(&self) -> bool {
+        self.q_buffers > 1 && !self.o_in_q
     }
 
     /// Bytes of the output's own staging buffer: none when it is staged in Q's.

@@ -124,6 +124,13 @@ macro_rules! attn_sm90_params {
             batch: val(u32),
             /// Query heads per key/value head.
             group: val(u32),
+            /// ⌈seq_q / tile_q⌉: a head's query tiles.
+            q_tiles: val(u32),
+            /// [`Divisor::packed`](crate::divisor::Divisor::packed) of q_tiles, of heads_q and of group: the work
+            /// items' decode divides by them.
+            q_tiles_divisor: val(u64),
+            heads_q_divisor: val(u64),
+            group_divisor: val(u64),
             /// The softmax scale times log2(e).
             scale_log2: val(f32),
             /// 1 for causal masking, else 0.

@@ -110,16 +110,23 @@ impl TileScheduler {
         StaticLayout::new(&[rows, at_least_one(self.tiles_n)], &[1, self.tiles_m as i64])
     }
 
-    /// The `index`-th tile of the order (`index < tiles()`).
+    /// The `index`-th tile of the order (`index < tiles()`): the tile whose id [`full_groups`](Self::full_groups) (or
+    /// [`last_group`](Self::last_group)) gives at `index`, decoded into (m, n) from the item's place in its group
+    /// rather than through the id: one division by a run-time value (a group's items, or the last group's rows)
+    /// where the layout's index and the id's split into m and n take two, each a chain of an I2F, a MUFU.RCP and a
+    /// dozen integer steps in front of every tile's main loop. The tests hold it to the layouts.
     #[inline(always)]
     pub const fn tile(&self, index: u32) -> Tile {
         let in_full_groups = self.full_rows() * self.tiles_n;
-        let id = if index < in_full_groups {
-            self.full_groups().index_u32(index)
+        if index < in_full_groups {
+            let group_items = GROUP_M * self.tiles_n;
+            let (group, in_group) = (index / group_items, index % group_items);
+            Tile { m: group * GROUP_M + in_group % GROUP_M, n: in_group / GROUP_M, batch: 0 }
         } else {
-            self.full_rows() + self.last_group().index_u32(index - in_full_groups)
-        };
-        Tile { m: id % self.tiles_m, n: id / self.tiles_m, batch: 0 }
+            // Past the full groups there are tiles only where tiles_m is not a multiple of GROUP_M: rows ≥ 1.
+            let (rows, in_group) = (self.tiles_m % GROUP_M, index - in_full_groups);
+            Tile { m: self.full_rows() + in_group % rows, n: in_group / rows, batch: 0 }
+        }
     }
 
     /// The tiles a persistent block visits: `first`, `first + stride`, … (block index, grid size).
@@ -256,6 +263,25 @@ mod tests {
                 let scheduler = TileScheduler::new(tiles_m * 128, tiles_n * 256, 128, 256);
                 let order: Vec<Tile> = (0..scheduler.tiles()).map(|i| scheduler.tile(i)).collect();
                 assert_eq!(order, spelled_out(tiles_m, tiles_n), "{tiles_m} × {tiles_n} tiles");
+            }
+        }
+    }
+
+    #[test]
+    fn the_decode_is_the_layouts_value() {
+        for tiles_m in 1..=70 {
+            for tiles_n in 1..=40 {
+                let scheduler = TileScheduler::new(tiles_m * 64, tiles_n * 128, 64, 128);
+                let in_full_groups = scheduler.full_rows() * tiles_n;
+                for index in 0..scheduler.tiles() {
+                    let id = if index < in_full_groups {
+                        scheduler.full_groups().index_u32(index)
+                    } else {
+                        scheduler.full_rows() + scheduler.last_group().index_u32(index - in_full_groups)
+                    };
+                    let tile = scheduler.tile(index);
+                    assert_eq!((tile.m, tile.n), (id % tiles_m, id / tiles_m), "{tiles_m} × {tiles_n}, item {index}");
+                }
             }
         }
     }

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use cudarc::driver::sys::{CUfunction_attribute, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
+use oxtile_abi::divisor::Divisor;
 use oxtile_abi::{
     ATTN_SM90_TILES, ATTN_STATS_LEN, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED, ATTN_STATS_WARP_TILES, AttnParams,
     AttnTile,
@@ -667,6 +668,13 @@ impl<T: AttnElement> AttnPlan<T> {
         stream.memset_zeros(&mut *work_counter)?;
         let (work_counter_address, _work_counter_use) = work_counter.device_ptr_mut(stream);
         let (q_strides, k_strides) = (p.strides.q, p.strides.k);
+        // Every dimension is at least 1 (`check_problem`), so each has its divisor.
+        let divisor = |what: &str, value: usize| {
+            Divisor::new(value as u32)
+                .map(Divisor::packed)
+                .ok_or_else(|| Error::bad_argument(OP, format!("{what} is 0: the kernel divides by it")))
+        };
+        let q_tiles = shape.seq_q.div_ceil(self.tile.tile_q as usize);
         let mut params = AttnParams {
             tensor_map_q: map_q,
             tensor_map_k: map_k,
@@ -678,6 +686,10 @@ impl<T: AttnElement> AttnPlan<T> {
             heads_q: shape.heads_q as u32,
             batch: shape.batch as u32,
             group: shape.group() as u32,
+            q_tiles: q_tiles as u32,
+            q_tiles_divisor: divisor("seq_q", q_tiles)?,
+            heads_q_divisor: divisor("heads_q", shape.heads_q)?,
+            group_divisor: divisor("heads_q / heads_kv", shape.group())?,
             scale_log2: p.scale_log2,
             causal: p.causal as u32,
             work_counter: work_counter_address,

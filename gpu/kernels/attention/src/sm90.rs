@@ -29,6 +29,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use oxtile_abi::divisor::Divisor;
 use oxtile_abi::{
     ATTN_RESCALE_THRESHOLD_LOG2, ATTN_SPECULATION_LIMIT_LOG2, ATTN_STATS_RECOMPUTED, ATTN_STATS_RESCALED,
     ATTN_STATS_WARP_TILES, AttnTile,
@@ -183,9 +184,10 @@ macro_rules! attn_kernel_fn {
                 lse: params.lse,
                 seq_q: params.seq_q,
                 seq_k: params.seq_k,
-                heads_q: params.heads_q,
+                heads_q: Divisor::from_packed(params.heads_q, params.heads_q_divisor),
                 batch: params.batch,
-                group: params.group,
+                group: Divisor::from_packed(params.group, params.group_divisor),
+                q_tiles: Divisor::from_packed(params.q_tiles, params.q_tiles_divisor),
                 scale_log2: params.scale_log2,
                 causal: params.causal != 0,
                 work_counter: params.work_counter,
@@ -447,9 +449,12 @@ struct Problem {
     lse: *mut f32,
     seq_q: u32,
     seq_k: u32,
-    heads_q: u32,
+    heads_q: Divisor,
     batch: u32,
-    group: u32,
+    /// Query heads per key/value head.
+    group: Divisor,
+    /// ⌈seq_q / tile_q⌉: the query tiles of a head.
+    q_tiles: Divisor,
     scale_log2: f32,
     causal: bool,
     work_counter: *mut u32,
@@ -585,27 +590,25 @@ struct Work {
 /// longest tiles set the run time.
 #[derive(Clone, Copy)]
 struct Scheduler {
-    q_tiles: u32,
     works: u32,
 }
 
 impl Scheduler {
     #[inline(always)]
-    fn new(problem: &Problem, tile: AttnTile) -> Self {
-        Self::from_seq_q(problem.seq_q, problem, tile)
+    fn new(problem: &Problem) -> Self {
+        Self::from_q_tiles(problem.q_tiles.get(), problem)
     }
 
-    /// [`Scheduler::new`] from seq_q read at this point (opaque), for a warpgroup to derive after its `setmaxnreg`:
-    /// computed once before it and live across it, the tile count was spilled (4 bytes) at head dim 256.
+    /// [`Scheduler::new`] from the tile count read at this point (opaque), for a warpgroup to derive after its
+    /// `setmaxnreg`: computed once before it and live across it, a count was spilled (4 bytes) at head dim 256.
     #[inline(always)]
-    fn new_here(problem: &Problem, tile: AttnTile) -> Self {
-        Self::from_seq_q(opaque_here(problem.seq_q), problem, tile)
+    fn new_here(problem: &Problem) -> Self {
+        Self::from_q_tiles(opaque_here(problem.q_tiles.get()), problem)
     }
 
     #[inline(always)]
-    fn from_seq_q(seq_q: u32, problem: &Problem, tile: AttnTile) -> Self {
-        let q_tiles = seq_q.div_ceil(tile.tile_q);
-        Scheduler { q_tiles, works: q_tiles * problem.heads_q * problem.batch }
+    fn from_q_tiles(q_tiles: u32, problem: &Problem) -> Self {
+        Scheduler { works: q_tiles * problem.heads_q.get() * problem.batch }
     }
 
     /// Whether each warpgroup derives the schedule after its `setmaxnreg` ([`Scheduler::new_here`]): at head dims
@@ -615,18 +618,21 @@ impl Scheduler {
 
     #[inline(always)]
     fn after_setmaxnreg(problem: &Problem, tile: AttnTile, early: Scheduler) -> Self {
-        if tile.head_dim > Self::AFTER_SETMAXNREG_ABOVE_HEAD_DIM { Self::new_here(problem, tile) } else { early }
+        if tile.head_dim > Self::AFTER_SETMAXNREG_ABOVE_HEAD_DIM { Self::new_here(problem) } else { early }
     }
 
     #[inline(always)]
     fn work(&self, index: u32, problem: &Problem, tile: AttnTile) -> Work {
-        let (in_head, head_batch) = (index % self.q_tiles, index / self.q_tiles);
-        let q_tile = if problem.causal { self.q_tiles - 1 - in_head } else { in_head };
+        // Multiply-high divisions by the host's divisors: a division by a run-time value is a chain of an I2F, a
+        // MUFU.RCP, an F2I and a dozen integer steps, and each item's first product waits for it.
+        let (head_batch, in_head) = problem.q_tiles.div_rem(index);
+        let (batch, head) = problem.heads_q.div_rem(head_batch);
+        let q_tile = if problem.causal { problem.q_tiles.get() - 1 - in_head } else { in_head };
         let q0 = q_tile * tile.tile_q;
         let last_row = (q0 + tile.tile_q).min(problem.seq_q) - 1;
         Work {
-            head: head_batch % problem.heads_q,
-            batch: head_batch / problem.heads_q,
+            head,
+            batch,
             q0,
             kv_tiles: problem.key_limit(last_row).div_ceil(tile.tile_kv),
             first_masked_tile: problem.key_limit(q0) / tile.tile_kv,
@@ -645,7 +651,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
     // wgmma descriptors can then live in uniform registers).
     let warpgroup = warp::broadcast_first(thread_idx_x() / AttnTile::WARPGROUP_THREADS);
     let thread = thread_idx_x() % AttnTile::WARPGROUP_THREADS;
-    let early = Scheduler::new(problem, tile);
+    let early = Scheduler::new(problem);
 
     if thread_idx_x() == 0 {
         unsafe {
@@ -707,7 +713,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                 if tile.o_in_q && index < scheduler.works {
                     let work = scheduler.work(index, problem, tile);
                     if work.kv_tiles > 0 {
-                        let kv_head = (work.head / problem.group) as i32;
+                        let kv_head = problem.group.div(work.head) as i32;
                         let batch = work.batch as i32;
                         unsafe { load_kv_tile(&smem, [map_k, map_v], &mut ring, 0, kv_head, batch, leader) };
                         first_kv_tile = 1;
@@ -737,7 +743,7 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
                     }
                     continue;
                 }
-                let kv_head = (work.head / problem.group) as i32;
+                let kv_head = problem.group.div(work.head) as i32;
                 let (head, batch) = (work.head as i32, work.batch as i32);
                 if leader {
                     unsafe {
@@ -774,6 +780,8 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
         }
         let mut q_ring = RingState::new(tile.q_buffers);
         let mut ring = RingState::new(tile.stages);
+        // The item whose output is still to be stored, under the next item's first Q·Kᵀ.
+        let mut finished = Finished::<C::Out>::nothing(C::OUT_ZERO, thread);
         loop {
             let q = q_ring.stage;
             unsafe { mbarrier::wait(smem.q_full(q), q_ring.phase) };
@@ -782,20 +790,41 @@ unsafe fn attn_fwd<C: Config>(tensor_maps: [u64; 4], problem: &Problem) {
             // ordered before the arrival that lets the producer overwrite the slot (racecheck sees no other lane).
             let slot = smem.work_slot(q);
             let index = warp::broadcast_first(if lane_id() == 0 { unsafe { smem::load_u32(slot) } } else { 0 });
-            if index == NO_WORK {
-                break;
-            }
-            let work = scheduler.work(index, problem, tile);
-            let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
-            if work.kv_tiles == 0 {
-                if !tile.o_in_q {
-                    warpgroup.release_q(q);
+            if tile.overlaps_items() {
+                // The list's end and items without keys store the item before them here, one place for both.
+                let ends = index == NO_WORK;
+                let work = scheduler.work(if ends { 0 } else { index }, problem, tile);
+                if (ends || work.kv_tiles == 0) && finished.due {
+                    unsafe { finished.store::<C>(&warpgroup, problem) };
+                    finished.due = false;
                 }
-                unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, q, problem) };
-                continue;
+                if ends {
+                    break;
+                }
+                let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
+                if work.kv_tiles == 0 {
+                    warpgroup.release_q(q);
+                    finished = Finished { o: C::OUT_ZERO, softmax: Softmax::empty(), rows, work, q, due: true };
+                    continue;
+                }
+                let (softmax, o) = unsafe { consume::<C>(&warpgroup, q, &work, &rows, &mut ring, &finished, problem) };
+                finished = Finished { o: copied::<C>(o), softmax, rows, work, q, due: true };
+            } else {
+                if index == NO_WORK {
+                    break;
+                }
+                let work = scheduler.work(index, problem, tile);
+                let rows = Rows::new(work.q0 + consumer * tile.consumer_rows(), thread);
+                if work.kv_tiles == 0 {
+                    if !tile.o_in_q {
+                        warpgroup.release_q(q);
+                    }
+                    unsafe { store_output::<C>(&C::OUT_ZERO, &Softmax::empty(), &rows, &work, &warpgroup, q, problem) };
+                    continue;
+                }
+                let (softmax, o) = unsafe { consume::<C>(&warpgroup, q, &work, &rows, &mut ring, &finished, problem) };
+                unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, q, problem) };
             }
-            let (softmax, o) = unsafe { consume::<C>(&warpgroup, q, &work, &rows, &mut ring, problem) };
-            unsafe { store_output::<C>(&o, &softmax, &rows, &work, &warpgroup, q, problem) };
         }
         // The last stores must be done reading shared memory before the block exits (their global writes are done
         // by the end of the grid).
@@ -1102,7 +1131,7 @@ unsafe fn recompute_scores<C: Config>(s: &mut C::Scores, rows: &Rows, work: &Wor
     // Every value this path needs beyond the hot loop's goes through `opaque` here, so LLVM cannot hoist the
     // address arithmetic out of the cold block into registers held across the whole kernel.
     let (qs, ks) = (problem.q_strides, problem.k_strides);
-    let (batch, head, kv_head) = (work.batch as u64, work.head as u64, (work.head / problem.group) as u64);
+    let (batch, head, kv_head) = (work.batch as u64, work.head as u64, problem.group.div(work.head) as u64);
     let q_head = opaque_u64(problem.q as u64 + 2 * (batch * qs.batch + head * qs.head));
     let k_head = opaque_u64(problem.k as u64 + 2 * (batch * ks.batch + kv_head * ks.head));
     let (q_seq_bytes, k_seq_bytes) = (opaque_u64(2 * qs.seq), opaque_u64(2 * ks.seq));
@@ -1132,7 +1161,8 @@ unsafe fn recompute_scores<C: Config>(s: &mut C::Scores, rows: &Rows, work: &Wor
     }
 }
 
-/// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O.
+/// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O. The
+/// previous item's epilogue, if `finished` holds it, runs under the first tile's Q·Kᵀ.
 ///
 /// Pipeline per tile t ≥ 1 (one wgmma group each, issued back to back under the ping-pong token):
 /// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S). The wait for that P·V, O's rescale ([`retire_pv`])
@@ -1148,6 +1178,7 @@ unsafe fn consume<C: Config>(
     work: &Work,
     rows: &Rows,
     ring: &mut RingState,
+    finished: &Finished<C::Out>,
     problem: &Problem,
 ) -> (Softmax, C::Out) {
     let tile = C::TILE;
@@ -1164,8 +1195,16 @@ unsafe fn consume<C: Config>(
     warpgroup.issue_qk::<C>(&mut s, q, ring.stage);
     wgmma::commit_group();
     warpgroup.pass_token();
+    // The previous item's output staged while the tensor cores compute these scores, its stores issued after. No
+    // branch between the issue and the wait: ptxas serializes every wgmma of a kernel where one is waited for in a
+    // path it cannot prove the warpgroup's as one. Without a previous item, `finished` stages zeros, which nothing
+    // stores.
+    let sums = if tile.overlaps_items() { unsafe { finished.stage::<C>(warpgroup) } } else { [0.0; 2] };
     wgmma::wait_group::<0>();
     wgmma::fence_operands(s.as_mut());
+    if tile.overlaps_items() && finished.due {
+        unsafe { finished.issue::<C>(sums, warpgroup, problem) };
+    }
     warpgroup.release(smem.k_empty(ring.stage));
     if kv_tiles == 1 && !tile.o_in_q {
         warpgroup.release_q(q);
@@ -1439,12 +1478,65 @@ fn row_sums<C: Config>(o: &[f32], state: &Softmax) -> [f32; 2] {
     sums
 }
 
+/// A work item whose products are done and whose output is still to be stored: where the tile overlaps items
+/// ([`AttnTile::overlaps_items`]), its epilogue runs under the next item's first Q·Kᵀ.
+struct Finished<Out> {
+    /// The unnormalized output fragment, every product retired.
+    o: Out,
+    softmax: Softmax,
+    rows: Rows,
+    work: Work,
+    /// The Q buffer the item came in.
+    q: u32,
+    /// Whether its output is still to be stored; `false` for [`Finished::nothing`].
+    due: bool,
+}
+
+impl<Out> Finished<Out> {
+    /// No item: staging it writes zeros to the output's own staging buffer, which nothing stores.
+    #[inline(always)]
+    fn nothing(zero: Out, thread: u32) -> Self {
+        let work = Work { head: 0, batch: 0, q0: 0, kv_tiles: 0, first_masked_tile: 0 };
+        Finished { o: zero, softmax: Softmax::empty(), rows: Rows::new(0, thread), work, q: 0, due: false }
+    }
+
+    /// [`store_output`] of this item.
+    #[inline(always)]
+    unsafe fn store<C: Config<Out = Out>>(&self, warpgroup: &Warpgroup, problem: &Problem) {
+        unsafe { store_output::<C>(&self.o, &self.softmax, &self.rows, &self.work, warpgroup, self.q, problem) };
+    }
+
+    /// [`stage_output`] of this item; returns its rows' sums.
+    #[inline(always)]
+    unsafe fn stage<C: Config<Out = Out>>(&self, warpgroup: &Warpgroup) -> [f32; 2] {
+        unsafe { stage_output::<C>(&self.o, &self.softmax, &self.rows, warpgroup, self.q) }
+    }
+
+    /// [`issue_output`] of this item, after [`Finished::stage`].
+    #[inline(always)]
+    unsafe fn issue<C: Config<Out = Out>>(&self, sums: [f32; 2], warpgroup: &Warpgroup, problem: &Problem) {
+        unsafe { issue_output::<C>(sums, &self.softmax, &self.rows, &self.work, warpgroup, self.q, problem) };
+    }
+}
+
+/// O through `mov`s, into registers that no wgmma defined: read under the next item's first Q·Kᵀ, registers whose
+/// last definition was a wgmma's make ptxas wait for the one in flight first (its advisory C7517).
+#[inline(always)]
+fn copied<C: Config>(mut o: C::Out) -> C::Out {
+    for value in o.as_mut() {
+        *value = f32::from_bits(opaque(value.to_bits()));
+    }
+    o
+}
+
 /// Normalizes O by the row sums and stores it through shared memory: the warpgroup writes its 64 rows into the
 /// staging tile in the TMA box layout (64-column blocks of 128-byte swizzled rows, addressed by the layout
 /// algebra's [`SW128_64X64_B16`]) and its leader has TMA store them, clipping rows past seq_q. The log-sum-exp
 /// is written directly, by one thread per row. With O staged in the item's Q buffer `q` ([`AttnTile::o_in_q`]:
 /// this warpgroup's rows of it, which only this warpgroup's wgmma read, all retired by now), the warpgroup hands
-/// the buffer back once the store has read it.
+/// the buffer back once the store has read it. Two steps: [`stage_output`], with no branch on the thread, may run
+/// while a wgmma is in flight (ptxas serializes every wgmma of a kernel that has to wait for one in a branch on
+/// the thread); [`issue_output`] then takes the thread-divergent parts.
 #[inline(always)]
 unsafe fn store_output<C: Config>(
     o: &C::Out,
@@ -1455,26 +1547,24 @@ unsafe fn store_output<C: Config>(
     q: u32,
     problem: &Problem,
 ) {
-    let (head, batch) = (work.head, work.batch);
+    let sums = unsafe { stage_output::<C>(o, state, rows, warpgroup, q) };
+    unsafe { issue_output::<C>(sums, state, rows, work, warpgroup, q, problem) };
+}
+
+/// The first step of [`store_output`]: O normalized into the staging tile, made visible to the TMA store; returns
+/// the thread's two rows' sums.
+#[inline(always)]
+unsafe fn stage_output<C: Config>(o: &C::Out, state: &Softmax, rows: &Rows, warpgroup: &Warpgroup, q: u32) -> [f32; 2] {
     let o = o.as_ref();
-    let lane_is_row_leader = thread_idx_x().is_multiple_of(4);
-    let mut inverse = [0.0f32; 2];
     let sums = row_sums::<C>(o, state);
-    seq!(HALF in 0..2 {
-        let sum = sums[HALF];
-        inverse[HALF] = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        let row = rows.index(HALF);
-        if lane_is_row_leader && row < problem.seq_q {
-            // ln Σ exp(scale·s) = (m·scale·log2 e + log2 Σ 2^((s − m)·scale·log2 e)) · ln 2
-            let lse = if sum > 0.0 {
-                (state.max[HALF] * problem.scale_log2 + mufu::lg2_approx(sum)) * core::f32::consts::LN_2
-            } else {
-                f32::NEG_INFINITY
-            };
-            let at = (batch as usize * problem.heads_q as usize + head as usize) * problem.seq_q as usize + row as usize;
-            unsafe { *problem.lse.add(at) = lse };
-        }
-    });
+    // Where this runs with a wgmma in flight ([`AttnTile::overlaps_items`]), MUFU.RCP alone, and of +∞ (0) for a row
+    // without a visible key: no branch on the thread (`1.0 / sum` is IEEE division, whose slow path is one, and a
+    // condition around the reciprocal would be another).
+    let inverse = if C::TILE.overlaps_items() {
+        sums.map(|sum| mufu::rcp_approx(if sum > 0.0 { sum } else { f32::INFINITY }))
+    } else {
+        sums.map(|sum| if sum > 0.0 { 1.0 / sum } else { 0.0 })
+    };
 
     // The previous work item's store must have read the staging tile before it is overwritten. Every thread waits
     // (only the leader has bulk groups; the others return at once): no branch in front of the barrier. Staged in Q,
@@ -1500,11 +1590,44 @@ unsafe fn store_output<C: Config>(
     });
     smem::fence_proxy_async_shared();
     warpgroup.sync();
+    sums
+}
+
+/// The second step of [`store_output`]: the row leaders' log-sum-exp, the leader's TMA store of the staged tile,
+/// Q's hand-back where O was staged in it, and the statistics.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn issue_output<C: Config>(
+    sums: [f32; 2],
+    state: &Softmax,
+    rows: &Rows,
+    work: &Work,
+    warpgroup: &Warpgroup,
+    q: u32,
+    problem: &Problem,
+) {
+    let (head, batch) = (work.head, work.batch);
+    let lane_is_row_leader = thread_idx_x().is_multiple_of(4);
+    seq!(HALF in 0..2 {
+        let sum = sums[HALF];
+        let row = rows.index(HALF);
+        if lane_is_row_leader && row < problem.seq_q {
+            // ln Σ exp(scale·s) = (m·scale·log2 e + log2 Σ 2^((s − m)·scale·log2 e)) · ln 2
+            let lse = if sum > 0.0 {
+                (state.max[HALF] * problem.scale_log2 + mufu::lg2_approx(sum)) * core::f32::consts::LN_2
+            } else {
+                f32::NEG_INFINITY
+            };
+            let at = (batch as usize * problem.heads_q.get() as usize + head as usize) * problem.seq_q as usize
+                + row as usize;
+            unsafe { *problem.lse.add(at) = lse };
+        }
+    });
     if warpgroup.leader {
         let row0 = (work.q0 + warpgroup.consumer * C::TILE.consumer_rows()) as i32;
         for block in 0..C::TILE.column_blocks() {
             let column = (block * AttnTile::BOX_COLS) as i32;
-            let staging = smem.o(q, block, warpgroup.q_rows_offset);
+            let staging = warpgroup.smem.o(q, block, warpgroup.q_rows_offset);
             unsafe { tma::store_4d(warpgroup.map_o, column, head as i32, row0, batch as i32, staging) };
         }
         tma::commit_group();
