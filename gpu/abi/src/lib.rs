@@ -455,8 +455,9 @@ impl AttnTile {
 
     /// Whether a consumer stores a work item's output only under the next item's first Q·Kᵀ, so that the epilogue
     /// overlaps the tensor cores' work: where the next item's Q has a buffer of its own to arrive in while the
-    /// current one is computed (with one, the producer could load it only once the epilogue has handed Q back), and
-    /// the output one of its own (the first item stages zeros there, with no item before it).
+    /// current one is computed (with one, the next Q could load only after this item's last Q·Kᵀ, and the next first
+    /// Q·Kᵀ would wait for it), and the output one of its own (the first item stages zeros there, with no item before
+    /// it).
     pub const fn overlaps_items(&self) -> bool {
         self.q_buffers > 1 && !self.o_in_q
     }

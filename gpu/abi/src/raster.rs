@@ -114,7 +114,9 @@ impl TileScheduler {
     /// [`last_group`](Self::last_group)) gives at `index`, decoded into (m, n) from the item's place in its group
     /// rather than through the id: one division by a run-time value (a group's items, or the last group's rows)
     /// where the layout's index and the id's split into m and n take two, each a chain of an I2F, a MUFU.RCP and a
-    /// dozen integer steps in front of every tile's main loop. The tests hold it to the layouts.
+    /// dozen integer steps in front of every tile's main loop. The tests hold it to the layouts. Past `tiles()` the
+    /// result is meaningless, and where tiles_m is a multiple of `GROUP_M` the last group's division is by zero:
+    /// every caller bounds the index first.
     #[inline(always)]
     pub const fn tile(&self, index: u32) -> Tile {
         let in_full_groups = self.full_rows() * self.tiles_n;

@@ -1162,7 +1162,8 @@ unsafe fn recompute_scores<C: Config>(s: &mut C::Scores, rows: &Rows, work: &Wor
 }
 
 /// The consumer's main loop over `kv_tiles` key tiles; returns the softmax state and the unnormalized O. The
-/// previous item's epilogue, if `finished` holds it, runs under the first tile's Q·Kᵀ.
+/// previous item's output, if `finished` holds it, is staged under the first tile's Q·Kᵀ and its stores issued
+/// after the wait for it ([`stage_output`], [`issue_output`]).
 ///
 /// Pipeline per tile t ≥ 1 (one wgmma group each, issued back to back under the ping-pong token):
 /// S ← Q·K_tᵀ, O += P_{t−1}·V_{t−1}; wait for S; softmax(S). The wait for that P·V, O's rescale ([`retire_pv`])
